@@ -1,0 +1,264 @@
+//! Collision detection: broad phase, narrow phase, contact points.
+//!
+//! - **Candidate pairs** are fixed when the model is built ([`Model::collision_pairs`]): every
+//!   geometry against the ground, geometries of different trees, and (opt-in) non-adjacent links of
+//!   the same robot.
+//! - **Broad phase**: bounding-sphere culling of the candidate pairs with the contact margin.
+//! - **Narrow phase**: shape-vs-ground is analytic here (sphere, box, capsule, cylinder, convex
+//!   hull against a half-space; it gives the full contact patch as points); shape-vs-shape uses
+//!   parry's convex-convex manifold generation (SAT for boxes, GJK + polygonal feature clipping
+//!   otherwise).
+//!
+//! Contact convention: for a pair (A, B), the unit normal `n` points **from A toward B**, the
+//! signed distance is negative when penetrating, and the relative velocity is
+//! `u = v_B(p) − v_A(p)`; the contact impulse acts `+λ` on B and `−λ` on A. For ground pairs A is
+//! the ground.
+//!
+//! Allocation: the ground tests allocate nothing; parry's manifold generation writes into a
+//! per-pair point buffer reserved here. Parry's EPA (only reached for deep penetration between two
+//! non-box polyhedral shapes) does allocate; see the crate README.
+
+use crate::math::{from_parry_vec, tangent_basis, to_parry, Pose, Vec3};
+use crate::model::{parry_axis_fix, GeomShape, Model};
+use crate::state::ContactKey;
+use parry3d_f64::query::{ContactManifold, DefaultQueryDispatcher, PersistentQueryDispatcher};
+
+/// A contact point of the current step.
+#[derive(Clone, Copy, Debug)]
+pub struct Contact {
+    /// Identity across steps.
+    pub key: ContactKey,
+    /// Body of the first geometry (`None`: world / ground).
+    pub body_a: Option<usize>,
+    /// Body of the second geometry.
+    pub body_b: Option<usize>,
+    /// Geometry indices.
+    pub geom_a: usize,
+    /// Second geometry.
+    pub geom_b: usize,
+    /// Contact point (world, m).
+    pub position: Vec3,
+    /// Unit normal from A toward B (world).
+    pub normal: Vec3,
+    /// First unit tangent (world); `(normal, tangent1, tangent2)` is right-handed.
+    pub tangent1: Vec3,
+    /// Second unit tangent (world).
+    pub tangent2: Vec3,
+    /// Signed distance (m), negative when penetrating.
+    pub distance: f64,
+    /// Coulomb friction coefficient.
+    pub friction: f64,
+}
+
+/// Per-pair scratch for parry and the world poses of geometries.
+pub struct CollisionScratch {
+    /// World pose of each geometry, `X_WG`.
+    pub geom_pose: Vec<Pose>,
+    manifolds: Vec<ContactManifold<(), ()>>,
+}
+
+impl CollisionScratch {
+    /// Reserves everything the narrow phase needs.
+    pub fn new(model: &Model) -> Self {
+        let manifolds = model
+            .collision_pairs
+            .iter()
+            .map(|_| {
+                let mut m = ContactManifold::<(), ()>::new();
+                m.points.reserve(4 * model.contact.max_points_per_pair.max(8));
+                m
+            })
+            .collect();
+        CollisionScratch { geom_pose: vec![Pose::identity(); model.geoms.len()], manifolds }
+    }
+}
+
+/// Result flags of collision detection.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CollisionReport {
+    /// Contacts dropped because `max_contacts` was reached.
+    pub dropped_contacts: usize,
+    /// Pairs parry could not handle.
+    pub unsupported_pairs: usize,
+}
+
+/// Finds all contacts (within the margin) into `contacts` (whose capacity is not exceeded).
+pub fn detect(model: &Model, body_pose: &[Pose], scratch: &mut CollisionScratch, contacts: &mut Vec<Contact>) -> CollisionReport {
+    let mut report = CollisionReport::default();
+    contacts.clear();
+    for (g, geom) in model.geoms.iter().enumerate() {
+        scratch.geom_pose[g] = match geom.body {
+            Some(b) => body_pose[b] * geom.x_body_geom,
+            None => geom.x_body_geom,
+        };
+    }
+    let margin = model.contact.margin_m;
+    let max_per_pair = model.contact.max_points_per_pair;
+    for (pi, pair) in model.collision_pairs.iter().enumerate() {
+        let (ga, gb) = (&model.geoms[pair.geom_a], &model.geoms[pair.geom_b]);
+        let (xa, xb) = (scratch.geom_pose[pair.geom_a], scratch.geom_pose[pair.geom_b]);
+        let mut push = |contacts: &mut Vec<Contact>, position: Vec3, normal: Vec3, distance: f64, fa: u32, fb: u32| {
+            if contacts.len() == contacts.capacity() {
+                report.dropped_contacts += 1;
+                return;
+            }
+            let (t1, t2) = tangent_basis(&normal);
+            contacts.push(Contact {
+                key: ContactKey { pair: pi as u32, feature_a: fa, feature_b: fb },
+                body_a: ga.body,
+                body_b: gb.body,
+                geom_a: pair.geom_a,
+                geom_b: pair.geom_b,
+                position,
+                normal,
+                tangent1: t1,
+                tangent2: t2,
+                distance,
+                friction: pair.friction,
+            });
+        };
+        if pair.with_ground {
+            let GeomShape::Plane { normal, offset } = ga.shape else { unreachable!("ground is a plane") };
+            let centre = xb.translation.vector;
+            if normal.dot(&centre) - offset - gb.bounding_radius > margin {
+                continue;
+            }
+            ground_contacts(&gb.shape, &xb, &normal, offset, margin, max_per_pair, |p, d, f| push(contacts, p, normal, d, 0, f));
+            continue;
+        }
+        // broad phase: bounding spheres
+        let gap = (xa.translation.vector - xb.translation.vector).norm() - ga.bounding_radius - gb.bounding_radius;
+        if gap > margin {
+            continue;
+        }
+        let (pa, pb) = (parry_pose(&ga.shape, &xa), parry_pose(&gb.shape, &xb));
+        let pos12 = to_parry(&pa).inv_mul(&to_parry(&pb));
+        let manifold = &mut scratch.manifolds[pi];
+        manifold.points.clear();
+        let res = DefaultQueryDispatcher.contact_manifold_convex_convex(
+            &pos12,
+            ga.parry_shape.as_ref(),
+            gb.parry_shape.as_ref(),
+            None,
+            None,
+            margin,
+            manifold,
+        );
+        if res.is_err() {
+            report.unsupported_pairs += 1;
+            continue;
+        }
+        let n_w = pa.rotation * from_parry_vec(manifold.local_n1);
+        if !(n_w.norm() > 0.5) {
+            continue;
+        }
+        let n_w = n_w.normalize();
+        for (k, c) in manifold.points.iter().enumerate() {
+            if k >= max_per_pair || c.dist > margin {
+                continue;
+            }
+            let p1 = pa * nalgebra::Point3::from(from_parry_vec(c.local_p1));
+            let p2 = pb * nalgebra::Point3::from(from_parry_vec(c.local_p2));
+            let mid = (p1.coords + p2.coords) * 0.5;
+            push(contacts, mid, n_w, c.dist, c.fid1.0, c.fid2.0);
+        }
+    }
+    report
+}
+
+/// Parry's pose for a geometry (cylinders and capsules lie along parry's y axis).
+fn parry_pose(shape: &GeomShape, x_wg: &Pose) -> Pose {
+    match shape {
+        GeomShape::Cylinder { .. } | GeomShape::Capsule { .. } => x_wg * parry_axis_fix(),
+        _ => *x_wg,
+    }
+}
+
+/// Contacts of a shape at pose `x` against the half-space `n·p ≤ offset`. Calls
+/// `emit(point_on_shape_world, signed_distance, feature)` for each point within `margin`.
+pub fn ground_contacts(shape: &GeomShape, x: &Pose, n: &Vec3, offset: f64, margin: f64, max_points: usize, mut emit: impl FnMut(Vec3, f64, u32)) {
+    let phi = |p: &Vec3| n.dot(p) - offset;
+    let mut count = 0usize;
+    let mut try_point = |p: Vec3, d: f64, f: u32, count: &mut usize| {
+        if d <= margin && *count < max_points {
+            emit(p, d, f);
+            *count += 1;
+        }
+    };
+    let c = x.translation.vector;
+    match shape {
+        GeomShape::Sphere { radius } => {
+            let d = phi(&c) - radius;
+            try_point(c - n * *radius, d, 0, &mut count);
+        }
+        GeomShape::Capsule { radius, half_length } => {
+            let axis = x.rotation * Vec3::z();
+            for (f, s) in [(0u32, 1.0), (1u32, -1.0)] {
+                let e = c + axis * (s * half_length);
+                try_point(e - n * *radius, phi(&e) - radius, f, &mut count);
+            }
+        }
+        GeomShape::Box { half_extents: h } => {
+            // Deepest vertices first so that the per-pair cap keeps the support patch.
+            let mut verts = [(0.0f64, Vec3::zeros(), 0u32); 8];
+            for i in 0..8u32 {
+                let local = Vec3::new(
+                    if i & 1 == 0 { -h.x } else { h.x },
+                    if i & 2 == 0 { -h.y } else { h.y },
+                    if i & 4 == 0 { -h.z } else { h.z },
+                );
+                let p = x * nalgebra::Point3::from(local);
+                verts[i as usize] = (phi(&p.coords), p.coords, i);
+            }
+            verts.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+            for (d, p, f) in verts {
+                try_point(p, d, f, &mut count);
+            }
+        }
+        GeomShape::Cylinder { radius, half_length } => {
+            let axis = x.rotation * Vec3::z();
+            // Direction within the cap plane toward the ground.
+            let down = -(n - axis * n.dot(&axis));
+            let down_norm = down.norm();
+            let (u, w) = if down_norm > 1e-9 {
+                let u = down / down_norm;
+                (u, axis.cross(&u))
+            } else {
+                let (t1, t2) = tangent_basis(&axis);
+                (t1, t2)
+            };
+            // Per cap: the lowest rim point exactly (rolling stays smooth), plus three more rim
+            // points so that a cylinder standing on a cap has a supporting triangle+.
+            for (cap, s) in [(0u32, 1.0), (1u32, -1.0)] {
+                let cc = c + axis * (s * half_length);
+                for (k, (cu, cw)) in [(1.0, 0.0), (-1.0, 0.0), (0.0, 1.0), (0.0, -1.0)].into_iter().enumerate() {
+                    let p = cc + (u * cu + w * cw) * *radius;
+                    try_point(p, phi(&p), cap * 4 + k as u32, &mut count);
+                }
+            }
+        }
+        GeomShape::Convex { vertices } => {
+            // Emit the deepest points first (selection without allocation: repeated scans).
+            let mut last = f64::NEG_INFINITY;
+            let mut last_idx = usize::MAX;
+            for _ in 0..max_points {
+                let mut best = (f64::INFINITY, usize::MAX);
+                for (i, v) in vertices.iter().enumerate() {
+                    let d = phi(&(x * nalgebra::Point3::from(*v)).coords);
+                    let after_last = d > last || (d == last && i > last_idx);
+                    if after_last && (d < best.0 || (d == best.0 && i < best.1)) {
+                        best = (d, i);
+                    }
+                }
+                if best.1 == usize::MAX || best.0 > margin {
+                    break;
+                }
+                let p = (x * nalgebra::Point3::from(vertices[best.1])).coords;
+                try_point(p, best.0, best.1 as u32, &mut count);
+                last = best.0;
+                last_idx = best.1;
+            }
+        }
+        GeomShape::Plane { .. } => {}
+    }
+}

@@ -1,0 +1,360 @@
+//! Scene files (YAML), URDF and mesh loading: the only place that reads files.
+//!
+//! [`load_scene`] reads a scene, its URDFs and meshes, validates everything and returns a
+//! [`Scene`] whose [`Model`] is ready to simulate. Every error names the file and the element at
+//! fault (see [`InputError`]). Unknown keys are rejected.
+
+mod scene;
+
+pub use scene::*;
+
+use crate::contact::SolverConfig;
+use parry3d_f64::shape::Shape;
+use crate::error::InputError;
+use crate::math::{pose_from_xyz_rpy, Vec3};
+use crate::model::{BaseMode, ControlMode, GeomShape, Model, ModelBuilder, ObjectSpec, RobotSpec};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+/// A loaded scene: the model plus the run settings from the file.
+#[derive(Clone, Debug)]
+pub struct Scene {
+    /// Scene name.
+    pub name: String,
+    /// The file it came from.
+    pub file: PathBuf,
+    /// The model.
+    pub model: Model,
+    /// The configured solver.
+    pub solver: SolverConfig,
+    /// Scripted joint targets for headless runs.
+    pub script: Vec<Keyframe>,
+    /// Default run duration (s).
+    pub duration_s: f64,
+}
+
+/// Reads and validates a scene file.
+pub fn load_scene(path: &Path) -> Result<Scene, InputError> {
+    let text = std::fs::read_to_string(path).map_err(|e| InputError::Io { file: path.display().to_string(), reason: e.to_string() })?;
+    load_scene_str(&text, path)
+}
+
+/// Parses a scene from text; `path` names the file for messages and is the base of relative
+/// paths.
+pub fn load_scene_str(text: &str, path: &Path) -> Result<Scene, InputError> {
+    let file = path.display().to_string();
+    let cfg: SceneFile = serde_yaml::from_str(text).map_err(|e| InputError::Parse { file: file.clone(), reason: e.to_string() })?;
+    let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    build_scene(cfg, &file, &base_dir, path)
+}
+
+fn build_scene(cfg: SceneFile, file: &str, base_dir: &Path, path: &Path) -> Result<Scene, InputError> {
+    let mut b = ModelBuilder::new(file);
+    b.timestep_s = cfg.timestep_s;
+    b.gravity = Vec3::from(cfg.gravity);
+    b.contact = crate::model::ContactOptions {
+        max_contacts: cfg.contact.max_contacts,
+        margin_m: cfg.contact.margin_m,
+        slop_m: cfg.contact.slop_m,
+        erp: cfg.contact.erp,
+        max_points_per_pair: cfg.contact.max_points_per_pair,
+    };
+    for (name, m) in &cfg.materials {
+        b.material(name, m.friction)?;
+    }
+    for p in &cfg.material_pairs {
+        b.material_pair(&p.a, &p.b, p.friction)?;
+    }
+    b.friction_combine(cfg.friction_combine);
+    if cfg.ground.enabled {
+        let t = cfg.ground.incline_deg.to_radians();
+        let axis = Vec3::from(cfg.ground.incline_axis);
+        if axis.norm() < 1e-9 {
+            return Err(InputError::invalid(file, "ground.incline_axis", "must be a non-zero vector"));
+        }
+        let n = nalgebra::UnitQuaternion::from_scaled_axis(axis.normalize() * t) * Vec3::z();
+        b.ground(n, &cfg.ground.material)?;
+    }
+    for (ri, r) in cfg.robots.iter().enumerate() {
+        let element = format!("robots[{ri}]");
+        let urdf_path = resolve_relative(base_dir, &r.urdf);
+        let mut spec = load_robot(&urdf_path, r, &cfg.package_paths, base_dir)?;
+        spec.name = r.name.clone();
+        let _ = &element;
+        b.add_robot(spec)?;
+    }
+    for (oi, o) in cfg.objects.iter().enumerate() {
+        let element = format!("objects[{oi}] ('{}')", o.name);
+        let shape = object_shape(&o.shape, base_dir, file, &element)?;
+        let volume = shape_volume(&shape);
+        let mass = match (o.mass_kg, o.density_kg_m3) {
+            (Some(m), None) => m,
+            (None, Some(rho)) => rho * volume,
+            (None, None) if o.fixed => 0.0,
+            (None, None) => return Err(InputError::invalid(file, format!("{element}"), "give mass_kg or density_kg_m3")),
+            (Some(_), Some(_)) => return Err(InputError::invalid(file, format!("{element}"), "give either mass_kg or density_kg_m3, not both")),
+        };
+        b.add_object(
+            ObjectSpec {
+                name: o.name.clone(),
+                shape,
+                mass,
+                pose: pose_from_xyz_rpy(o.position, o.rpy),
+                linear_velocity: Vec3::from(o.linear_velocity),
+                angular_velocity: Vec3::from(o.angular_velocity),
+                material: o.material.clone(),
+                fixed: o.fixed,
+            },
+            &element,
+        )?;
+    }
+    let model = b.finalize()?;
+    // script joints must exist
+    for (ki, k) in cfg.script.iter().enumerate() {
+        for name in k.positions.keys().chain(k.efforts.keys()) {
+            if model.joint_dof(name).is_none() {
+                return Err(InputError::invalid(file, format!("script[{ki}].{name}"), "no such movable joint in the scene"));
+            }
+        }
+        if ki > 0 && k.time_s < cfg.script[ki - 1].time_s {
+            return Err(InputError::invalid(file, format!("script[{ki}].time_s"), "keyframes must be in time order"));
+        }
+    }
+    if let Some(d) = cfg.duration_s {
+        if !(d > 0.0) {
+            return Err(InputError::invalid(file, "duration_s", "must be positive"));
+        }
+    }
+    validate_solver(&cfg.solver, file)?;
+    Ok(Scene {
+        name: cfg.name.clone().unwrap_or_else(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()),
+        file: path.to_path_buf(),
+        model,
+        solver: cfg.solver,
+        script: cfg.script,
+        duration_s: cfg.duration_s.unwrap_or(5.0),
+    })
+}
+
+/// Checks solver parameters' ranges.
+pub fn validate_solver(s: &SolverConfig, file: &str) -> Result<(), InputError> {
+    match s {
+        SolverConfig::Pgs(p) => {
+            if p.max_iterations == 0 {
+                return Err(InputError::invalid(file, "solver.max_iterations", "must be ≥ 1"));
+            }
+            if !(p.tolerance >= 0.0) {
+                return Err(InputError::invalid(file, "solver.tolerance", "must be ≥ 0"));
+            }
+            if !(p.relaxation > 0.0 && p.relaxation < 2.0) {
+                return Err(InputError::invalid(file, "solver.relaxation", "must be in (0, 2)"));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn resolve_relative(base: &Path, p: &str) -> PathBuf {
+    let path = Path::new(p);
+    if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        base.join(path)
+    }
+}
+
+fn control_mode(c: &ControlModeConfig) -> ControlMode {
+    match *c {
+        ControlModeConfig::Passive => ControlMode::Passive,
+        ControlModeConfig::Position { kp, kd } => ControlMode::Position { kp, kd },
+        ControlModeConfig::Velocity { kd } => ControlMode::Velocity { kd },
+        ControlModeConfig::Effort => ControlMode::Effort,
+    }
+}
+
+/// Reads a URDF file and the meshes it references.
+pub fn load_robot(urdf_path: &Path, r: &RobotConfig, scene_packages: &BTreeMap<String, String>, scene_dir: &Path) -> Result<RobotSpec, InputError> {
+    let file = urdf_path.display().to_string();
+    let urdf = read_urdf(urdf_path)?;
+    let urdf_dir = urdf_path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let mut packages: HashMap<String, PathBuf> = HashMap::new();
+    for (k, v) in scene_packages.iter().chain(r.package_paths.iter()) {
+        packages.insert(k.clone(), resolve_relative(scene_dir, v));
+    }
+    let mut mesh_hulls = HashMap::new();
+    for link in &urdf.links {
+        for (ci, c) in link.collision.iter().enumerate() {
+            if let urdf_rs::Geometry::Mesh { filename, scale } = &c.geometry {
+                let element = format!("link '{}' <collision> {ci} mesh '{filename}'", link.name);
+                let mesh_path = resolve_mesh_path(filename, &urdf_dir, &packages).map_err(|reason| InputError::invalid(&file, &element, reason))?;
+                let s = scale.map(|s| Vec3::new(s[0], s[1], s[2])).unwrap_or(Vec3::new(1.0, 1.0, 1.0));
+                let pts = read_mesh_points(&mesh_path).map_err(|reason| InputError::invalid(&file, &element, reason))?;
+                let pts: Vec<Vec3> = pts.iter().map(|p| p.component_mul(&s)).collect();
+                let hull = crate::model::convex_hull_vertices(&pts)
+                    .ok_or_else(|| InputError::invalid(&file, &element, "mesh is degenerate (flat or fewer than 4 distinct points)"))?;
+                mesh_hulls.insert((link.name.clone(), ci), hull);
+            }
+        }
+    }
+    let base_pose = pose_from_xyz_rpy(r.base.position, r.base.rpy);
+    Ok(RobotSpec {
+        urdf,
+        source: file,
+        name: r.name.clone(),
+        base: match r.base.mode {
+            BaseModeConfig::Fixed => BaseMode::Fixed(base_pose),
+            BaseModeConfig::Floating => BaseMode::Floating(base_pose),
+        },
+        initial_positions: r.initial_positions.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+        mesh_hulls,
+        material: r.material.clone(),
+        link_materials: r.link_materials.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        self_collision: r.self_collision,
+        default_control: control_mode(&r.control.default),
+        joint_control: r.control.joints.iter().map(|(k, v)| (k.clone(), control_mode(v))).collect(),
+    })
+}
+
+/// Reads and parses a URDF file, turning parser errors into messages that name the element.
+pub fn read_urdf(path: &Path) -> Result<urdf_rs::Robot, InputError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| InputError::Io { file: file.clone(), reason: e.to_string() })?;
+    // urdf-rs reports an unknown joint type without the joint's name: find it ourselves.
+    const KNOWN: [&str; 7] = ["revolute", "continuous", "prismatic", "fixed", "floating", "planar", "spherical"];
+    let mut rest = text.as_str();
+    while let Some(pos) = rest.find("<joint") {
+        let tag_end = rest[pos..].find('>').map(|e| pos + e).unwrap_or(rest.len());
+        let tag = &rest[pos..tag_end];
+        if let Some(t) = xml_attr(tag, "type") {
+            if !KNOWN.contains(&t) {
+                let name = xml_attr(tag, "name").unwrap_or("?");
+                return Err(InputError::invalid(
+                    file,
+                    format!("joint '{name}'"),
+                    format!("unknown joint type '{t}' (expected one of: {})", KNOWN.join(", ")),
+                ));
+            }
+        }
+        rest = &rest[tag_end.min(rest.len())..];
+    }
+    urdf_rs::read_from_string(&text).map_err(|e| InputError::Parse { file, reason: format!("invalid URDF: {e}") })
+}
+
+fn xml_attr<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
+    let mut search = tag;
+    loop {
+        let i = search.find(name)?;
+        let before_ok = i == 0 || search.as_bytes()[i - 1].is_ascii_whitespace();
+        let after = search[i + name.len()..].trim_start();
+        if before_ok && after.starts_with('=') {
+            let v = after[1..].trim_start();
+            let quote = v.chars().next()?;
+            if quote == '"' || quote == '\'' {
+                let end = v[1..].find(quote)?;
+                return Some(&v[1..1 + end]);
+            }
+            return None;
+        }
+        search = &search[i + name.len()..];
+    }
+}
+
+/// Resolves a URDF mesh reference: `package://pkg/rel` (scene `package_paths`, then
+/// `ROS_PACKAGE_PATH`, `AMENT_PREFIX_PATH/share`, then an ancestor directory of the URDF named
+/// `pkg`), `file://abs`, or a path relative to the URDF's directory.
+pub fn resolve_mesh_path(filename: &str, urdf_dir: &Path, packages: &HashMap<String, PathBuf>) -> Result<PathBuf, String> {
+    let path = if let Some(rest) = filename.strip_prefix("package://") {
+        let (pkg, rel) = rest.split_once('/').ok_or_else(|| format!("malformed package URI '{filename}'"))?;
+        let mut candidates: Vec<PathBuf> = vec![];
+        if let Some(p) = packages.get(pkg) {
+            candidates.push(p.clone());
+        }
+        if let Ok(rpp) = std::env::var("ROS_PACKAGE_PATH") {
+            candidates.extend(rpp.split(':').filter(|s| !s.is_empty()).map(|d| Path::new(d).join(pkg)));
+        }
+        if let Ok(app) = std::env::var("AMENT_PREFIX_PATH") {
+            candidates.extend(app.split(':').filter(|s| !s.is_empty()).map(|d| Path::new(d).join("share").join(pkg)));
+        }
+        let mut dir = Some(urdf_dir);
+        while let Some(d) = dir {
+            if d.file_name().map(|n| n == pkg).unwrap_or(false) {
+                candidates.push(d.to_path_buf());
+            }
+            dir = d.parent();
+        }
+        candidates
+            .iter()
+            .map(|c| c.join(rel))
+            .find(|p| p.exists())
+            .ok_or_else(|| format!("package '{pkg}' not found (add it to the scene's package_paths, ROS_PACKAGE_PATH or AMENT_PREFIX_PATH)"))?
+    } else if let Some(abs) = filename.strip_prefix("file://") {
+        PathBuf::from(abs)
+    } else {
+        resolve_relative(urdf_dir, filename)
+    };
+    if !path.exists() {
+        return Err(format!("mesh file {} does not exist", path.display()));
+    }
+    Ok(path)
+}
+
+/// Reads the vertex positions of an STL (ASCII or binary) or OBJ mesh (m, file units).
+pub fn read_mesh_points(path: &Path) -> Result<Vec<Vec3>, String> {
+    let ext = path.extension().map(|e| e.to_string_lossy().to_lowercase()).unwrap_or_default();
+    match ext.as_str() {
+        "stl" => {
+            let mut f = std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let mesh = stl_io::read_stl(&mut f).map_err(|e| format!("invalid STL {}: {e}", path.display()))?;
+            Ok(mesh.vertices.iter().map(|v| Vec3::new(v.0[0] as f64, v.0[1] as f64, v.0[2] as f64)).collect())
+        }
+        "obj" => {
+            let (models, _) = tobj::load_obj(path, &tobj::LoadOptions { single_index: false, triangulate: false, ignore_points: true, ignore_lines: true })
+                .map_err(|e| format!("invalid OBJ {}: {e}", path.display()))?;
+            let mut pts = vec![];
+            for m in models {
+                for c in m.mesh.positions.chunks_exact(3) {
+                    pts.push(Vec3::new(c[0] as f64, c[1] as f64, c[2] as f64));
+                }
+            }
+            Ok(pts)
+        }
+        other => Err(format!("unsupported mesh format '.{other}' of {} (use STL or OBJ)", path.display())),
+    }
+}
+
+fn object_shape(s: &ShapeConfig, base_dir: &Path, file: &str, element: &str) -> Result<GeomShape, InputError> {
+    Ok(match s {
+        ShapeConfig::Box { size } => GeomShape::Box { half_extents: Vec3::from(*size) * 0.5 },
+        ShapeConfig::Sphere { radius } => GeomShape::Sphere { radius: *radius },
+        ShapeConfig::Cylinder { radius, length } => GeomShape::Cylinder { radius: *radius, half_length: 0.5 * length },
+        ShapeConfig::Capsule { radius, length } => GeomShape::Capsule { radius: *radius, half_length: 0.5 * length },
+        ShapeConfig::Mesh { file: mesh, scale } => {
+            let p = resolve_relative(base_dir, mesh);
+            if !p.exists() {
+                return Err(InputError::invalid(file, format!("{element}.shape.file"), format!("mesh file {} does not exist", p.display())));
+            }
+            let pts = read_mesh_points(&p).map_err(|r| InputError::invalid(file, format!("{element}.shape.file"), r))?;
+            let s = Vec3::from(*scale);
+            let pts: Vec<Vec3> = pts.iter().map(|p| p.component_mul(&s)).collect();
+            let hull = crate::model::convex_hull_vertices(&pts)
+                .ok_or_else(|| InputError::invalid(file, format!("{element}.shape.file"), "mesh is degenerate (flat or fewer than 4 points)"))?;
+            GeomShape::Convex { vertices: hull }
+        }
+    })
+}
+
+/// Volume of a shape (m³).
+pub fn shape_volume(s: &GeomShape) -> f64 {
+    use std::f64::consts::PI;
+    match s {
+        GeomShape::Sphere { radius } => 4.0 / 3.0 * PI * radius.powi(3),
+        GeomShape::Box { half_extents } => 8.0 * half_extents.x * half_extents.y * half_extents.z,
+        GeomShape::Cylinder { radius, half_length } => PI * radius * radius * 2.0 * half_length,
+        GeomShape::Capsule { radius, half_length } => PI * radius * radius * 2.0 * half_length + 4.0 / 3.0 * PI * radius.powi(3),
+        GeomShape::Convex { vertices } => {
+            let pts: Vec<_> = vertices.iter().map(crate::math::to_parry_vec).collect();
+            parry3d_f64::shape::ConvexPolyhedron::from_convex_hull(&pts).map(|h| h.mass_properties(1.0).mass()).unwrap_or(0.0)
+        }
+        GeomShape::Plane { .. } => 0.0,
+    }
+}

@@ -1,0 +1,335 @@
+//! Typed scene-file schema. Every struct rejects unknown keys; units are in the key names.
+//!
+//! A minimal scene:
+//! ```yaml
+//! timestep_s: 0.001
+//! objects:
+//!   - name: box
+//!     shape: {type: box, size: [0.2, 0.2, 0.2]}
+//!     mass_kg: 1.0
+//!     position: [0, 0, 0.1]
+//! ```
+
+use crate::contact::SolverConfig;
+use crate::model::FrictionCombine;
+use std::collections::BTreeMap;
+
+fn default_timestep() -> f64 {
+    0.001
+}
+fn default_gravity() -> [f64; 3] {
+    [0.0, 0.0, -9.81]
+}
+fn default_true() -> bool {
+    true
+}
+fn default_material() -> String {
+    "default".into()
+}
+fn default_y_axis() -> [f64; 3] {
+    [0.0, 1.0, 0.0]
+}
+fn default_scale() -> [f64; 3] {
+    [1.0, 1.0, 1.0]
+}
+
+/// The scene file.
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SceneFile {
+    /// Scene name (defaults to the file stem).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Time step (s).
+    #[serde(default = "default_timestep")]
+    pub timestep_s: f64,
+    /// Gravity (m/s², world).
+    #[serde(default = "default_gravity")]
+    pub gravity: [f64; 3],
+    /// Default duration of `contact_sim run` (s).
+    #[serde(default)]
+    pub duration_s: Option<f64>,
+    /// Ground plane.
+    #[serde(default)]
+    pub ground: GroundConfig,
+    /// Materials by name (`default` always exists, μ = 0.8 unless redefined).
+    #[serde(default)]
+    pub materials: BTreeMap<String, MaterialConfig>,
+    /// Friction for specific material pairs.
+    #[serde(default)]
+    pub material_pairs: Vec<MaterialPairConfig>,
+    /// How two materials' μ combine when no pair is given.
+    #[serde(default)]
+    pub friction_combine: FrictionCombine,
+    /// ROS package name → directory, for `package://` URIs in URDFs.
+    #[serde(default)]
+    pub package_paths: BTreeMap<String, String>,
+    /// Robots.
+    #[serde(default)]
+    pub robots: Vec<RobotConfig>,
+    /// Rigid objects.
+    #[serde(default)]
+    pub objects: Vec<ObjectConfig>,
+    /// Contact solver.
+    #[serde(default)]
+    pub solver: SolverConfig,
+    /// Contact detection and stabilization.
+    #[serde(default)]
+    pub contact: ContactConfig,
+    /// Scripted joint targets for headless runs.
+    #[serde(default)]
+    pub script: Vec<Keyframe>,
+}
+
+/// The ground half-space.
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroundConfig {
+    /// Whether there is a ground.
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+    /// Incline (deg): the ground normal is +z rotated by this angle about `incline_axis`. With the
+    /// default y axis and a positive angle the surface descends toward +x.
+    #[serde(default)]
+    pub incline_deg: f64,
+    /// Axis of the incline rotation (world).
+    #[serde(default = "default_y_axis")]
+    pub incline_axis: [f64; 3],
+    /// Material name.
+    #[serde(default = "default_material")]
+    pub material: String,
+}
+
+impl Default for GroundConfig {
+    fn default() -> Self {
+        GroundConfig { enabled: true, incline_deg: 0.0, incline_axis: default_y_axis(), material: default_material() }
+    }
+}
+
+/// A material.
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MaterialConfig {
+    /// Coulomb friction coefficient.
+    pub friction: f64,
+}
+
+/// Friction of one material pair.
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MaterialPairConfig {
+    /// First material.
+    pub a: String,
+    /// Second material.
+    pub b: String,
+    /// Coulomb friction coefficient.
+    pub friction: f64,
+}
+
+/// How a robot's base is attached.
+#[derive(Clone, Copy, Debug, serde::Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum BaseModeConfig {
+    /// Welded to the world.
+    #[default]
+    Fixed,
+    /// Free-floating (legged and mobile robots).
+    Floating,
+}
+
+/// Base attachment and initial pose.
+#[derive(Clone, Debug, serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct BaseConfig {
+    /// `fixed` or `floating`.
+    #[serde(default)]
+    pub mode: BaseModeConfig,
+    /// Position of the root link (m, world).
+    #[serde(default)]
+    pub position: [f64; 3],
+    /// Orientation, roll-pitch-yaw (rad).
+    #[serde(default)]
+    pub rpy: [f64; 3],
+}
+
+/// A joint's command mode in the scene file.
+#[derive(Clone, Copy, Debug, serde::Deserialize, PartialEq)]
+#[serde(tag = "mode", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ControlModeConfig {
+    /// Unactuated.
+    Passive,
+    /// PD to a position target: `kp` (N·m/rad or N/m), `kd` (N·m·s/rad or N·s/m).
+    Position {
+        /// Stiffness.
+        kp: f64,
+        /// Damping.
+        kd: f64,
+    },
+    /// Velocity servo with gain `kd` (N·m·s/rad or N·s/m).
+    Velocity {
+        /// Gain.
+        kd: f64,
+    },
+    /// Direct effort.
+    Effort,
+}
+
+impl Default for ControlModeConfig {
+    fn default() -> Self {
+        ControlModeConfig::Passive
+    }
+}
+
+/// Command modes of a robot's joints.
+#[derive(Clone, Debug, serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ControlConfig {
+    /// Mode of joints not listed in `joints`.
+    #[serde(default)]
+    pub default: ControlModeConfig,
+    /// Per-joint modes.
+    #[serde(default)]
+    pub joints: BTreeMap<String, ControlModeConfig>,
+}
+
+/// A robot in the scene.
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RobotConfig {
+    /// URDF path (relative to the scene file).
+    pub urdf: String,
+    /// Name override.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Base attachment.
+    #[serde(default)]
+    pub base: BaseConfig,
+    /// Initial joint positions (rad or m).
+    #[serde(default)]
+    pub initial_positions: BTreeMap<String, f64>,
+    /// Material of all collision geometry.
+    #[serde(default = "default_material")]
+    pub material: String,
+    /// Per-link material.
+    #[serde(default)]
+    pub link_materials: BTreeMap<String, String>,
+    /// Collide non-adjacent links with each other.
+    #[serde(default)]
+    pub self_collision: bool,
+    /// Package name → directory for this robot's `package://` URIs.
+    #[serde(default)]
+    pub package_paths: BTreeMap<String, String>,
+    /// Joint command modes and gains.
+    #[serde(default)]
+    pub control: ControlConfig,
+}
+
+/// Shape of an object.
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ShapeConfig {
+    /// Box with full edge lengths (m).
+    Box {
+        /// Edge lengths.
+        size: [f64; 3],
+    },
+    /// Sphere.
+    Sphere {
+        /// Radius (m).
+        radius: f64,
+    },
+    /// Cylinder along the object's z axis.
+    Cylinder {
+        /// Radius (m).
+        radius: f64,
+        /// Length (m).
+        length: f64,
+    },
+    /// Capsule along the object's z axis.
+    Capsule {
+        /// Radius (m).
+        radius: f64,
+        /// Length of the cylindrical part (m).
+        length: f64,
+    },
+    /// Convex hull of an STL/OBJ mesh.
+    Mesh {
+        /// Path (relative to the scene file).
+        file: String,
+        /// Per-axis scale.
+        #[serde(default = "default_scale")]
+        scale: [f64; 3],
+    },
+}
+
+/// A rigid object.
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ObjectConfig {
+    /// Unique name.
+    pub name: String,
+    /// Shape.
+    pub shape: ShapeConfig,
+    /// Mass (kg); or give `density_kg_m3`.
+    #[serde(default)]
+    pub mass_kg: Option<f64>,
+    /// Density (kg/m³).
+    #[serde(default)]
+    pub density_kg_m3: Option<f64>,
+    /// Initial position (m, world).
+    #[serde(default)]
+    pub position: [f64; 3],
+    /// Initial orientation, roll-pitch-yaw (rad).
+    #[serde(default)]
+    pub rpy: [f64; 3],
+    /// Initial linear velocity (m/s, world).
+    #[serde(default)]
+    pub linear_velocity: [f64; 3],
+    /// Initial angular velocity (rad/s, world).
+    #[serde(default)]
+    pub angular_velocity: [f64; 3],
+    /// Material.
+    #[serde(default = "default_material")]
+    pub material: String,
+    /// Static obstacle.
+    #[serde(default)]
+    pub fixed: bool,
+}
+
+/// Contact detection and stabilization settings.
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ContactConfig {
+    /// Capacity of contact points per step.
+    pub max_contacts: usize,
+    /// Speculative contact distance (m).
+    pub margin_m: f64,
+    /// Allowed penetration (m).
+    pub slop_m: f64,
+    /// Baumgarte fraction of penetration corrected per step.
+    pub erp: f64,
+    /// Contact points kept per geometry pair.
+    pub max_points_per_pair: usize,
+}
+
+impl Default for ContactConfig {
+    fn default() -> Self {
+        let d = crate::model::ContactOptions::default();
+        ContactConfig { max_contacts: d.max_contacts, margin_m: d.margin_m, slop_m: d.slop_m, erp: d.erp, max_points_per_pair: d.max_points_per_pair }
+    }
+}
+
+/// A keyframe of the headless command script: position targets are interpolated linearly
+/// between keyframes; efforts are held until the next keyframe that names the joint.
+#[derive(Clone, Debug, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Keyframe {
+    /// Time of the keyframe (s).
+    pub time_s: f64,
+    /// Position targets by joint (rad or m).
+    #[serde(default)]
+    pub positions: BTreeMap<String, f64>,
+    /// Feed-forward efforts by joint (N·m or N).
+    #[serde(default)]
+    pub efforts: BTreeMap<String, f64>,
+}

@@ -1,0 +1,112 @@
+//! Projected Gauss–Seidel on the true (circular) Coulomb cone — the baseline solver.
+//!
+//! Per sweep, for each contact: the normal impulse is updated with its diagonal Delassus entry and
+//! projected on `λ_n ≥ 0`; then the tangential pair is updated with the inverse of its 2×2
+//! Delassus block and projected radially on the disk `‖λ_t‖ ≤ μ λ_n` (blocked PGS as in Drake's
+//! `PgsSolver` and Bullet). Joint rows are updated with their diagonal entry and clamped to their
+//! bounds. Over-relaxation `ω` scales every update. Termination: the largest impulse change of a
+//! sweep falls below `tolerance`.
+
+use super::{ContactProblem, ContactSolver, SolveStats};
+
+/// PGS parameters.
+#[derive(Clone, Debug, serde::Deserialize, serde::Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct PgsParams {
+    /// Maximum number of sweeps.
+    pub max_iterations: u32,
+    /// Stop when the largest impulse change of a sweep is below this (N·s).
+    pub tolerance: f64,
+    /// Over-relaxation factor ω (1 = plain Gauss–Seidel; 0 < ω < 2).
+    pub relaxation: f64,
+}
+
+impl Default for PgsParams {
+    fn default() -> Self {
+        PgsParams { max_iterations: 500, tolerance: 1e-9, relaxation: 1.0 }
+    }
+}
+
+/// PGS with its per-contact scratch (inverse tangential blocks).
+pub struct PgsSolver {
+    /// Parameters.
+    pub params: PgsParams,
+    tangent_inverse: Vec<[f64; 4]>,
+}
+
+impl PgsSolver {
+    /// Reserves scratch for `max_contacts`.
+    pub fn new(params: PgsParams, max_contacts: usize) -> Self {
+        PgsSolver { params, tangent_inverse: vec![[0.0; 4]; max_contacts] }
+    }
+}
+
+const TINY: f64 = 1e-14;
+
+impl ContactSolver for PgsSolver {
+    fn solve(&mut self, p: &ContactProblem, lambda: &mut [f64]) -> SolveStats {
+        let nc = p.num_contacts;
+        let w = self.params.relaxation;
+        for c in 0..nc {
+            let i = 3 * c;
+            let (a, b, d) = (p.g(i + 1, i + 1), p.g(i + 1, i + 2), p.g(i + 2, i + 2));
+            let det = a * d - b * b;
+            self.tangent_inverse[c] = if det.abs() > TINY { [d / det, -b / det, -b / det, a / det] } else { [0.0; 4] };
+        }
+        let mut stats = SolveStats::default();
+        for it in 0..self.params.max_iterations {
+            let mut max_delta: f64 = 0.0;
+            for c in 0..nc {
+                let i = 3 * c;
+                let gnn = p.g(i, i);
+                if gnn <= TINY {
+                    continue;
+                }
+                let un = p.row_velocity(i, lambda);
+                let ln_old = lambda[i];
+                let ln = (ln_old - w * un / gnn).max(0.0);
+                let dn = ln - ln_old;
+                lambda[i] = ln;
+                // tangential velocity after the normal update
+                let ut1 = p.row_velocity(i + 1, lambda);
+                let ut2 = p.row_velocity(i + 2, lambda);
+                let inv = &self.tangent_inverse[c];
+                let (t1_old, t2_old) = (lambda[i + 1], lambda[i + 2]);
+                let mut t1 = t1_old - w * (inv[0] * ut1 + inv[1] * ut2);
+                let mut t2 = t2_old - w * (inv[2] * ut1 + inv[3] * ut2);
+                let limit = p.friction[c] * ln;
+                let norm = (t1 * t1 + t2 * t2).sqrt();
+                if norm > limit {
+                    let s = if norm > 0.0 { limit / norm } else { 0.0 };
+                    t1 *= s;
+                    t2 *= s;
+                }
+                lambda[i + 1] = t1;
+                lambda[i + 2] = t2;
+                max_delta = max_delta.max(dn.abs()).max((t1 - t1_old).abs()).max((t2 - t2_old).abs());
+            }
+            for r in 0..p.num_joint_rows {
+                let i = 3 * nc + r;
+                let gii = p.g(i, i);
+                if gii <= TINY {
+                    continue;
+                }
+                let u = p.row_velocity(i, lambda);
+                let old = lambda[i];
+                let new = (old - w * u / gii).clamp(p.row_lower[r], p.row_upper[r]);
+                lambda[i] = new;
+                max_delta = max_delta.max((new - old).abs());
+            }
+            stats.iterations = it + 1;
+            stats.residual = max_delta;
+            if max_delta <= self.params.tolerance {
+                stats.converged = true;
+                break;
+            }
+        }
+        if p.dim() == 0 {
+            stats.converged = true;
+        }
+        stats
+    }
+}

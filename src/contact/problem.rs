@@ -1,0 +1,112 @@
+//! The contact problem every solver reads.
+//!
+//! One step's constraints are linearised at the velocity level (Anitescu–Potra style):
+//!
+//! ```text
+//!   u = G λ + u_free,      G = J M̃⁻¹ Jᵀ  (Delassus matrix),  u_free = J v* + b
+//! ```
+//!
+//! where `v*` is the velocity the system would reach without constraint impulses, `b` the
+//! position-stabilization / speculative bias and M̃ the mass matrix with the implicit damping and
+//! PD terms of the step. Rows are ordered: for each contact `c`, rows `3c, 3c+1, 3c+2` are the
+//! normal and the two tangents of its frame; then one row per joint constraint (limits, joint
+//! friction, mimic couplings).
+//!
+//! Conditions a solution satisfies (the "physical constraints" of Hwangbo et al. 2018, §III):
+//! - contact c: either open (`λ_c = 0`, `u_n ≥ 0`), sticking (`u_c = 0`, `‖λ_t‖ ≤ μ λ_n`) or
+//!   sliding (`u_n = 0`, `‖λ_t‖ = μ λ_n`, `λ_t = −μ λ_n u_t/‖u_t‖`: maximal dissipation);
+//! - joint row r: `λ_r ∈ [lo_r, hi_r]` with `u_r ≥ 0` at `lo`, `u_r ≤ 0` at `hi`, `u_r = 0` inside.
+
+/// Read-only view of one step's constraint problem.
+#[derive(Clone, Copy, Debug)]
+pub struct ContactProblem<'a> {
+    /// Number of contacts (3 rows each).
+    pub num_contacts: usize,
+    /// Number of one-dimensional joint rows after the contact rows.
+    pub num_joint_rows: usize,
+    /// Coulomb friction coefficient per contact.
+    pub friction: &'a [f64],
+    /// Lower impulse bound per joint row (N·s or N·m·s; `-inf` for bilateral).
+    pub row_lower: &'a [f64],
+    /// Upper impulse bound per joint row.
+    pub row_upper: &'a [f64],
+    /// Delassus matrix G, row-major `dim × dim` (m/s per N·s).
+    pub delassus: &'a [f64],
+    /// Constraint velocity without impulses, `u_free` (m/s or rad/s).
+    pub free_velocity: &'a [f64],
+}
+
+impl<'a> ContactProblem<'a> {
+    /// Number of scalar rows.
+    #[inline]
+    pub fn dim(&self) -> usize {
+        3 * self.num_contacts + self.num_joint_rows
+    }
+    /// Entry `G[i][j]`.
+    #[inline]
+    pub fn g(&self, i: usize, j: usize) -> f64 {
+        self.delassus[i * self.dim() + j]
+    }
+    /// Row `i` of G.
+    #[inline]
+    pub fn g_row(&self, i: usize) -> &'a [f64] {
+        let n = self.dim();
+        &self.delassus[i * n..(i + 1) * n]
+    }
+    /// Constraint velocity of row `i` for impulses `lambda`: `u_i = (G λ)_i + u_free,i`.
+    #[inline]
+    pub fn row_velocity(&self, i: usize, lambda: &[f64]) -> f64 {
+        let row = self.g_row(i);
+        let mut u = self.free_velocity[i];
+        for (g, l) in row.iter().zip(lambda) {
+            u += g * l;
+        }
+        u
+    }
+
+    /// The worst violation of the physical conditions listed in the module docs, as
+    /// `(impulse error N·s, velocity error m/s)`: cone / bound violation, and for each contact the
+    /// velocity error of the case it is in (penetrating normal velocity when open, slip when
+    /// strictly inside the cone, normal velocity and misalignment of the friction when sliding).
+    pub fn violation(&self, lambda: &[f64]) -> (f64, f64) {
+        let mut imp: f64 = 0.0;
+        let mut vel: f64 = 0.0;
+        for c in 0..self.num_contacts {
+            let i = 3 * c;
+            let mu = self.friction[c];
+            let (ln, lt) = (lambda[i], [lambda[i + 1], lambda[i + 2]]);
+            let un = self.row_velocity(i, lambda);
+            let ut = [self.row_velocity(i + 1, lambda), self.row_velocity(i + 2, lambda)];
+            let lt_norm = (lt[0] * lt[0] + lt[1] * lt[1]).sqrt();
+            let ut_norm = (ut[0] * ut[0] + ut[1] * ut[1]).sqrt();
+            imp = imp.max((-ln).max(0.0)).max((lt_norm - mu * ln).max(0.0));
+            if ln <= 0.0 {
+                // open: must not approach
+                vel = vel.max((-un).max(0.0));
+            } else {
+                vel = vel.max(un.abs());
+                if lt_norm < mu * ln * (1.0 - 1e-9) {
+                    vel = vel.max(ut_norm); // sticking
+                } else {
+                    // sliding: λ_t = −μ λ_n û_t
+                    if ut_norm > 0.0 {
+                        let e = [lt[0] + mu * ln * ut[0] / ut_norm, lt[1] + mu * ln * ut[1] / ut_norm];
+                        imp = imp.max((e[0] * e[0] + e[1] * e[1]).sqrt());
+                    }
+                }
+            }
+        }
+        for r in 0..self.num_joint_rows {
+            let i = 3 * self.num_contacts + r;
+            let (lo, hi) = (self.row_lower[r], self.row_upper[r]);
+            let l = lambda[i];
+            let u = self.row_velocity(i, lambda);
+            imp = imp.max((lo - l).max(0.0)).max((l - hi).max(0.0));
+            let at_lo = l <= lo + 1e-15;
+            let at_hi = l >= hi - 1e-15;
+            let e = if at_lo && at_hi { 0.0 } else if at_lo { (-u).max(0.0) } else if at_hi { u.max(0.0) } else { u.abs() };
+            vel = vel.max(e);
+        }
+        (imp, vel)
+    }
+}

@@ -1,0 +1,37 @@
+//! # contact_sim
+//!
+//! A real-time, robot-in-the-loop contact-dynamics simulator. This crate is the engine; the
+//! `contact_sim` binary runs it headless, and (with the `ros` feature) a ROS 2 node wraps it.
+//!
+//! | module | owns |
+//! |---|---|
+//! | [`model`] | the immutable scene: bodies, joints, geometry, materials, options; [`model::ModelBuilder`] |
+//! | [`state`] | the minimal snapshot (time, q, v, warm start) |
+//! | [`workspace`] | derived data and scratch, sized once; the step never resizes it |
+//! | [`kinematics`], [`dynamics`] | FK, Jacobians, CRBA mass matrix, RNEA bias / inverse dynamics |
+//! | [`collision`] | broad + narrow phase, contact points |
+//! | [`contact`] | the [`contact::ContactProblem`] view, the solver trait and the solvers |
+//! | [`step`] | `step(&Model, &mut State, &mut Workspace, &Commands) -> StepReport` |
+//! | [`config`] | scene YAML, URDF and mesh loading and validation: the only file I/O |
+//! | [`sim`] | a convenient bundle of the above with the scene's command script |
+//! | [`report`] | run summaries (JSON) and model inspection |
+//!
+//! Invariants: `step` allocates nothing and never fails (problems are flags in
+//! [`step::StepReport`]); input errors are caught when loading and name the file and element
+//! ([`error::InputError`]).
+
+#![warn(missing_docs)]
+
+pub mod collision;
+pub mod config;
+pub mod contact;
+pub mod dynamics;
+pub mod error;
+pub mod kinematics;
+pub mod math;
+pub mod model;
+pub mod report;
+pub mod sim;
+pub mod state;
+pub mod step;
+pub mod workspace;

@@ -1,0 +1,862 @@
+//! [`ModelBuilder`]: assembles robots (parsed URDF), objects and the ground into a [`Model`],
+//! validating everything on the way. No file I/O happens here: meshes arrive already loaded
+//! (see [`crate::config`]).
+
+use super::*;
+use crate::error::InputError;
+use crate::math::pose_from_xyz_rpy;
+use nalgebra::{SymmetricEigen, UnitQuaternion};
+use parry3d_f64::shape::SharedShape;
+use std::collections::{HashMap, HashSet};
+
+/// How a robot's root link is attached.
+#[derive(Clone, Debug)]
+pub enum BaseMode {
+    /// Welded to the world at this pose.
+    Fixed(Pose),
+    /// Free-floating, starting at this pose.
+    Floating(Pose),
+}
+
+/// A robot to add: a parsed URDF plus the scene's choices about it.
+#[derive(Clone, Debug)]
+pub struct RobotSpec {
+    /// The parsed URDF.
+    pub urdf: urdf_rs::Robot,
+    /// The file it came from (for messages).
+    pub source: String,
+    /// Name override (defaults to the URDF robot name).
+    pub name: Option<String>,
+    /// Base attachment.
+    pub base: BaseMode,
+    /// Initial joint positions by joint name (rad or m).
+    pub initial_positions: HashMap<String, f64>,
+    /// Convex-hull vertices for mesh collisions, keyed by `(link name, collision index)`.
+    pub mesh_hulls: HashMap<(String, usize), Vec<Vec3>>,
+    /// Material name for all of this robot's geometries.
+    pub material: String,
+    /// Per-link material overrides.
+    pub link_materials: HashMap<String, String>,
+    /// Collide links of this robot with each other (parent-child pairs always skipped).
+    pub self_collision: bool,
+    /// Command mode for joints not listed in `joint_control`.
+    pub default_control: ControlMode,
+    /// Per-joint command modes.
+    pub joint_control: HashMap<String, ControlMode>,
+}
+
+/// A rigid object to add.
+#[derive(Clone, Debug)]
+pub struct ObjectSpec {
+    /// Unique name.
+    pub name: String,
+    /// Shape (its frame is the body frame; the centre of mass is at the origin).
+    pub shape: GeomShape,
+    /// Mass (kg).
+    pub mass: f64,
+    /// Initial pose in the world.
+    pub pose: Pose,
+    /// Initial linear velocity of the centre of mass (m/s, world).
+    pub linear_velocity: Vec3,
+    /// Initial angular velocity (rad/s, world).
+    pub angular_velocity: Vec3,
+    /// Material name.
+    pub material: String,
+    /// Static obstacle (welded to the world).
+    pub fixed: bool,
+}
+
+/// Builds a [`Model`]. Add robots, objects, ground and materials, then call [`ModelBuilder::finalize`].
+#[derive(Debug)]
+pub struct ModelBuilder {
+    file: String,
+    bodies: Vec<Body>,
+    trees: Vec<Tree>,
+    robots: Vec<RobotInfo>,
+    objects: Vec<ObjectInfo>,
+    geoms: Vec<Geom>,
+    materials: Vec<Material>,
+    pair_friction: HashMap<(usize, usize), f64>,
+    friction_combine: FrictionCombine,
+    mimics: Vec<MimicConstraint>,
+    nq: usize,
+    nv: usize,
+    dof_names: Vec<String>,
+    dof_body: Vec<BodyId>,
+    default_control: Vec<ControlMode>,
+    q_init: Vec<f64>,
+    v_init: Vec<f64>,
+    self_collision_trees: HashSet<usize>,
+    ground_geom: Option<usize>,
+    /// Gravity (m/s²).
+    pub gravity: Vec3,
+    /// Time step (s).
+    pub timestep_s: f64,
+    /// Contact options.
+    pub contact: ContactOptions,
+}
+
+fn shape_bounding_radius(shape: &GeomShape) -> f64 {
+    match shape {
+        GeomShape::Sphere { radius } => *radius,
+        GeomShape::Box { half_extents } => half_extents.norm(),
+        GeomShape::Cylinder { radius, half_length } => (radius * radius + half_length * half_length).sqrt(),
+        GeomShape::Capsule { radius, half_length } => radius + half_length,
+        GeomShape::Convex { vertices } => vertices.iter().map(|v| v.norm()).fold(0.0, f64::max),
+        GeomShape::Plane { .. } => f64::INFINITY,
+    }
+}
+
+/// Builds parry's shape for a geometry; `None` for the plane (handled analytically).
+fn parry_shape(shape: &GeomShape) -> Option<SharedShape> {
+    Some(match shape {
+        GeomShape::Sphere { radius } => SharedShape::ball(*radius),
+        GeomShape::Box { half_extents } => SharedShape::cuboid(half_extents.x, half_extents.y, half_extents.z),
+        GeomShape::Cylinder { radius, half_length } => SharedShape::cylinder(*half_length, *radius),
+        GeomShape::Capsule { radius, half_length } => SharedShape::capsule_y(*half_length, *radius),
+        GeomShape::Convex { vertices } => {
+            let pts: Vec<_> = vertices.iter().map(crate::math::to_parry_vec).collect();
+            SharedShape::convex_hull(&pts)?
+        }
+        GeomShape::Plane { normal, .. } => SharedShape::halfspace(crate::math::to_parry_vec(normal)),
+    })
+}
+
+/// Convex hull vertices of a point cloud (m); `None` when degenerate (flat or < 4 points).
+pub fn convex_hull_vertices(points: &[Vec3]) -> Option<Vec<Vec3>> {
+    let pts: Vec<_> = points.iter().map(crate::math::to_parry_vec).collect();
+    let hull = parry3d_f64::shape::ConvexPolyhedron::from_convex_hull(&pts)?;
+    Some(hull.points().iter().map(|p| crate::math::from_parry_vec(*p)).collect())
+}
+
+/// Mass properties of a solid shape of uniform density: rotational inertia about the centre
+/// (kg·m², geometry axes), for a given mass (kg). The centre of mass is the geometry origin
+/// (for convex hulls: the returned offset).
+pub fn solid_inertia(shape: &GeomShape, mass: f64) -> (Mat3, Vec3) {
+    match shape {
+        GeomShape::Sphere { radius } => (Mat3::identity() * (0.4 * mass * radius * radius), Vec3::zeros()),
+        GeomShape::Box { half_extents: h } => {
+            let (x2, y2, z2) = (4.0 * h.x * h.x, 4.0 * h.y * h.y, 4.0 * h.z * h.z);
+            (Mat3::from_diagonal(&Vec3::new(y2 + z2, x2 + z2, x2 + y2)) * (mass / 12.0), Vec3::zeros())
+        }
+        GeomShape::Cylinder { radius, half_length } => {
+            let l2 = 4.0 * half_length * half_length;
+            let r2 = radius * radius;
+            let ixx = mass * (3.0 * r2 + l2) / 12.0;
+            (Mat3::from_diagonal(&Vec3::new(ixx, ixx, 0.5 * mass * r2)), Vec3::zeros())
+        }
+        GeomShape::Capsule { radius, half_length } => {
+            // Parry computes exact capsule mass properties; scale them to the requested mass.
+            let mp = SharedShape::capsule_y(*half_length, *radius).mass_properties(1.0);
+            let scale = mass / mp.mass();
+            let p = mp.principal_inertia() * scale;
+            // Parry's y axis is our z axis.
+            (Mat3::from_diagonal(&Vec3::new(p.x, p.z, p.y)), Vec3::zeros())
+        }
+        GeomShape::Convex { .. } => {
+            let shape = parry_shape(shape).expect("convex hull checked at load");
+            let mp = shape.mass_properties(1.0);
+            let scale = mass / mp.mass();
+            let com = crate::math::from_parry_vec(mp.local_com);
+            let rot = mp.principal_inertia_local_frame;
+            let r = UnitQuaternion::from_quaternion(nalgebra::Quaternion::new(rot.w, rot.x, rot.y, rot.z));
+            let d = Mat3::from_diagonal(&crate::math::from_parry_vec(mp.principal_inertia() * scale));
+            let rm = r.to_rotation_matrix().into_inner();
+            (rm * d * rm.transpose(), com)
+        }
+        GeomShape::Plane { .. } => (Mat3::zeros(), Vec3::zeros()),
+    }
+}
+
+fn geometry_from_urdf(g: &urdf_rs::Geometry) -> Option<GeomShape> {
+    match g {
+        urdf_rs::Geometry::Box { size } => Some(GeomShape::Box { half_extents: Vec3::new(size[0], size[1], size[2]) * 0.5 }),
+        urdf_rs::Geometry::Sphere { radius } => Some(GeomShape::Sphere { radius: *radius }),
+        urdf_rs::Geometry::Cylinder { radius, length } => {
+            Some(GeomShape::Cylinder { radius: *radius, half_length: 0.5 * length })
+        }
+        urdf_rs::Geometry::Capsule { radius, length } => {
+            Some(GeomShape::Capsule { radius: *radius, half_length: 0.5 * length })
+        }
+        urdf_rs::Geometry::Mesh { .. } => None,
+    }
+}
+
+fn check_shape(shape: &GeomShape) -> Result<(), String> {
+    let positive = |x: f64, what: &str| if x > 0.0 && x.is_finite() { Ok(()) } else { Err(format!("{what} must be positive and finite, got {x}")) };
+    match shape {
+        GeomShape::Sphere { radius } => positive(*radius, "sphere radius"),
+        GeomShape::Box { half_extents } => {
+            for i in 0..3 {
+                positive(2.0 * half_extents[i], "box size")?;
+            }
+            Ok(())
+        }
+        GeomShape::Cylinder { radius, half_length } | GeomShape::Capsule { radius, half_length } => {
+            positive(*radius, "radius")?;
+            if shape_is_capsule(shape) && *half_length == 0.0 {
+                return Ok(());
+            }
+            positive(2.0 * half_length, "length")
+        }
+        GeomShape::Convex { vertices } => {
+            if vertices.len() < 4 {
+                Err("mesh convex hull has fewer than 4 vertices".into())
+            } else {
+                Ok(())
+            }
+        }
+        GeomShape::Plane { .. } => Ok(()),
+    }
+}
+
+fn shape_is_capsule(s: &GeomShape) -> bool {
+    matches!(s, GeomShape::Capsule { .. })
+}
+
+/// Checks a rotational inertia: symmetric, eigenvalues ≥ 0 and the triangle inequalities of a
+/// physical body (each principal moment ≤ sum of the other two).
+pub fn check_inertia(mass: f64, i: &Mat3) -> Result<(), String> {
+    if !(mass >= 0.0 && mass.is_finite()) {
+        return Err(format!("mass must be non-negative and finite, got {mass} kg"));
+    }
+    if i.iter().any(|x| !x.is_finite()) {
+        return Err("inertia has non-finite entries".into());
+    }
+    let eig = SymmetricEigen::new(*i).eigenvalues;
+    let scale = i.diagonal().abs().max().max(1e-12);
+    let tol = 1e-9 * scale;
+    if eig.iter().any(|&e| e < -tol) {
+        return Err(format!(
+            "inertia tensor is not positive definite (principal moments {:.6e}, {:.6e}, {:.6e} kg·m²)",
+            eig[0], eig[1], eig[2]
+        ));
+    }
+    for k in 0..3 {
+        let (a, b, c) = (eig[k], eig[(k + 1) % 3], eig[(k + 2) % 3]);
+        if a > b + c + tol {
+            return Err(format!(
+                "inertia violates the triangle inequality ({a:.6e} > {b:.6e} + {c:.6e} kg·m²): no rigid body has these principal moments"
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl ModelBuilder {
+    /// A new builder; `file` names the scene file for error messages.
+    pub fn new(file: impl Into<String>) -> Self {
+        let mut b = ModelBuilder {
+            file: file.into(),
+            bodies: vec![],
+            trees: vec![],
+            robots: vec![],
+            objects: vec![],
+            geoms: vec![],
+            materials: vec![],
+            pair_friction: HashMap::new(),
+            friction_combine: FrictionCombine::Min,
+            mimics: vec![],
+            nq: 0,
+            nv: 0,
+            dof_names: vec![],
+            dof_body: vec![],
+            default_control: vec![],
+            q_init: vec![],
+            v_init: vec![],
+            self_collision_trees: HashSet::new(),
+            ground_geom: None,
+            gravity: Vec3::new(0.0, 0.0, -9.81),
+            timestep_s: 0.001,
+            contact: ContactOptions::default(),
+        };
+        b.materials.push(Material { name: "default".into(), friction: 0.8 });
+        b
+    }
+
+    fn err(&self, element: impl Into<String>, reason: impl Into<String>) -> InputError {
+        InputError::invalid(self.file.clone(), element, reason)
+    }
+
+    /// Adds or updates a material.
+    pub fn material(&mut self, name: &str, friction: f64) -> Result<usize, InputError> {
+        if !(friction >= 0.0 && friction.is_finite()) {
+            return Err(self.err(format!("materials.{name}.friction"), format!("must be ≥ 0 and finite, got {friction}")));
+        }
+        if let Some(i) = self.materials.iter().position(|m| m.name == name) {
+            self.materials[i].friction = friction;
+            Ok(i)
+        } else {
+            self.materials.push(Material { name: name.into(), friction });
+            Ok(self.materials.len() - 1)
+        }
+    }
+
+    /// Sets the friction coefficient for one pair of materials.
+    pub fn material_pair(&mut self, a: &str, b: &str, friction: f64) -> Result<(), InputError> {
+        let ia = self.material_id(a, "material_pairs")?;
+        let ib = self.material_id(b, "material_pairs")?;
+        if !(friction >= 0.0 && friction.is_finite()) {
+            return Err(self.err(format!("material_pairs[{a}, {b}].friction"), format!("must be ≥ 0, got {friction}")));
+        }
+        self.pair_friction.insert((ia.min(ib), ia.max(ib)), friction);
+        Ok(())
+    }
+
+    /// Sets how unpaired materials combine.
+    pub fn friction_combine(&mut self, c: FrictionCombine) {
+        self.friction_combine = c;
+    }
+
+    fn material_id(&self, name: &str, element: &str) -> Result<usize, InputError> {
+        self.materials.iter().position(|m| m.name == name).ok_or_else(|| {
+            let known: Vec<_> = self.materials.iter().map(|m| m.name.as_str()).collect();
+            self.err(element.to_string(), format!("unknown material '{name}' (known: {})", known.join(", ")))
+        })
+    }
+
+    /// Adds the ground half-space through the origin with outward `normal` (world).
+    pub fn ground(&mut self, normal: Vec3, material: &str) -> Result<(), InputError> {
+        let material = self.material_id(material, "ground.material")?;
+        let n = normal.normalize();
+        let shape = GeomShape::Plane { normal: n, offset: 0.0 };
+        self.geoms.push(Geom {
+            name: "ground".into(),
+            body: None,
+            x_body_geom: Pose::identity(),
+            parry_shape: parry_shape(&shape).unwrap(),
+            shape,
+            material,
+            bounding_radius: f64::INFINITY,
+        });
+        self.ground_geom = Some(self.geoms.len() - 1);
+        Ok(())
+    }
+
+    fn push_dofs(&mut self, body: BodyId, kind: JointKind, name: &str) {
+        match kind {
+            JointKind::Free => {
+                for s in ["vx", "vy", "vz", "wx", "wy", "wz"] {
+                    self.dof_names.push(format!("{name}/{s}"));
+                    self.dof_body.push(body);
+                    self.default_control.push(ControlMode::Passive);
+                }
+            }
+            JointKind::Revolute | JointKind::Prismatic => {
+                self.dof_names.push(name.to_string());
+                self.dof_body.push(body);
+                self.default_control.push(ControlMode::Passive);
+            }
+            JointKind::Fixed => {}
+        }
+        self.nq += kind.nq();
+        self.nv += kind.nv();
+    }
+
+    fn free_joint(&self, name: String, pose: &Pose) -> Joint {
+        Joint {
+            name,
+            kind: JointKind::Free,
+            axis: Vec3::zeros(),
+            x_parent_joint: *pose,
+            q_index: self.nq,
+            v_index: self.nv,
+            position_limits: None,
+            velocity_limit: f64::INFINITY,
+            effort_limit: f64::INFINITY,
+            damping: 0.0,
+            friction: 0.0,
+        }
+    }
+
+    fn push_free_coordinates(&mut self, pose: &Pose, lin_world: &Vec3, ang_world: &Vec3) {
+        let t = pose.translation.vector;
+        let q = pose.rotation.quaternion();
+        self.q_init.extend_from_slice(&[t.x, t.y, t.z, q.i, q.j, q.k, q.w]);
+        let r_inv = pose.rotation.inverse();
+        let vb = r_inv * lin_world;
+        let wb = r_inv * ang_world;
+        self.v_init.extend_from_slice(&[vb.x, vb.y, vb.z, wb.x, wb.y, wb.z]);
+    }
+
+    /// Adds a robot from a parsed URDF.
+    pub fn add_robot(&mut self, spec: RobotSpec) -> Result<usize, InputError> {
+        let src = spec.source.clone();
+        let e = |element: String, reason: String| InputError::invalid(src.clone(), element, reason);
+        let urdf = &spec.urdf;
+        let robot_name = spec.name.clone().unwrap_or_else(|| urdf.name.clone());
+
+        // --- topology: links, joints, single root, no cycles ---
+        let mut link_index: HashMap<&str, usize> = HashMap::new();
+        for (i, l) in urdf.links.iter().enumerate() {
+            if link_index.insert(l.name.as_str(), i).is_some() {
+                return Err(e(format!("link '{}'", l.name), "defined twice".into()));
+            }
+        }
+        let mut parent_joint: Vec<Option<usize>> = vec![None; urdf.links.len()];
+        let mut children: Vec<Vec<usize>> = vec![vec![]; urdf.links.len()];
+        let mut joint_names = HashSet::new();
+        for (ji, j) in urdf.joints.iter().enumerate() {
+            if !joint_names.insert(j.name.as_str()) {
+                return Err(e(format!("joint '{}'", j.name), "defined twice".into()));
+            }
+            let p = *link_index.get(j.parent.link.as_str()).ok_or_else(|| {
+                e(format!("joint '{}'", j.name), format!("parent link '{}' does not exist", j.parent.link))
+            })?;
+            let c = *link_index.get(j.child.link.as_str()).ok_or_else(|| {
+                e(format!("joint '{}'", j.name), format!("child link '{}' does not exist", j.child.link))
+            })?;
+            if let Some(other) = parent_joint[c] {
+                return Err(e(
+                    format!("link '{}'", j.child.link),
+                    format!("is the child of two joints ('{}' and '{}')", urdf.joints[other].name, j.name),
+                ));
+            }
+            parent_joint[c] = Some(ji);
+            children[p].push(c);
+            match j.joint_type {
+                urdf_rs::JointType::Floating | urdf_rs::JointType::Planar | urdf_rs::JointType::Spherical => {
+                    return Err(e(
+                        format!("joint '{}'", j.name),
+                        format!(
+                            "joint type {:?} is not supported (use revolute, continuous, prismatic or fixed; choose a floating base in the scene's robots[].base.mode)",
+                            j.joint_type
+                        ),
+                    ))
+                }
+                _ => {}
+            }
+        }
+        let roots: Vec<usize> = (0..urdf.links.len()).filter(|&i| parent_joint[i].is_none()).collect();
+        if roots.len() != 1 {
+            let names: Vec<_> = roots.iter().map(|&i| urdf.links[i].name.as_str()).collect();
+            return Err(e(
+                format!("robot '{}'", urdf.name),
+                if roots.is_empty() {
+                    "has no root link (the joints form a cycle)".into()
+                } else {
+                    format!("has {} root links ({}); a URDF must be one tree", roots.len(), names.join(", "))
+                },
+            ));
+        }
+        for name in spec.initial_positions.keys() {
+            let ok = urdf.joints.iter().any(|j| &j.name == name && !matches!(j.joint_type, urdf_rs::JointType::Fixed));
+            if !ok {
+                return Err(self.err(format!("robots['{robot_name}'].initial_positions.{name}"), "no such movable joint in the URDF"));
+            }
+        }
+        for name in spec.joint_control.keys() {
+            let ok = urdf.joints.iter().any(|j| &j.name == name && !matches!(j.joint_type, urdf_rs::JointType::Fixed));
+            if !ok {
+                return Err(self.err(format!("robots['{robot_name}'].control.joints.{name}"), "no such movable joint in the URDF"));
+            }
+        }
+        for (link, _) in spec.link_materials.iter() {
+            if !link_index.contains_key(link.as_str()) {
+                return Err(self.err(format!("robots['{robot_name}'].link_materials.{link}"), "no such link in the URDF"));
+            }
+        }
+        for j in &self.bodies {
+            if joint_names.contains(j.joint.name.as_str()) {
+                return Err(e(format!("joint '{}'", j.joint.name), "a joint of this name already exists in the scene".into()));
+            }
+        }
+        let default_material = self.material_id(&spec.material, &format!("robots['{robot_name}'].material"))?;
+
+        // --- bodies in depth-first order ---
+        let tree_index = self.trees.len();
+        let body_start = self.bodies.len();
+        let (v_start, q_start) = (self.nv, self.nq);
+        let mut order = vec![];
+        let mut stack = vec![roots[0]];
+        while let Some(l) = stack.pop() {
+            order.push(l);
+            for &c in children[l].iter().rev() {
+                stack.push(c);
+            }
+        }
+        let mut body_of_link: HashMap<usize, BodyId> = HashMap::new();
+        let mut actuated = vec![];
+        let floating = matches!(spec.base, BaseMode::Floating(_));
+        for &li in &order {
+            let link = &urdf.links[li];
+            let body_id = self.bodies.len();
+            let (parent, joint) = match parent_joint[li] {
+                None => {
+                    let joint = match &spec.base {
+                        BaseMode::Fixed(pose) => Joint {
+                            name: format!("{robot_name}/base_weld"),
+                            kind: JointKind::Fixed,
+                            axis: Vec3::zeros(),
+                            x_parent_joint: *pose,
+                            q_index: self.nq,
+                            v_index: self.nv,
+                            position_limits: None,
+                            velocity_limit: f64::INFINITY,
+                            effort_limit: f64::INFINITY,
+                            damping: 0.0,
+                            friction: 0.0,
+                        },
+                        BaseMode::Floating(pose) => self.free_joint(format!("{robot_name}/base"), pose),
+                    };
+                    if let BaseMode::Floating(pose) = &spec.base {
+                        self.push_free_coordinates(pose, &Vec3::zeros(), &Vec3::zeros());
+                    }
+                    (None, joint)
+                }
+                Some(ji) => {
+                    let j = &urdf.joints[ji];
+                    let kind = match j.joint_type {
+                        urdf_rs::JointType::Revolute | urdf_rs::JointType::Continuous => JointKind::Revolute,
+                        urdf_rs::JointType::Prismatic => JointKind::Prismatic,
+                        urdf_rs::JointType::Fixed => JointKind::Fixed,
+                        _ => unreachable!("rejected above"),
+                    };
+                    let axis = Vec3::new(j.axis.xyz[0], j.axis.xyz[1], j.axis.xyz[2]);
+                    let axis = if kind == JointKind::Fixed {
+                        Vec3::zeros()
+                    } else {
+                        if !(axis.norm() > 1e-9) || axis.iter().any(|x| !x.is_finite()) {
+                            return Err(e(format!("joint '{}'", j.name), "axis must be a non-zero vector".into()));
+                        }
+                        axis.normalize()
+                    };
+                    let lim = &j.limit;
+                    let limited = matches!(j.joint_type, urdf_rs::JointType::Revolute | urdf_rs::JointType::Prismatic);
+                    let position_limits = if limited && lim.lower < lim.upper {
+                        Some((lim.lower, lim.upper))
+                    } else if limited && lim.lower > lim.upper {
+                        return Err(e(
+                            format!("joint '{}'", j.name),
+                            format!("lower limit {} is above upper limit {}", lim.lower, lim.upper),
+                        ));
+                    } else {
+                        None
+                    };
+                    let positive_or_inf = |x: f64| if x > 0.0 { x } else { f64::INFINITY };
+                    let (damping, friction) = j.dynamics.as_ref().map(|d| (d.damping, d.friction)).unwrap_or((0.0, 0.0));
+                    if damping < 0.0 || friction < 0.0 || !damping.is_finite() || !friction.is_finite() {
+                        return Err(e(format!("joint '{}'", j.name), "dynamics damping and friction must be ≥ 0".into()));
+                    }
+                    let joint = Joint {
+                        name: j.name.clone(),
+                        kind,
+                        axis,
+                        x_parent_joint: pose_from_xyz_rpy(j.origin.xyz.0, j.origin.rpy.0),
+                        q_index: self.nq,
+                        v_index: self.nv,
+                        position_limits,
+                        velocity_limit: positive_or_inf(lim.velocity),
+                        effort_limit: positive_or_inf(lim.effort),
+                        damping,
+                        friction,
+                    };
+                    if kind.nq() == 1 {
+                        let q0 = spec.initial_positions.get(&j.name).copied().unwrap_or(0.0);
+                        self.q_init.push(q0);
+                        self.v_init.push(0.0);
+                    }
+                    let parent_link = link_index[j.parent.link.as_str()];
+                    (Some(body_of_link[&parent_link]), joint)
+                }
+            };
+            // inertia
+            let inertial = &link.inertial;
+            let mass = inertial.mass.value;
+            let ii = &inertial.inertia;
+            let i_origin = Mat3::new(ii.ixx, ii.ixy, ii.ixz, ii.ixy, ii.iyy, ii.iyz, ii.ixz, ii.iyz, ii.izz);
+            check_inertia(mass, &i_origin).map_err(|r| e(format!("link '{}' <inertial>", link.name), r))?;
+            let x_bi = pose_from_xyz_rpy(inertial.origin.xyz.0, inertial.origin.rpy.0);
+            let r_bi = x_bi.rotation.to_rotation_matrix().into_inner();
+            let inertia_com = r_bi * i_origin * r_bi.transpose();
+            let kind = joint.kind;
+            let moving_body = if kind == JointKind::Fixed { parent.map(|p| self.bodies[p].moving_body).unwrap_or(body_id) } else { body_id };
+            if kind.nv() == 1 {
+                actuated.push(body_id);
+            }
+            let name = joint.name.clone();
+            self.bodies.push(Body {
+                name: link.name.clone(),
+                parent,
+                joint,
+                mass,
+                com: x_bi.translation.vector,
+                inertia_com,
+                tree: tree_index,
+                moving_body,
+            });
+            self.push_dofs(body_id, kind, &name);
+            if kind.nv() == 1 {
+                let mode = spec.joint_control.get(&name).copied().unwrap_or(spec.default_control);
+                *self.default_control.last_mut().unwrap() = mode;
+            }
+            body_of_link.insert(li, body_id);
+
+            // collision geometry
+            let material = match spec.link_materials.get(&link.name) {
+                Some(m) => self.material_id(m, &format!("robots['{robot_name}'].link_materials.{}", link.name))?,
+                None => default_material,
+            };
+            for (ci, c) in link.collision.iter().enumerate() {
+                let element = format!("link '{}' <collision> {}", link.name, ci);
+                let shape = match geometry_from_urdf(&c.geometry) {
+                    Some(s) => s,
+                    None => {
+                        let v = spec.mesh_hulls.get(&(link.name.clone(), ci)).ok_or_else(|| e(element.clone(), "mesh was not loaded".into()))?;
+                        GeomShape::Convex { vertices: v.clone() }
+                    }
+                };
+                check_shape(&shape).map_err(|r| e(element.clone(), r))?;
+                let parry = parry_shape(&shape).ok_or_else(|| e(element.clone(), "mesh is degenerate (flat or too few points for a convex hull)".into()))?;
+                self.geoms.push(Geom {
+                    name: format!("{}/collision[{ci}]", link.name),
+                    body: Some(body_id),
+                    x_body_geom: pose_from_xyz_rpy(c.origin.xyz.0, c.origin.rpy.0),
+                    bounding_radius: shape_bounding_radius(&shape),
+                    shape,
+                    parry_shape: parry,
+                    material,
+                });
+            }
+        }
+        // massless moving subtrees make the mass matrix singular
+        let body_end = self.bodies.len();
+        let mut subtree_mass = vec![0.0; body_end - body_start];
+        for b in (body_start..body_end).rev() {
+            subtree_mass[b - body_start] += self.bodies[b].mass;
+            if let Some(p) = self.bodies[b].parent {
+                subtree_mass[p - body_start] += subtree_mass[b - body_start];
+            }
+        }
+        for b in body_start..body_end {
+            if self.bodies[b].joint.kind != JointKind::Fixed && subtree_mass[b - body_start] <= 0.0 {
+                return Err(e(
+                    format!("joint '{}'", self.bodies[b].joint.name),
+                    "moves only massless links (its mass matrix would be singular): give the child link an <inertial>".into(),
+                ));
+            }
+        }
+        // mimic joints
+        for j in &urdf.joints {
+            if let Some(m) = &j.mimic {
+                let follower = self.bodies[body_start..body_end].iter().position(|b| b.joint.name == j.name).map(|i| i + body_start);
+                let leader = self.bodies[body_start..body_end].iter().position(|b| b.joint.name == m.joint).map(|i| i + body_start);
+                match (follower, leader) {
+                    (Some(f), Some(l)) if self.bodies[f].joint.kind.nv() == 1 && self.bodies[l].joint.kind.nv() == 1 => {
+                        self.mimics.push(MimicConstraint {
+                            follower: f,
+                            leader: l,
+                            multiplier: m.multiplier.unwrap_or(1.0),
+                            offset: m.offset.unwrap_or(0.0),
+                        });
+                        // a mimic follower is driven by the coupling, not by commands
+                        self.default_control[self.bodies[f].joint.v_index] = ControlMode::Passive;
+                        let lead_q = self.q_init[self.bodies[l].joint.q_index];
+                        self.q_init[self.bodies[f].joint.q_index] = m.multiplier.unwrap_or(1.0) * lead_q + m.offset.unwrap_or(0.0);
+                    }
+                    _ => {
+                        return Err(e(
+                            format!("joint '{}' <mimic>", j.name),
+                            format!("mimicked joint '{}' is not a movable joint of this robot", m.joint),
+                        ))
+                    }
+                }
+            }
+        }
+        if spec.self_collision {
+            self.self_collision_trees.insert(tree_index);
+        }
+        self.trees.push(Tree {
+            kind: TreeKind::Robot(self.robots.len()),
+            body_start,
+            body_end,
+            v_start,
+            v_end: self.nv,
+            q_start,
+            q_end: self.nq,
+        });
+        self.robots.push(RobotInfo { name: robot_name, source: spec.source, tree: tree_index, actuated_bodies: actuated, floating_base: floating });
+        Ok(self.robots.len() - 1)
+    }
+
+    /// Adds a free (or static) rigid object.
+    pub fn add_object(&mut self, spec: ObjectSpec, element: &str) -> Result<usize, InputError> {
+        if self.bodies.iter().any(|b| b.name == spec.name) {
+            return Err(self.err(element, format!("name '{}' is already used by another body", spec.name)));
+        }
+        check_shape(&spec.shape).map_err(|r| self.err(format!("{element}.shape"), r))?;
+        if !spec.fixed && !(spec.mass > 0.0 && spec.mass.is_finite()) {
+            return Err(self.err(format!("{element}.mass_kg"), format!("must be positive, got {}", spec.mass)));
+        }
+        let material = self.material_id(&spec.material, &format!("{element}.material"))?;
+        let parry = parry_shape(&spec.shape).ok_or_else(|| self.err(format!("{element}.shape"), "mesh is degenerate"))?;
+        let (inertia, com) = solid_inertia(&spec.shape, spec.mass);
+        let tree_index = self.trees.len();
+        let body_id = self.bodies.len();
+        let (v_start, q_start) = (self.nv, self.nq);
+        let joint = if spec.fixed {
+            Joint {
+                name: format!("{}/weld", spec.name),
+                kind: JointKind::Fixed,
+                axis: Vec3::zeros(),
+                x_parent_joint: spec.pose,
+                q_index: self.nq,
+                v_index: self.nv,
+                position_limits: None,
+                velocity_limit: f64::INFINITY,
+                effort_limit: f64::INFINITY,
+                damping: 0.0,
+                friction: 0.0,
+            }
+        } else {
+            self.free_joint(spec.name.clone(), &spec.pose)
+        };
+        let kind = joint.kind;
+        // Shift the body frame to the centre of mass so that the free-joint velocity is the
+        // centre-of-mass velocity (only convex meshes have an offset centre).
+        let (pose, x_body_geom) = if com.norm() > 0.0 && !spec.fixed {
+            (spec.pose * Pose::translation(com.x, com.y, com.z), Pose::translation(-com.x, -com.y, -com.z))
+        } else {
+            (spec.pose, Pose::identity())
+        };
+        let mut joint = joint;
+        joint.x_parent_joint = pose;
+        self.bodies.push(Body {
+            name: spec.name.clone(),
+            parent: None,
+            joint,
+            mass: if spec.fixed { 0.0 } else { spec.mass },
+            com: Vec3::zeros(),
+            inertia_com: if spec.fixed { Mat3::zeros() } else { inertia },
+            tree: tree_index,
+            moving_body: body_id,
+        });
+        self.push_dofs(body_id, kind, &spec.name);
+        if !spec.fixed {
+            self.push_free_coordinates(&pose, &spec.linear_velocity, &spec.angular_velocity);
+        }
+        self.geoms.push(Geom {
+            name: spec.name.clone(),
+            body: Some(body_id),
+            x_body_geom,
+            bounding_radius: shape_bounding_radius(&spec.shape),
+            shape: spec.shape,
+            parry_shape: parry,
+            material,
+        });
+        self.trees.push(Tree {
+            kind: TreeKind::Object(self.objects.len()),
+            body_start: body_id,
+            body_end: body_id + 1,
+            v_start,
+            v_end: self.nv,
+            q_start,
+            q_end: self.nq,
+        });
+        self.objects.push(ObjectInfo { name: spec.name, body: body_id, tree: tree_index, fixed: spec.fixed });
+        Ok(self.objects.len() - 1)
+    }
+
+    fn combined_friction(&self, a: usize, b: usize) -> f64 {
+        if let Some(&f) = self.pair_friction.get(&(a.min(b), a.max(b))) {
+            return f;
+        }
+        let (fa, fb) = (self.materials[a].friction, self.materials[b].friction);
+        match self.friction_combine {
+            FrictionCombine::Min => fa.min(fb),
+            FrictionCombine::Max => fa.max(fb),
+            FrictionCombine::Average => 0.5 * (fa + fb),
+            FrictionCombine::Geometric => (fa * fb).sqrt(),
+        }
+    }
+
+    fn is_static_body(&self, body: Option<BodyId>) -> bool {
+        match body {
+            None => true,
+            Some(b) => {
+                // static when no ancestor moves
+                let mut cur = Some(b);
+                while let Some(c) = cur {
+                    if self.bodies[c].joint.kind != JointKind::Fixed {
+                        return false;
+                    }
+                    cur = self.bodies[c].parent;
+                }
+                true
+            }
+        }
+    }
+
+    /// Validates the options and produces the [`Model`].
+    pub fn finalize(self) -> Result<Model, InputError> {
+        if !(self.timestep_s > 0.0 && self.timestep_s.is_finite()) {
+            return Err(self.err("timestep_s", format!("must be positive, got {}", self.timestep_s)));
+        }
+        if self.gravity.iter().any(|g| !g.is_finite()) {
+            return Err(self.err("gravity", "must be finite"));
+        }
+        let c = &self.contact;
+        if !(0.0..=1.0).contains(&c.erp) {
+            return Err(self.err("contact.erp", format!("must be in [0, 1], got {}", c.erp)));
+        }
+        if c.margin_m < 0.0 || c.slop_m < 0.0 || c.max_contacts == 0 || c.max_points_per_pair == 0 {
+            return Err(self.err("contact", "margin_m and slop_m must be ≥ 0, max_contacts and max_points_per_pair ≥ 1"));
+        }
+        // candidate collision pairs
+        let mut pairs = vec![];
+        for a in 0..self.geoms.len() {
+            for b in a + 1..self.geoms.len() {
+                let (ga, gb) = (&self.geoms[a], &self.geoms[b]);
+                if self.is_static_body(ga.body) && self.is_static_body(gb.body) {
+                    continue;
+                }
+                let ground_pair = Some(a) == self.ground_geom || Some(b) == self.ground_geom;
+                if !ground_pair {
+                    let (ba, bb) = (ga.body.unwrap(), gb.body.unwrap());
+                    let (ma, mb) = (self.bodies[ba].moving_body, self.bodies[bb].moving_body);
+                    if ma == mb {
+                        continue;
+                    }
+                    let tree = self.bodies[ba].tree;
+                    if tree == self.bodies[bb].tree {
+                        if !self.self_collision_trees.contains(&tree) {
+                            continue;
+                        }
+                        let parent_moving = |m: BodyId| self.bodies[m].parent.map(|p| self.bodies[p].moving_body);
+                        if parent_moving(ma) == Some(mb) || parent_moving(mb) == Some(ma) {
+                            continue;
+                        }
+                    }
+                }
+                let (a, b) = if Some(b) == self.ground_geom { (b, a) } else { (a, b) };
+                pairs.push(CollisionPair {
+                    geom_a: a,
+                    geom_b: b,
+                    friction: self.combined_friction(self.geoms[a].material, self.geoms[b].material),
+                    with_ground: ground_pair,
+                });
+            }
+        }
+        Ok(Model {
+            bodies: self.bodies,
+            trees: self.trees,
+            robots: self.robots,
+            objects: self.objects,
+            geoms: self.geoms,
+            materials: self.materials,
+            collision_pairs: pairs,
+            mimics: self.mimics,
+            nq: self.nq,
+            nv: self.nv,
+            dof_names: self.dof_names,
+            dof_body: self.dof_body,
+            gravity: self.gravity,
+            timestep_s: self.timestep_s,
+            contact: self.contact,
+            default_control: self.default_control,
+            q_init: self.q_init,
+            v_init: self.v_init,
+            ground_geom: self.ground_geom,
+        })
+    }
+}

@@ -1,0 +1,67 @@
+//! The minimal simulation snapshot: everything needed to continue a run bit-for-bit.
+//!
+//! `State` is `Clone`: copying it is how reset, replay and snapshots work. Derived quantities
+//! (poses, mass matrix, contacts) live in [`crate::workspace::Workspace`] and are recomputed from
+//! the state at every step.
+
+use crate::model::Model;
+
+/// Identifies a contact point across steps, for warm starting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ContactKey {
+    /// Index into [`Model::collision_pairs`].
+    pub pair: u32,
+    /// Feature of the first geometry (vertex / face id).
+    pub feature_a: u32,
+    /// Feature of the second geometry.
+    pub feature_b: u32,
+}
+
+/// A contact impulse remembered from the previous step.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct WarmContact {
+    /// Which contact.
+    pub key: ContactKey,
+    /// Impulse `[normal, tangent1, tangent2]` (N·s) in the contact frame.
+    pub impulse: [f64; 3],
+    /// Contact normal (world) when it was stored, to rotate the tangential part.
+    pub normal: [f64; 3],
+}
+
+/// The simulation state.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct State {
+    /// Simulation time (s).
+    pub time_s: f64,
+    /// Steps taken since the initial state.
+    pub step_count: u64,
+    /// Generalized positions (see [`crate::model`] for the layout).
+    pub q: Vec<f64>,
+    /// Generalized velocities.
+    pub v: Vec<f64>,
+    /// Contact impulses of the previous step (warm start); capacity fixed at
+    /// `max_contacts`.
+    pub warm_contacts: Vec<WarmContact>,
+    /// Joint-row impulses of the previous step by slot (N·m·s or N·s); see
+    /// [`Model::max_joint_rows`].
+    pub warm_joint_rows: Vec<f64>,
+}
+
+impl State {
+    /// The model's initial state.
+    pub fn new(model: &Model) -> Self {
+        State {
+            time_s: 0.0,
+            step_count: 0,
+            q: model.q_init.clone(),
+            v: model.v_init.clone(),
+            warm_contacts: Vec::with_capacity(model.contact.max_contacts),
+            warm_joint_rows: vec![0.0; model.max_joint_rows()],
+        }
+    }
+
+    /// `true` when every coordinate is finite.
+    pub fn is_finite(&self) -> bool {
+        self.q.iter().chain(self.v.iter()).all(|x| x.is_finite())
+    }
+}

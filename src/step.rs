@@ -1,0 +1,477 @@
+//! One time step: `step(&Model, &mut State, &mut Workspace, &Commands) -> StepReport`.
+//!
+//! Velocity-level, semi-implicit (symplectic) Euler with constraint impulses
+//! (Stewart–Trinkle / Anitescu–Potra form):
+//!
+//! ```text
+//!   M̃ (v⁺ − v) = dt (τ − h(q, v) + τ_implicit) + Jᵀ λ
+//!   q⁺ = q ⊕ dt v⁺
+//! ```
+//!
+//! with `M̃ = M + dt (D + K_d + dt K_p)`: joint damping `D` and the PD / velocity servos are
+//! integrated implicitly (`τ_pd = K_p (q_ref − q − dt v⁺) + K_d (v_ref − v⁺)`), which keeps stiff
+//! gains stable at 1 kHz on light links. λ holds the contact, joint-limit, joint-friction and mimic
+//! impulses, found by the configured solver on the [`ContactProblem`].
+//!
+//! Effort limits: if the explicit estimate of a servo's torque exceeds the joint's effort limit,
+//! that joint is saturated at the limit (an effort command) for this step.
+//!
+//! Nothing here allocates: every buffer comes from the [`Workspace`].
+
+use crate::collision;
+use crate::contact::{ContactProblem, ContactSolver, SolveStats};
+use crate::dynamics;
+use crate::kinematics::{self, add_point_jacobian_row};
+use crate::math::{integrate_rotation, Vec3};
+use crate::model::{ControlMode, JointKind, Model};
+use crate::state::{State, WarmContact};
+use crate::workspace::{JointRow, JointRowKind, Workspace};
+use nalgebra::{Quaternion, UnitQuaternion};
+
+/// Targets and modes for the actuated joints, indexed by velocity coordinate.
+#[derive(Clone, Debug)]
+pub struct Commands {
+    /// Command mode and gains per velocity coordinate.
+    pub mode: Vec<ControlMode>,
+    /// Position target (rad or m) per velocity coordinate (used by `position` mode).
+    pub position: Vec<f64>,
+    /// Velocity target (rad/s or m/s) (used by `position` and `velocity` modes).
+    pub velocity: Vec<f64>,
+    /// Feed-forward effort (N·m or N) (all modes except `passive`).
+    pub effort: Vec<f64>,
+}
+
+impl Commands {
+    /// The model's default modes, holding the initial positions.
+    pub fn new(model: &Model) -> Self {
+        let mut position = vec![0.0; model.nv];
+        for b in &model.bodies {
+            if b.joint.kind.nv() == 1 {
+                position[b.joint.v_index] = model.q_init[b.joint.q_index];
+            }
+        }
+        Commands { mode: model.default_control.clone(), position, velocity: vec![0.0; model.nv], effort: vec![0.0; model.nv] }
+    }
+    /// Sets a position target by joint name; `false` if there is no such one-DOF joint.
+    pub fn set_position(&mut self, model: &Model, joint: &str, value: f64) -> bool {
+        match model.joint_dof(joint) {
+            Some(k) => {
+                self.position[k] = value;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// What happened during a step. Physics never fails mid-run; problems are reported here.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct StepReport {
+    /// Contact points this step.
+    pub contacts: usize,
+    /// Joint constraint rows this step.
+    pub joint_rows: usize,
+    /// Solver statistics.
+    pub solve: SolveStats,
+    /// Contacts dropped because `contact.max_contacts` was reached.
+    pub dropped_contacts: usize,
+    /// Geometry pairs the narrow phase could not handle.
+    pub unsupported_pairs: usize,
+    /// Joints saturated at their effort limit.
+    pub saturated_joints: usize,
+    /// The mass matrix was not positive definite (the step was skipped).
+    pub singular_mass_matrix: bool,
+    /// The state became non-finite; it was restored to the previous one and velocities zeroed.
+    pub non_finite_state: bool,
+    /// Deepest penetration among the contacts before the step (m, ≥ 0).
+    pub max_penetration_m: f64,
+}
+
+const NO_TREE: usize = usize::MAX;
+
+/// Advances the simulation by one time step.
+pub fn step(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Commands) -> StepReport {
+    let dt = model.timestep_s;
+    let nv = model.nv;
+    let mut report = StepReport::default();
+
+    // 1. kinematics and collision
+    kinematics::forward_kinematics(model, &state.q, &state.v, ws);
+    let coll = collision::detect(model, &ws.body_pose, &mut ws.collision, &mut ws.contacts);
+    report.dropped_contacts = coll.dropped_contacts;
+    report.unsupported_pairs = coll.unsupported_pairs;
+    report.contacts = ws.contacts.len();
+    report.max_penetration_m = ws.contacts.iter().map(|c| (-c.distance).max(0.0)).fold(0.0, f64::max);
+
+    // 2. dynamics terms
+    dynamics::update_body_inertias(model, ws);
+    dynamics::mass_matrix(model, ws);
+    dynamics::bias_forces(model, ws, &state.v);
+
+    // 3. actuation and implicit terms: M̃ and f
+    ws.mass_factor.copy_from(&ws.mass_matrix);
+    for k in 0..nv {
+        ws.generalized_force[k] = -ws.bias[k];
+        ws.applied_effort[k] = 0.0;
+    }
+    for body in &model.bodies {
+        let j = &body.joint;
+        if j.kind.nv() != 1 {
+            continue;
+        }
+        let k = j.v_index;
+        let (q, v) = (state.q[j.q_index], state.v[k]);
+        let limit = j.effort_limit;
+        let ff = cmd.effort[k];
+        let v_ref = cmd.velocity[k].clamp(-j.velocity_limit, j.velocity_limit);
+        // (stiffness, damping, explicit torque at v⁺ = v)
+        let servo = match cmd.mode[k] {
+            ControlMode::Passive => None,
+            ControlMode::Effort => Some((0.0, 0.0, ff)),
+            ControlMode::Position { kp, kd } => Some((kp, kd, kp * (cmd.position[k] - q) + kd * (v_ref - v) + ff)),
+            ControlMode::Velocity { kd } => Some((0.0, kd, kd * (v_ref - v) + ff)),
+        };
+        if let Some((kp, kd, tau_explicit)) = servo {
+            if tau_explicit.abs() > limit || (kp == 0.0 && kd == 0.0) {
+                let tau = tau_explicit.clamp(-limit, limit);
+                if tau_explicit.abs() > limit {
+                    report.saturated_joints += 1;
+                }
+                ws.generalized_force[k] += tau;
+                ws.applied_effort[k] = tau;
+            } else {
+                // implicit: τ = tau_explicit − (kd + dt kp)(v⁺ − v) − dt kp v
+                ws.mass_factor[(k, k)] += dt * (kd + dt * kp);
+                let tau = tau_explicit - dt * kp * v;
+                ws.generalized_force[k] += tau;
+                ws.applied_effort[k] = tau; // corrected with the implicit part after the solve
+            }
+        }
+        if j.damping > 0.0 {
+            ws.mass_factor[(k, k)] += dt * j.damping;
+            ws.generalized_force[k] -= j.damping * v;
+        }
+    }
+    if !dynamics::factorize(model, ws) {
+        report.singular_mass_matrix = true;
+        return report;
+    }
+
+    // 4. free velocity v* = v + M̃⁻¹ dt f
+    for k in 0..nv {
+        ws.scratch_nv[k] = dt * ws.generalized_force[k];
+    }
+    dynamics::solve(model, &ws.mass_factor, ws.scratch_nv.as_mut_slice());
+    for k in 0..nv {
+        ws.free_velocity[k] = state.v[k] + ws.scratch_nv[k];
+        ws.scratch_nv[k] = 0.0;
+    }
+
+    // 5. constraint rows
+    build_joint_rows(model, state, ws);
+    let nc = ws.contacts.len();
+    let nj = ws.joint_rows.len();
+    let m = 3 * nc + nj;
+    report.joint_rows = nj;
+    build_jacobian(model, state, ws, dt);
+    build_delassus(model, ws, m);
+    warm_start(model, state, ws);
+
+    // 6. solve
+    let problem = ContactProblem {
+        num_contacts: nc,
+        num_joint_rows: nj,
+        friction: &ws.friction[..nc],
+        row_lower: &ws.row_lower[..nj],
+        row_upper: &ws.row_upper[..nj],
+        delassus: &ws.delassus[..m * m],
+        free_velocity: &ws.free_constraint_velocity[..m],
+    };
+    report.solve = ws.solver.solve(&problem, &mut ws.impulse[..m]);
+
+    // 7. v⁺ = v* + M̃⁻¹ Jᵀ λ, integrate q
+    for k in 0..nv {
+        ws.scratch_nv[k] = ws.free_velocity[k];
+    }
+    for i in 0..m {
+        let l = ws.impulse[i];
+        if l != 0.0 {
+            let (t0, t1) = ws.row_trees[i];
+            for t in [t0, t1] {
+                if t == NO_TREE {
+                    continue;
+                }
+                let tr = &model.trees[t];
+                for k in tr.v_start..tr.v_end {
+                    ws.scratch_nv[k] += l * ws.inv_mass_jt[i * nv + k];
+                }
+            }
+        }
+    }
+    // servo effort actually applied, with the implicit part evaluated at v⁺
+    for body in &model.bodies {
+        let j = &body.joint;
+        if j.kind.nv() != 1 {
+            continue;
+        }
+        let k = j.v_index;
+        let dv = ws.scratch_nv[k] - state.v[k];
+        let implicit = match cmd.mode[k] {
+            ControlMode::Position { kp, kd } => kd + dt * kp,
+            ControlMode::Velocity { kd } => kd,
+            _ => 0.0,
+        };
+        let saturated = ws.applied_effort[k].abs() >= j.effort_limit;
+        if !saturated && implicit != 0.0 {
+            ws.applied_effort[k] -= implicit * dv;
+        }
+    }
+    if !ws.scratch_nv.iter().all(|x| x.is_finite()) {
+        report.non_finite_state = true;
+        for k in 0..nv {
+            state.v[k] = 0.0;
+            ws.scratch_nv[k] = 0.0;
+        }
+        return report;
+    }
+    for k in 0..nv {
+        state.v[k] = ws.scratch_nv[k];
+        ws.scratch_nv[k] = 0.0;
+    }
+    integrate_positions(model, state, dt);
+    save_warm_start(state, ws);
+    state.time_s += dt;
+    state.step_count += 1;
+    report
+}
+
+/// q⁺ = q ⊕ dt v (free joints: world position from the body-frame velocity, quaternion
+/// exponential map).
+pub fn integrate_positions(model: &Model, state: &mut State, dt: f64) {
+    for body in &model.bodies {
+        let j = &body.joint;
+        match j.kind {
+            JointKind::Fixed => {}
+            JointKind::Revolute | JointKind::Prismatic => state.q[j.q_index] += dt * state.v[j.v_index],
+            JointKind::Free => {
+                let (qi, vi) = (j.q_index, j.v_index);
+                let rot = UnitQuaternion::new_normalize(Quaternion::new(state.q[qi + 6], state.q[qi + 3], state.q[qi + 4], state.q[qi + 5]));
+                let v_body = Vec3::new(state.v[vi], state.v[vi + 1], state.v[vi + 2]);
+                let w_body = Vec3::new(state.v[vi + 3], state.v[vi + 4], state.v[vi + 5]);
+                let dp = rot * v_body * dt;
+                state.q[qi] += dp.x;
+                state.q[qi + 1] += dp.y;
+                state.q[qi + 2] += dp.z;
+                let r = integrate_rotation(&rot, &w_body, dt);
+                let c = r.quaternion();
+                state.q[qi + 3] = c.i;
+                state.q[qi + 4] = c.j;
+                state.q[qi + 5] = c.k;
+                state.q[qi + 6] = c.w;
+            }
+        }
+    }
+}
+
+/// Joint limit, joint friction and mimic rows of this step.
+fn build_joint_rows(model: &Model, state: &State, ws: &mut Workspace) {
+    ws.joint_rows.clear();
+    let dt = model.timestep_s;
+    let n1 = model.one_dof_joint_count();
+    for (b, body) in model.bodies.iter().enumerate() {
+        let j = &body.joint;
+        if j.kind.nv() != 1 {
+            continue;
+        }
+        let idx = ws.one_dof_index[b];
+        let k = j.v_index;
+        let (q, v) = (state.q[j.q_index], ws.free_velocity[k]);
+        if let Some((lo, hi)) = j.position_limits {
+            // Speculative activation: the row exists when the limit could be reached this step.
+            let reach = (v.abs() + state.v[k].abs()) * dt + model.contact.margin_m;
+            if q - lo <= reach {
+                ws.joint_rows.push(JointRow { kind: JointRowKind::LowerLimit, slot: 3 * idx, dof: k, dof2: None });
+            }
+            if hi - q <= reach {
+                ws.joint_rows.push(JointRow { kind: JointRowKind::UpperLimit, slot: 3 * idx + 1, dof: k, dof2: None });
+            }
+        }
+        if j.friction > 0.0 {
+            ws.joint_rows.push(JointRow { kind: JointRowKind::Friction, slot: 3 * idx + 2, dof: k, dof2: None });
+        }
+    }
+    for (mi, mimic) in model.mimics.iter().enumerate() {
+        let f = model.bodies[mimic.follower].joint.v_index;
+        let l = model.bodies[mimic.leader].joint.v_index;
+        ws.joint_rows.push(JointRow { kind: JointRowKind::Mimic, slot: 3 * n1 + mi, dof: f, dof2: Some((l, -mimic.multiplier)) });
+    }
+}
+
+/// Fills J (row-major), the bias `b` inside `u_free = J v* + b`, bounds, friction and the trees
+/// each row touches.
+fn build_jacobian(model: &Model, state: &State, ws: &mut Workspace, dt: f64) {
+    let nv = model.nv;
+    let nc = ws.contacts.len();
+    let m = 3 * nc + ws.joint_rows.len();
+    ws.jacobian[..m * nv].fill(0.0);
+    let erp = model.contact.erp;
+    let slop = model.contact.slop_m;
+    for (ci, c) in ws.contacts.iter().enumerate() {
+        ws.friction[ci] = c.friction;
+        let tree_a = c.body_a.map(|b| model.bodies[b].tree).unwrap_or(NO_TREE);
+        let tree_b = c.body_b.map(|b| model.bodies[b].tree).unwrap_or(NO_TREE);
+        let (ta, tb) = if tree_a == tree_b { (tree_a, NO_TREE) } else { (tree_a, tree_b) };
+        for (r, d) in [c.normal, c.tangent1, c.tangent2].iter().enumerate() {
+            let i = 3 * ci + r;
+            let row = &mut ws.jacobian[i * nv..(i + 1) * nv];
+            if let Some(b) = c.body_b {
+                add_point_jacobian_row(model, &ws.dof_axis, b, &c.position, d, 1.0, row);
+            }
+            if let Some(a) = c.body_a {
+                add_point_jacobian_row(model, &ws.dof_axis, a, &c.position, d, -1.0, row);
+            }
+            ws.row_trees[i] = if ta == NO_TREE { (tb, NO_TREE) } else { (ta, tb) };
+            let mut u = 0.0;
+            for k in 0..nv {
+                u += row[k] * ws.free_velocity[k];
+            }
+            // bias: speculative gap closing / Baumgarte penetration recovery (normal only)
+            let bias = if r == 0 {
+                if c.distance >= 0.0 {
+                    c.distance / dt
+                } else {
+                    -erp * (-c.distance - slop).max(0.0) / dt
+                }
+            } else {
+                0.0
+            };
+            ws.free_constraint_velocity[i] = u + bias;
+        }
+    }
+    for (r, row_def) in ws.joint_rows.iter().enumerate() {
+        let i = 3 * nc + r;
+        let row = &mut ws.jacobian[i * nv..(i + 1) * nv];
+        let body = model.dof_body[row_def.dof];
+        let j = &model.bodies[body].joint;
+        let q = state.q[j.q_index];
+        let (sign, lo, hi, bias) = match row_def.kind {
+            JointRowKind::LowerLimit => {
+                let gap = q - j.position_limits.unwrap().0;
+                (1.0, 0.0, f64::INFINITY, if gap >= 0.0 { gap / dt } else { erp * gap / dt })
+            }
+            JointRowKind::UpperLimit => {
+                let gap = j.position_limits.unwrap().1 - q;
+                (-1.0, 0.0, f64::INFINITY, if gap >= 0.0 { gap / dt } else { erp * gap / dt })
+            }
+            JointRowKind::Friction => (1.0, -j.friction * dt, j.friction * dt, 0.0),
+            JointRowKind::Mimic => {
+                let mi = row_def.slot - 3 * model.one_dof_joint_count();
+                let mimic = &model.mimics[mi];
+                let ql = state.q[model.bodies[mimic.leader].joint.q_index];
+                let err = q - mimic.multiplier * ql - mimic.offset;
+                (1.0, f64::NEG_INFINITY, f64::INFINITY, erp * err / dt)
+            }
+        };
+        row[row_def.dof] += sign;
+        if let Some((k2, coef)) = row_def.dof2 {
+            row[k2] += coef;
+        }
+        let mut u = 0.0;
+        for k in 0..nv {
+            u += row[k] * ws.free_velocity[k];
+        }
+        ws.free_constraint_velocity[i] = u + bias;
+        ws.row_lower[r] = lo;
+        ws.row_upper[r] = hi;
+        ws.row_trees[i] = (model.bodies[body].tree, NO_TREE);
+    }
+}
+
+/// Y = M̃⁻¹ Jᵀ (row by row, only over the trees a row touches) and G = J Y.
+fn build_delassus(model: &Model, ws: &mut Workspace, m: usize) {
+    let nv = model.nv;
+    for i in 0..m {
+        let (t0, t1) = ws.row_trees[i];
+        let (jac, y) = (&ws.jacobian[i * nv..(i + 1) * nv], &mut ws.inv_mass_jt[i * nv..(i + 1) * nv]);
+        y.copy_from_slice(jac);
+        for t in [t0, t1] {
+            if t != NO_TREE {
+                let tr = &model.trees[t];
+                dynamics::solve_block(&ws.mass_factor, tr.v_start, tr.v_end, y);
+            }
+        }
+    }
+    for i in 0..m {
+        let (a0, a1) = ws.row_trees[i];
+        for j in i..m {
+            let (b0, b1) = ws.row_trees[j];
+            let mut g = 0.0;
+            for t in [a0, a1] {
+                if t != NO_TREE && (t == b0 || t == b1) {
+                    let tr = &model.trees[t];
+                    let (ji, yj) = (&ws.jacobian[i * nv..(i + 1) * nv], &ws.inv_mass_jt[j * nv..(j + 1) * nv]);
+                    for k in tr.v_start..tr.v_end {
+                        g += ji[k] * yj[k];
+                    }
+                }
+            }
+            ws.delassus[i * m + j] = g;
+            ws.delassus[j * m + i] = g;
+        }
+    }
+}
+
+/// Initial impulses from the previous step's matching contacts and joint rows.
+fn warm_start(_model: &Model, state: &State, ws: &mut Workspace) {
+    let nc = ws.contacts.len();
+    for (ci, c) in ws.contacts.iter().enumerate() {
+        let i = 3 * ci;
+        let prev = state.warm_contacts.iter().find(|w| w.key == c.key);
+        match prev {
+            Some(w) => {
+                // Re-express the stored impulse in the current contact frame.
+                let n_old = Vec3::new(w.normal[0], w.normal[1], w.normal[2]);
+                let (t1_old, t2_old) = crate::math::tangent_basis(&n_old);
+                let f = n_old * w.impulse[0] + t1_old * w.impulse[1] + t2_old * w.impulse[2];
+                ws.impulse[i] = f.dot(&c.normal).max(0.0);
+                ws.impulse[i + 1] = f.dot(&c.tangent1);
+                ws.impulse[i + 2] = f.dot(&c.tangent2);
+            }
+            None => {
+                ws.impulse[i] = 0.0;
+                ws.impulse[i + 1] = 0.0;
+                ws.impulse[i + 2] = 0.0;
+            }
+        }
+    }
+    for (r, row) in ws.joint_rows.iter().enumerate() {
+        ws.impulse[3 * nc + r] = state.warm_joint_rows[row.slot];
+    }
+}
+
+fn save_warm_start(state: &mut State, ws: &Workspace) {
+    state.warm_contacts.clear();
+    for (ci, c) in ws.contacts.iter().enumerate() {
+        let i = 3 * ci;
+        if state.warm_contacts.len() < state.warm_contacts.capacity() {
+            state.warm_contacts.push(WarmContact {
+                key: c.key,
+                impulse: [ws.impulse[i], ws.impulse[i + 1], ws.impulse[i + 2]],
+                normal: [c.normal.x, c.normal.y, c.normal.z],
+            });
+        }
+    }
+    state.warm_joint_rows.fill(0.0);
+    let nc = ws.contacts.len();
+    for (r, row) in ws.joint_rows.iter().enumerate() {
+        state.warm_joint_rows[row.slot] = ws.impulse[3 * nc + r];
+    }
+}
+
+/// Contact force of contact `i` of the last step in world coordinates (N): impulse / dt.
+/// The force acts on body B (the second geometry); its opposite acts on A.
+pub fn contact_force_world(model: &Model, ws: &Workspace, i: usize) -> Vec3 {
+    let c = &ws.contacts[i];
+    let l = &ws.impulse[3 * i..3 * i + 3];
+    (c.normal * l[0] + c.tangent1 * l[1] + c.tangent2 * l[2]) / model.timestep_s
+}

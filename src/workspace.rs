@@ -1,0 +1,151 @@
+//! Derived quantities and scratch memory, sized once from the [`Model`].
+//!
+//! Every buffer the step needs is allocated here, in [`Workspace::new`]; the step only writes into
+//! them (vectors are filled up to a capacity fixed at construction; overflow is reported as a flag
+//! in [`crate::step::StepReport`]). This is what makes the step allocation-free.
+
+use crate::collision::CollisionScratch;
+use crate::contact::{Contact, Solver, SolverConfig};
+use crate::math::{Mat6, Pose, Vec6};
+use crate::model::Model;
+use nalgebra::{DMatrix, DVector};
+
+/// What a one-dimensional joint row constrains.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JointRowKind {
+    /// Lower position limit (impulse ≥ 0).
+    LowerLimit,
+    /// Upper position limit (impulse ≥ 0).
+    UpperLimit,
+    /// Coulomb joint friction (|impulse| ≤ friction·dt).
+    Friction,
+    /// Mimic coupling (bilateral).
+    Mimic,
+}
+
+/// A one-dimensional joint constraint row of the current step.
+#[derive(Clone, Copy, Debug)]
+pub struct JointRow {
+    /// What it is.
+    pub kind: JointRowKind,
+    /// Warm-start slot.
+    pub slot: usize,
+    /// Velocity coordinate the row acts on (the follower for mimic rows).
+    pub dof: usize,
+    /// Second velocity coordinate (mimic leader) and its coefficient in the row.
+    pub dof2: Option<(usize, f64)>,
+}
+
+/// Derived data and scratch.
+pub struct Workspace {
+    /// Pose of each body in the world, `X_WB`.
+    pub body_pose: Vec<Pose>,
+    /// Spatial velocity of each body (world coordinates, about the world origin).
+    pub body_velocity: Vec<Vec6>,
+    /// Motion subspace column of each velocity coordinate (world coordinates, about the world
+    /// origin).
+    pub dof_axis: Vec<Vec6>,
+    /// Spatial inertia of each body (world coordinates, about the world origin).
+    pub body_inertia: Vec<Mat6>,
+    /// Composite (subtree) inertia scratch.
+    pub composite_inertia: Vec<Mat6>,
+    /// Spatial acceleration scratch per body.
+    pub body_acc: Vec<Vec6>,
+    /// Spatial force scratch per body.
+    pub body_force: Vec<Vec6>,
+    /// Mass matrix M(q) (block diagonal per tree).
+    pub mass_matrix: DMatrix<f64>,
+    /// Cholesky factor of M̃ = M + dt·D (lower triangle, per tree block).
+    pub mass_factor: DMatrix<f64>,
+    /// Bias forces h(q, v) = C(q, v) v + g(q) (N·m or N).
+    pub bias: DVector<f64>,
+    /// Generalized force of this step, including implicit-PD terms (N·m or N).
+    pub generalized_force: DVector<f64>,
+    /// Applied actuator effort of this step (N·m or N), what a joint-state `effort` reports.
+    pub applied_effort: DVector<f64>,
+    /// Velocity before constraints, v* (rad/s or m/s).
+    pub free_velocity: DVector<f64>,
+    /// Scratch vector of size nv.
+    pub scratch_nv: DVector<f64>,
+    /// Index of each body among one-DOF joints, `usize::MAX` otherwise.
+    pub one_dof_index: Vec<usize>,
+    /// Contacts of this step (capacity `max_contacts`).
+    pub contacts: Vec<Contact>,
+    /// Joint rows of this step.
+    pub joint_rows: Vec<JointRow>,
+    /// Constraint Jacobian, row-major `rows × nv`.
+    pub jacobian: Vec<f64>,
+    /// M̃⁻¹ Jᵀ stored row-major `rows × nv` (row i is M̃⁻¹ J_iᵀ).
+    pub inv_mass_jt: Vec<f64>,
+    /// Delassus matrix G = J M̃⁻¹ Jᵀ, row-major `rows × rows`.
+    pub delassus: Vec<f64>,
+    /// Constraint velocity before impulses, `J v* + b`.
+    pub free_constraint_velocity: Vec<f64>,
+    /// Impulses (N·s, N·m·s).
+    pub impulse: Vec<f64>,
+    /// Friction coefficient per contact.
+    pub friction: Vec<f64>,
+    /// Impulse lower bound per joint row.
+    pub row_lower: Vec<f64>,
+    /// Impulse upper bound per joint row.
+    pub row_upper: Vec<f64>,
+    /// Trees touched by each constraint row (second is `usize::MAX` when one).
+    pub row_trees: Vec<(usize, usize)>,
+    /// Collision scratch.
+    pub collision: CollisionScratch,
+    /// The contact solver and its scratch.
+    pub solver: Solver,
+}
+
+impl Workspace {
+    /// Allocates every buffer the step will use.
+    pub fn new(model: &Model, solver: &SolverConfig) -> Self {
+        let nb = model.bodies.len();
+        let nv = model.nv;
+        let rows = model.max_constraint_rows();
+        let mut one_dof_index = vec![usize::MAX; nb];
+        let mut k = 0;
+        for (i, b) in model.bodies.iter().enumerate() {
+            if b.joint.kind.nv() == 1 {
+                one_dof_index[i] = k;
+                k += 1;
+            }
+        }
+        Workspace {
+            body_pose: vec![Pose::identity(); nb],
+            body_velocity: vec![Vec6::zeros(); nb],
+            dof_axis: vec![Vec6::zeros(); nv],
+            body_inertia: vec![Mat6::zeros(); nb],
+            composite_inertia: vec![Mat6::zeros(); nb],
+            body_acc: vec![Vec6::zeros(); nb],
+            body_force: vec![Vec6::zeros(); nb],
+            mass_matrix: DMatrix::zeros(nv, nv),
+            mass_factor: DMatrix::zeros(nv, nv),
+            bias: DVector::zeros(nv),
+            generalized_force: DVector::zeros(nv),
+            applied_effort: DVector::zeros(nv),
+            free_velocity: DVector::zeros(nv),
+            scratch_nv: DVector::zeros(nv),
+            one_dof_index,
+            contacts: Vec::with_capacity(model.contact.max_contacts),
+            joint_rows: Vec::with_capacity(model.max_joint_rows()),
+            jacobian: vec![0.0; rows * nv],
+            inv_mass_jt: vec![0.0; rows * nv],
+            delassus: vec![0.0; rows * rows],
+            free_constraint_velocity: vec![0.0; rows],
+            impulse: vec![0.0; rows],
+            friction: vec![0.0; model.contact.max_contacts],
+            row_lower: vec![0.0; model.max_joint_rows()],
+            row_upper: vec![0.0; model.max_joint_rows()],
+            row_trees: vec![(0, usize::MAX); rows],
+            collision: CollisionScratch::new(model),
+            solver: Solver::new(solver, model),
+        }
+    }
+
+    /// Number of constraint rows of the current step.
+    pub fn num_rows(&self) -> usize {
+        3 * self.contacts.len() + self.joint_rows.len()
+    }
+}
