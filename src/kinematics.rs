@@ -79,6 +79,21 @@ pub fn forward_kinematics(model: &Model, q: &[f64], v: &[f64], ws: &mut Workspac
     }
 }
 
+/// Recomputes only the body velocities for a new `v` (poses and motion subspaces unchanged).
+pub fn update_body_velocities(model: &Model, v: &[f64], ws: &mut Workspace) {
+    for (b, body) in model.bodies.iter().enumerate() {
+        let j = &body.joint;
+        let mut vel = match body.parent {
+            Some(p) => ws.body_velocity[p],
+            None => Vec6::zeros(),
+        };
+        for k in j.v_index..j.v_index + j.kind.nv() {
+            vel += ws.dof_axis[k] * v[k];
+        }
+        ws.body_velocity[b] = vel;
+    }
+}
+
 /// Calls `f(k)` for every velocity coordinate `k` that moves `body` (its ancestors' and its own).
 #[inline]
 pub fn for_each_ancestor_dof(model: &Model, body: usize, mut f: impl FnMut(usize)) {

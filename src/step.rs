@@ -97,7 +97,7 @@ pub fn step(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Commands
 
     // 1. kinematics and collision
     kinematics::forward_kinematics(model, &state.q, &state.v, ws);
-    let coll = collision::detect(model, &ws.body_pose, &mut ws.collision, &mut ws.contacts);
+    let coll = collision::detect(model, &ws.body_pose, &ws.body_velocity, &mut ws.collision, &mut ws.contacts);
     report.dropped_contacts = coll.dropped_contacts;
     report.unsupported_pairs = coll.unsupported_pairs;
     report.contacts = ws.contacts.len();
@@ -158,13 +158,25 @@ pub fn step(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Commands
     }
 
     // 4. free velocity v* = v + M̃⁻¹ dt f
-    for k in 0..nv {
-        ws.scratch_nv[k] = dt * ws.generalized_force[k];
-    }
-    dynamics::solve(model, &ws.mass_factor, ws.scratch_nv.as_mut_slice());
-    for k in 0..nv {
-        ws.free_velocity[k] = state.v[k] + ws.scratch_nv[k];
-        ws.scratch_nv[k] = 0.0;
+    free_velocity(model, state, ws, dt);
+    if model.midpoint_bias {
+        // Predictor-corrector on the velocity-dependent bias: re-evaluate h at the midpoint
+        // velocity ½ (v + v*), which removes the first-order energy drift of evaluating the
+        // Coriolis / centrifugal terms at the start of the step.
+        for k in 0..nv {
+            ws.scratch_nv[k] = 0.5 * (state.v[k] + ws.free_velocity[k]);
+            ws.generalized_force[k] += ws.bias[k];
+        }
+        let v_mid = std::mem::take(&mut ws.scratch_nv); // moves the buffer, no allocation
+        kinematics::update_body_velocities(model, v_mid.as_slice(), ws);
+        dynamics::bias_forces(model, ws, v_mid.as_slice());
+        ws.scratch_nv = v_mid;
+        for k in 0..nv {
+            ws.generalized_force[k] -= ws.bias[k];
+            ws.scratch_nv[k] = 0.0;
+        }
+        kinematics::update_body_velocities(model, &state.v, ws);
+        free_velocity(model, state, ws, dt);
     }
 
     // 5. constraint rows
@@ -243,6 +255,18 @@ pub fn step(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Commands
     state.time_s += dt;
     state.step_count += 1;
     report
+}
+
+/// v* = v + M̃⁻¹ dt f, with `f` in `ws.generalized_force`.
+fn free_velocity(model: &Model, state: &State, ws: &mut Workspace, dt: f64) {
+    for k in 0..model.nv {
+        ws.scratch_nv[k] = dt * ws.generalized_force[k];
+    }
+    dynamics::solve(model, &ws.mass_factor, ws.scratch_nv.as_mut_slice());
+    for k in 0..model.nv {
+        ws.free_velocity[k] = state.v[k] + ws.scratch_nv[k];
+        ws.scratch_nv[k] = 0.0;
+    }
 }
 
 /// q⁺ = q ⊕ dt v (free joints: world position from the body-frame velocity, quaternion

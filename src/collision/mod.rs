@@ -54,6 +54,8 @@ pub struct Contact {
 pub struct CollisionScratch {
     /// World pose of each geometry, `X_WG`.
     pub geom_pose: Vec<Pose>,
+    /// Bound on the speed of any point of each geometry (m/s).
+    pub geom_speed: Vec<f64>,
     manifolds: Vec<ContactManifold<(), ()>>,
 }
 
@@ -69,7 +71,7 @@ impl CollisionScratch {
                 m
             })
             .collect();
-        CollisionScratch { geom_pose: vec![Pose::identity(); model.geoms.len()], manifolds }
+        CollisionScratch { geom_pose: vec![Pose::identity(); model.geoms.len()], geom_speed: vec![0.0; model.geoms.len()], manifolds }
     }
 }
 
@@ -82,8 +84,13 @@ pub struct CollisionReport {
     pub unsupported_pairs: usize,
 }
 
-/// Finds all contacts (within the margin) into `contacts` (whose capacity is not exceeded).
-pub fn detect(model: &Model, body_pose: &[Pose], scratch: &mut CollisionScratch, contacts: &mut Vec<Contact>) -> CollisionReport {
+/// Finds all contacts into `contacts` (whose capacity is not exceeded).
+///
+/// A pair generates (speculative) contacts when its gap is below the margin
+/// `contact.margin_m + dt (s_a + s_b)`, where `s_g = |v_origin| + |ω| r_bound` bounds the speed of
+/// any point of geometry g: nothing moving at the current velocities can pass through a surface
+/// within one step unseen.
+pub fn detect(model: &Model, body_pose: &[Pose], body_velocity: &[crate::math::Vec6], scratch: &mut CollisionScratch, contacts: &mut Vec<Contact>) -> CollisionReport {
     let mut report = CollisionReport::default();
     contacts.clear();
     for (g, geom) in model.geoms.iter().enumerate() {
@@ -91,12 +98,22 @@ pub fn detect(model: &Model, body_pose: &[Pose], scratch: &mut CollisionScratch,
             Some(b) => body_pose[b] * geom.x_body_geom,
             None => geom.x_body_geom,
         };
+        scratch.geom_speed[g] = match geom.body {
+            Some(b) => {
+                let v = &body_velocity[b];
+                let p = scratch.geom_pose[g].translation.vector;
+                let w = Vec3::new(v[0], v[1], v[2]);
+                crate::math::point_velocity(v, &p).norm() + w.norm() * geom.bounding_radius
+            }
+            None => 0.0,
+        };
     }
-    let margin = model.contact.margin_m;
+    let dt = model.timestep_s;
     let max_per_pair = model.contact.max_points_per_pair;
     for (pi, pair) in model.collision_pairs.iter().enumerate() {
         let (ga, gb) = (&model.geoms[pair.geom_a], &model.geoms[pair.geom_b]);
         let (xa, xb) = (scratch.geom_pose[pair.geom_a], scratch.geom_pose[pair.geom_b]);
+        let margin = model.contact.margin_m + dt * (scratch.geom_speed[pair.geom_a] + scratch.geom_speed[pair.geom_b]);
         let mut push = |contacts: &mut Vec<Contact>, position: Vec3, normal: Vec3, distance: f64, fa: u32, fb: u32| {
             if contacts.len() == contacts.capacity() {
                 report.dropped_contacts += 1;

@@ -52,6 +52,7 @@ fn build_scene(cfg: SceneFile, file: &str, base_dir: &Path, path: &Path) -> Resu
     let mut b = ModelBuilder::new(file);
     b.timestep_s = cfg.timestep_s;
     b.gravity = Vec3::from(cfg.gravity);
+    b.midpoint_bias = cfg.midpoint_bias;
     b.contact = crate::model::ContactOptions {
         max_contacts: cfg.contact.max_contacts,
         margin_m: cfg.contact.margin_m,
@@ -148,6 +149,26 @@ pub fn validate_solver(s: &SolverConfig, file: &str) -> Result<(), InputError> {
             }
             if !(p.relaxation > 0.0 && p.relaxation < 2.0) {
                 return Err(InputError::invalid(file, "solver.relaxation", "must be in (0, 2)"));
+            }
+        }
+        SolverConfig::Bisection(p) => {
+            let checks: [(bool, &str, &str); 13] = [
+                (p.max_iterations >= 1, "solver.max_iterations", "must be ≥ 1"),
+                (p.tolerance_impulse >= 0.0, "solver.tolerance_impulse", "must be ≥ 0"),
+                (p.tolerance_velocity >= 0.0, "solver.tolerance_velocity", "must be ≥ 0"),
+                (p.relaxation > 0.0 && p.relaxation <= 1.0, "solver.relaxation", "must be in (0, 1]"),
+                (p.relaxation_decay >= 0.0 && p.relaxation_decay <= 1.0, "solver.relaxation_decay", "must be in [0, 1]"),
+                (p.relaxation_min > 0.0 && p.relaxation_min <= 1.0, "solver.relaxation_min", "must be in (0, 1]"),
+                (p.angle_step > 0.0 && p.angle_step.is_finite(), "solver.angle_step", "must be > 0 and finite"),
+                (p.step_shrink > 0.0 && p.step_shrink < 1.0, "solver.step_shrink", "must be in (0, 1)"),
+                (p.step_growth >= 1.0 && p.step_growth.is_finite(), "solver.step_growth", "must be ≥ 1 and finite"),
+                (p.bisection_tolerance >= 0.0, "solver.bisection_tolerance", "must be ≥ 0"),
+                (p.max_step_iterations >= 1, "solver.max_step_iterations", "must be ≥ 1"),
+                (p.max_bisection_iterations >= 1, "solver.max_bisection_iterations", "must be ≥ 1"),
+                (p.singular_threshold >= 0.0 && p.singular_threshold < 1.0, "solver.singular_threshold", "must be in [0, 1)"),
+            ];
+            if let Some(&(_, key, msg)) = checks.iter().find(|c| !c.0) {
+                return Err(InputError::invalid(file, key, msg));
             }
         }
     }

@@ -46,6 +46,10 @@ pub struct SceneFile {
     /// Gravity (m/s², world).
     #[serde(default = "default_gravity")]
     pub gravity: [f64; 3],
+    /// Evaluate the Coriolis/centrifugal bias at the midpoint velocity of the step (one extra
+    /// RNEA per step; removes the first-order energy drift of plain semi-implicit Euler).
+    #[serde(default = "default_true")]
+    pub midpoint_bias: bool,
     /// Default duration of `contact_sim run` (s).
     #[serde(default)]
     pub duration_s: Option<f64>,

@@ -94,6 +94,8 @@ pub struct ModelBuilder {
     pub timestep_s: f64,
     /// Contact options.
     pub contact: ContactOptions,
+    /// Midpoint evaluation of the velocity-dependent bias.
+    pub midpoint_bias: bool,
 }
 
 fn shape_bounding_radius(shape: &GeomShape) -> f64 {
@@ -269,6 +271,7 @@ impl ModelBuilder {
             gravity: Vec3::new(0.0, 0.0, -9.81),
             timestep_s: 0.001,
             contact: ContactOptions::default(),
+            midpoint_bias: true,
         };
         b.materials.push(Material { name: "default".into(), friction: 0.8 });
         b
@@ -857,6 +860,7 @@ impl ModelBuilder {
             q_init: self.q_init,
             v_init: self.v_init,
             ground_geom: self.ground_geom,
+            midpoint_bias: self.midpoint_bias,
         })
     }
 }

@@ -379,6 +379,9 @@ pub struct Model {
     pub v_init: Vec<f64>,
     /// Ground geometry index, if any.
     pub ground_geom: Option<usize>,
+    /// Evaluate the velocity-dependent bias at the midpoint velocity (predictor-corrector); see
+    /// [`crate::step`].
+    pub midpoint_bias: bool,
 }
 
 impl Model {

@@ -1,0 +1,101 @@
+//! Helpers shared by the scenario tests.
+#![allow(dead_code)]
+
+use contact_sim::config::{load_scene_str, Scene};
+use contact_sim::contact::SolverConfig;
+use contact_sim::math::Vec3;
+use contact_sim::model::TreeKind;
+use contact_sim::sim::Simulation;
+use std::path::{Path, PathBuf};
+
+/// Repository root.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Loads a scene from YAML text as if it lived in `config/examples/` (relative paths resolve
+/// from there).
+pub fn scene(yaml: &str) -> Scene {
+    let path = repo().join("config/examples/_test_scene.yaml");
+    match load_scene_str(yaml, &path) {
+        Ok(s) => s,
+        Err(e) => panic!("test scene does not load: {e}"),
+    }
+}
+
+/// Loads a scene file of the repository.
+pub fn scene_file(rel: &str) -> Scene {
+    contact_sim::config::load_scene(&repo().join(rel)).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A simulation of `yaml` with the given solver kind.
+pub fn sim(yaml: &str, solver: &str) -> Simulation {
+    let s = scene(yaml);
+    Simulation::from_scene(&s, Some(&SolverConfig::from_kind(solver).expect("solver kind")))
+}
+
+/// Every solver kind; the conformance suite runs each.
+pub fn solver_kinds() -> &'static [&'static str] {
+    SolverConfig::KINDS
+}
+
+/// World position of an object's origin.
+pub fn object_position(sim: &Simulation, name: &str) -> Vec3 {
+    let o = sim.model.objects.iter().find(|o| o.name == name).expect("object");
+    let q = &sim.state.q[sim.model.bodies[o.body].joint.q_index..];
+    Vec3::new(q[0], q[1], q[2])
+}
+
+/// World linear velocity of an object's centre of mass (body-frame velocity rotated to world).
+pub fn object_velocity(sim: &Simulation, name: &str) -> Vec3 {
+    let o = sim.model.objects.iter().find(|o| o.name == name).expect("object");
+    let j = &sim.model.bodies[o.body].joint;
+    let q = &sim.state.q[j.q_index..j.q_index + 7];
+    let rot = nalgebra::UnitQuaternion::new_normalize(nalgebra::Quaternion::new(q[6], q[3], q[4], q[5]));
+    let v = &sim.state.v[j.v_index..j.v_index + 3];
+    rot * Vec3::new(v[0], v[1], v[2])
+}
+
+/// Sum over the last step's contacts touching `body` of the contact force acting on it (N, world).
+pub fn contact_force_on_body(sim: &Simulation, body: usize) -> Vec3 {
+    let ws = &sim.workspace;
+    let mut f = Vec3::zeros();
+    for (i, c) in ws.contacts.iter().enumerate() {
+        let fw = contact_sim::step::contact_force_world(&sim.model, ws, i);
+        if c.body_b == Some(body) {
+            f += fw;
+        }
+        if c.body_a == Some(body) {
+            f -= fw;
+        }
+    }
+    f
+}
+
+/// Contact force on a whole tree (robot or object) from the last step (N, world).
+pub fn contact_force_on_tree(sim: &Simulation, tree: usize) -> Vec3 {
+    let t = &sim.model.trees[tree];
+    (t.body_start..t.body_end).map(|b| contact_force_on_body(sim, b)).sum()
+}
+
+/// Index of the tree of an object by name.
+pub fn object_tree(sim: &Simulation, name: &str) -> usize {
+    sim.model.trees.iter().position(|t| matches!(t.kind, TreeKind::Object(o) if sim.model.objects[o].name == name)).unwrap()
+}
+
+/// Asserts every contact impulse of the last step lies inside its friction cone (with a small
+/// relative tolerance) and has a non-negative normal part.
+pub fn assert_impulses_in_cone(sim: &Simulation) {
+    let ws = &sim.workspace;
+    for (i, c) in ws.contacts.iter().enumerate() {
+        let l = &ws.impulse[3 * i..3 * i + 3];
+        assert!(l[0] >= -1e-12, "negative normal impulse {}", l[0]);
+        let t = (l[1] * l[1] + l[2] * l[2]).sqrt();
+        assert!(t <= c.friction * l[0] * (1.0 + 1e-6) + 1e-12, "impulse outside the cone: |λt| = {t}, μ λn = {}", c.friction * l[0]);
+    }
+}
+
+/// Path relative to the repository root.
+pub fn path(rel: &str) -> PathBuf {
+    repo().join(Path::new(rel))
+}

@@ -1,0 +1,223 @@
+//! Multibody dynamics against closed forms and against each other: CRBA vs RNEA vs kinetic
+//! energy, free fall, the small-angle pendulum period, energy of an undamped double pendulum.
+
+mod common;
+
+use common::*;
+use contact_sim::config::{load_robot, RobotConfig};
+use contact_sim::contact::SolverConfig;
+use contact_sim::model::{Model, ModelBuilder};
+use contact_sim::state::State;
+use contact_sim::workspace::Workspace;
+use contact_sim::{dynamics, kinematics};
+use std::path::Path;
+
+/// xorshift64*: deterministic random numbers without a dependency.
+struct Rng(u64);
+impl Rng {
+    fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        let x = (self.0.wrapping_mul(0x2545F4914F6CDD1D) >> 11) as f64 / (1u64 << 53) as f64;
+        lo + (hi - lo) * x
+    }
+}
+
+fn robot_model(urdf: &str, floating: bool) -> Model {
+    let p = path(urdf);
+    let rc: RobotConfig = serde_yaml::from_str(&format!("urdf: '{}'\nbase: {{mode: {}}}", p.display(), if floating { "floating" } else { "fixed" })).unwrap();
+    let spec = load_robot(&p, &rc, &Default::default(), Path::new(".")).unwrap_or_else(|e| panic!("{e}"));
+    let mut b = ModelBuilder::new(urdf);
+    b.add_robot(spec).unwrap();
+    b.finalize().unwrap()
+}
+
+const SHIPPED: &[(&str, bool)] = &[
+    ("urdf/quadruped.urdf", true),
+    ("urdf/arm7.urdf", false),
+    ("urdf/arm7.urdf", true),
+    ("urdf/pendulum.urdf", false),
+    ("urdf/double_pendulum.urdf", false),
+    ("tests/data/mesh_robot.urdf", false),
+];
+
+fn random_state(model: &Model, rng: &mut Rng) -> (State, Vec<f64>) {
+    let mut state = State::new(model);
+    let mut a = vec![0.0; model.nv];
+    for b in &model.bodies {
+        let j = &b.joint;
+        match j.kind {
+            contact_sim::model::JointKind::Free => {
+                let quat = nalgebra::UnitQuaternion::from_euler_angles(rng.uniform(-3.0, 3.0), rng.uniform(-1.5, 1.5), rng.uniform(-3.0, 3.0));
+                let c = quat.quaternion();
+                let qs = [rng.uniform(-1.0, 1.0), rng.uniform(-1.0, 1.0), rng.uniform(0.0, 2.0), c.i, c.j, c.k, c.w];
+                state.q[j.q_index..j.q_index + 7].copy_from_slice(&qs);
+            }
+            contact_sim::model::JointKind::Revolute | contact_sim::model::JointKind::Prismatic => {
+                let (lo, hi) = j.position_limits.unwrap_or((-3.0, 3.0));
+                state.q[j.q_index] = rng.uniform(lo, hi);
+            }
+            _ => {}
+        }
+    }
+    for k in 0..model.nv {
+        state.v[k] = rng.uniform(-2.0, 2.0);
+        a[k] = rng.uniform(-5.0, 5.0);
+    }
+    (state, a)
+}
+
+#[test]
+fn mass_matrix_is_spd_and_crba_agrees_with_rnea_on_every_shipped_urdf() {
+    let mut rng = Rng(0x9E3779B97F4A7C15);
+    for &(urdf, floating) in SHIPPED {
+        let model = robot_model(urdf, floating);
+        let mut ws = Workspace::new(&model, &SolverConfig::default());
+        for trial in 0..20 {
+            let (state, a) = random_state(&model, &mut rng);
+            kinematics::forward_kinematics(&model, &state.q, &state.v, &mut ws);
+            dynamics::update_body_inertias(&model, &mut ws);
+            dynamics::mass_matrix(&model, &mut ws);
+            dynamics::bias_forces(&model, &mut ws, &state.v);
+            let m = ws.mass_matrix.clone();
+            // symmetric
+            let asym = (&m - m.transpose()).abs().max();
+            assert!(asym <= 1e-12 * m.abs().max(), "{urdf} trial {trial}: M not symmetric ({asym})");
+            // positive definite: all eigenvalues > 0
+            let eig = nalgebra::SymmetricEigen::new(m.clone()).eigenvalues;
+            assert!(eig.min() > 0.0, "{urdf} trial {trial}: M not positive definite (min eigenvalue {})", eig.min());
+            // M a + h = RNEA(q, v, a)
+            let mut tau = vec![0.0; model.nv];
+            dynamics::inverse_dynamics(&model, &mut ws, &state.v, &a, &mut tau);
+            let ma_h = &m * nalgebra::DVector::from_column_slice(&a) + &ws.bias;
+            let scale = tau.iter().map(|x| x.abs()).fold(1e-9, f64::max);
+            for k in 0..model.nv {
+                let err = (ma_h[k] - tau[k]).abs() / scale;
+                assert!(err < 1e-9, "{urdf} trial {trial} dof {}: M a + h = {} but RNEA = {} (rel {err:e})", model.dof_names[k], ma_h[k], tau[k]);
+            }
+            // ½ vᵀ M v equals the sum of body kinetic energies ½ V_bᵀ I_b V_b (independent of CRBA)
+            let ke_m = dynamics::kinetic_energy(&ws, &state.v);
+            let ke_bodies: f64 = (0..model.bodies.len()).map(|b| 0.5 * ws.body_velocity[b].dot(&(ws.body_inertia[b] * ws.body_velocity[b]))).sum();
+            assert!((ke_m - ke_bodies).abs() <= 1e-10 * ke_bodies.max(1.0), "{urdf}: kinetic energy {ke_m} vs {ke_bodies}");
+        }
+    }
+}
+
+#[test]
+fn double_pendulum_mass_matrix_matches_closed_form() {
+    // Two uniform rods (m = 1 kg, l = 0.5 m, r = 0.01 m) about y, both hanging down at q = 0:
+    // M11 = I1 + I2 + m1 c1² + m2 (l1² + c2² + 2 l1 c2 cos q2), M12 = I2 + m2 (c2² + l1 c2 cos q2),
+    // M22 = I2 + m2 c2², with I the rod inertia about its centre (about y).
+    let model = robot_model("urdf/double_pendulum.urdf", false);
+    let mut ws = Workspace::new(&model, &SolverConfig::default());
+    let (m, l) = (1.0, 0.5);
+    let c = l / 2.0;
+    // the rod's inertia about its centre, as written in the URDF (m(3r² + l²)/12 rounded)
+    let i = model.bodies[model.body_id("link1").unwrap()].inertia_com[(1, 1)];
+    assert!((i - m * (3.0 * 0.01f64.powi(2) + l * l) / 12.0).abs() < 1e-6);
+    for q2 in [0.0, 0.7, -1.9, 3.0] {
+        let mut state = State::new(&model);
+        state.q[0] = 0.3;
+        state.q[1] = q2;
+        kinematics::forward_kinematics(&model, &state.q, &state.v, &mut ws);
+        dynamics::update_body_inertias(&model, &mut ws);
+        dynamics::mass_matrix(&model, &mut ws);
+        let m11 = 2.0 * i + m * c * c + m * (l * l + c * c + 2.0 * l * c * q2.cos());
+        let m12 = i + m * (c * c + l * c * q2.cos());
+        let m22 = i + m * c * c;
+        let mm = &ws.mass_matrix;
+        for (got, want, what) in [(mm[(0, 0)], m11, "M11"), (mm[(0, 1)], m12, "M12"), (mm[(1, 1)], m22, "M22")] {
+            assert!((got - want).abs() < 1e-9, "q2 = {q2}: {what} = {got}, closed form {want}");
+        }
+    }
+}
+
+#[test]
+fn free_fall_matches_closed_form() {
+    let mut sim = sim(
+        "ground: {enabled: false}\nobjects:\n  - {name: ball, shape: {type: sphere, radius: 0.1}, mass_kg: 2.0, position: [0, 0, 10], linear_velocity: [1.0, 0, 0]}\n",
+        "pgs",
+    );
+    let g = 9.81;
+    for _ in 0..1000 {
+        sim.step();
+    }
+    let t = sim.state.time_s;
+    assert!((t - 1.0).abs() < 1e-9);
+    let p = object_position(&sim, "ball");
+    let v = object_velocity(&sim, "ball");
+    // Semi-implicit Euler: v is exact at every step, the position lags the closed form by ½ g dt t.
+    assert!((v.z + g * t).abs() < 1e-9, "v_z = {} vs {}", v.z, -g * t);
+    let z_exact = 10.0 - 0.5 * g * t * t;
+    assert!((p.z - z_exact).abs() <= 0.5 * g * 1e-3 * t + 1e-9, "z = {} vs {z_exact}", p.z);
+    assert!((p.x - 1.0 * t).abs() < 1e-9, "horizontal motion is uniform: x = {}", p.x);
+}
+
+#[test]
+fn small_angle_pendulum_period_matches_closed_form() {
+    // Point-like 1 kg bob 1 m below the pivot (its tiny sphere inertia included):
+    // T = 2π √(I_pivot / (m g L)).
+    let mut sim = sim(
+        "ground: {enabled: false}\nrobots:\n  - urdf: ../../urdf/pendulum.urdf\n    base: {mode: fixed, position: [0, 0, 2]}\n    initial_positions: {pendulum_joint: 0.05}\n",
+        "pgs",
+    );
+    let k = sim.model.joint_dof("pendulum_joint").unwrap();
+    let pole = sim.model.body_id("pole").unwrap();
+    let body = &sim.model.bodies[pole];
+    let l = body.com.norm();
+    let i_pivot = body.inertia_com[(1, 1)] + body.mass * l * l;
+    let t_expected = 2.0 * std::f64::consts::PI * (i_pivot / (body.mass * 9.81 * l)).sqrt();
+    // upward zero crossings of q, interpolated
+    let mut crossings = vec![];
+    let mut prev = sim.state.q[k];
+    while sim.state.time_s < 10.0 {
+        sim.step();
+        let q = sim.state.q[k];
+        if prev < 0.0 && q >= 0.0 {
+            let frac = -prev / (q - prev);
+            crossings.push(sim.state.time_s - sim.model.timestep_s * (1.0 - frac));
+        }
+        prev = q;
+    }
+    assert!(crossings.len() >= 4);
+    let period = (crossings[crossings.len() - 1] - crossings[0]) / (crossings.len() - 1) as f64;
+    // amplitude correction θ0²/16 = 0.016 %; tolerance 0.2 %
+    assert!((period - t_expected).abs() / t_expected < 2e-3, "period {period} s vs {t_expected} s");
+}
+
+#[test]
+fn undamped_double_pendulum_conserves_energy() {
+    let mut sim = sim(
+        "ground: {enabled: false}\nrobots:\n  - urdf: ../../urdf/double_pendulum.urdf\n    base: {mode: fixed, position: [0, 0, 2]}\n    initial_positions: {joint1: 1.2, joint2: -0.8}\n",
+        "pgs",
+    );
+    let energy = |sim: &mut contact_sim::sim::Simulation| {
+        let (m, s, ws) = (&sim.model, &sim.state, &mut sim.workspace);
+        kinematics::forward_kinematics(m, &s.q, &s.v, ws);
+        dynamics::update_body_inertias(m, ws);
+        dynamics::mass_matrix(m, ws);
+        dynamics::kinetic_energy(ws, &s.v) + dynamics::potential_energy(m, ws)
+    };
+    let e0 = energy(&mut sim);
+    // energy of the hanging rest position: the scale of "1 %"
+    let rest = {
+        let mut s2 = sim.state.clone();
+        s2.q.iter_mut().for_each(|q| *q = 0.0);
+        let ws = &mut sim.workspace;
+        kinematics::forward_kinematics(&sim.model, &s2.q, &s2.v, ws);
+        dynamics::potential_energy(&sim.model, ws)
+    };
+    let mut worst: f64 = 0.0;
+    let mut max_speed: f64 = 0.0;
+    while sim.state.time_s < 10.0 {
+        sim.step();
+        max_speed = max_speed.max(sim.state.v[1].abs());
+        if sim.state.step_count % 10 == 0 {
+            worst = worst.max((energy(&mut sim) - e0).abs());
+        }
+    }
+    let rel = worst / (e0 - rest);
+    assert!(max_speed > 3.0, "the motion is not trivial (max |q̇2| = {max_speed})");
+    assert!(rel < 0.01, "energy drifted by {:.3} % of the swing energy", 100.0 * rel);
+}
