@@ -108,60 +108,86 @@ pub fn bias_forces(model: &Model, ws: &mut Workspace, v: &[f64]) {
     project_on_axes(model, dof_axis, body_force, bias.as_mut_slice());
 }
 
-/// Factorizes `ws.mass_factor` in place (lower Cholesky), block by block over trees.
-/// On entry `ws.mass_factor` holds M̃ (symmetric). Returns `false` if a block is not positive
-/// definite.
+/// Factorizes `ws.mass_factor` in place (lower Cholesky `M̃ = L Lᵀ`), block by block over
+/// trees. On entry `ws.mass_factor` holds M̃ (symmetric). Returns `false` if a block is not
+/// positive definite.
 pub fn factorize(model: &Model, ws: &mut Workspace) -> bool {
-    let l = &mut ws.mass_factor;
+    let n = ws.mass_factor.nrows();
+    let l = ws.mass_factor.as_mut_slice(); // column-major: L[i][j] = l[j * n + i]
     for t in &model.trees {
         let (s, e) = (t.v_start, t.v_end);
         for j in s..e {
-            let mut d = l[(j, j)];
+            let mut d = l[j * n + j];
             for k in s..j {
-                d -= l[(j, k)] * l[(j, k)];
+                d -= l[k * n + j] * l[k * n + j];
             }
             if !(d > 0.0) {
                 return false;
             }
             let d = d.sqrt();
-            l[(j, j)] = d;
+            l[j * n + j] = d;
             for i in j + 1..e {
-                let mut x = l[(i, j)];
+                let mut x = l[j * n + i];
                 for k in s..j {
-                    x -= l[(i, k)] * l[(j, k)];
+                    x -= l[k * n + i] * l[k * n + j];
                 }
-                l[(i, j)] = x / d;
+                l[j * n + i] = x / d;
+            }
+        }
+        // Mirror L into the upper triangle (U = Lᵀ, so U[i][k] = L[k][i]): the forward
+        // substitution then reads column i of U contiguously.
+        for j in s..e {
+            for i in j + 1..e {
+                l[i * n + j] = l[j * n + i];
             }
         }
     }
     true
 }
 
-/// Solves `M̃ x = b` in place for the velocity range `[s, e)` of one tree, using the factor.
+/// Forward substitution `x ← L⁻¹ x` on the velocity range `[s, e)` of one tree.
 #[inline]
-pub fn solve_block(ws_factor: &nalgebra::DMatrix<f64>, s: usize, e: usize, x: &mut [f64]) {
-    // forward: L y = b
+pub fn forward_substitute(factor: &nalgebra::DMatrix<f64>, s: usize, e: usize, x: &mut [f64]) {
+    let n = factor.nrows();
+    let l = factor.as_slice();
     for i in s..e {
+        // row i of L = column i of the mirrored upper triangle: l[i*n + k] for k < i
+        let col = &l[i * n + s..i * n + i];
         let mut y = x[i];
-        for k in s..i {
-            y -= ws_factor[(i, k)] * x[k];
+        for (lik, xk) in col.iter().zip(&x[s..i]) {
+            y -= lik * xk;
         }
-        x[i] = y / ws_factor[(i, i)];
-    }
-    // backward: Lᵀ x = y
-    for i in (s..e).rev() {
-        let mut y = x[i];
-        for k in i + 1..e {
-            y -= ws_factor[(k, i)] * x[k];
-        }
-        x[i] = y / ws_factor[(i, i)];
+        x[i] = y / l[i * n + i];
     }
 }
 
+/// Backward substitution `x ← L⁻ᵀ x` on the velocity range `[s, e)` of one tree.
+#[inline]
+pub fn backward_substitute(factor: &nalgebra::DMatrix<f64>, s: usize, e: usize, x: &mut [f64]) {
+    let n = factor.nrows();
+    let l = factor.as_slice();
+    for i in (s..e).rev() {
+        // column i of L below the diagonal: l[i*n + k] for k > i
+        let col = &l[i * n + i + 1..i * n + e];
+        let mut y = x[i];
+        for (lki, xk) in col.iter().zip(&x[i + 1..e]) {
+            y -= lki * xk;
+        }
+        x[i] = y / l[i * n + i];
+    }
+}
+
+/// Solves `M̃ x = b` in place for the velocity range `[s, e)` of one tree, using the factor.
+#[inline]
+pub fn solve_block(factor: &nalgebra::DMatrix<f64>, s: usize, e: usize, x: &mut [f64]) {
+    forward_substitute(factor, s, e, x);
+    backward_substitute(factor, s, e, x);
+}
+
 /// Solves `M̃ x = b` in place for all trees.
-pub fn solve(model: &Model, ws_factor: &nalgebra::DMatrix<f64>, x: &mut [f64]) {
+pub fn solve(model: &Model, factor: &nalgebra::DMatrix<f64>, x: &mut [f64]) {
     for t in &model.trees {
-        solve_block(ws_factor, t.v_start, t.v_end, x);
+        solve_block(factor, t.v_start, t.v_end, x);
     }
 }
 

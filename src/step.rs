@@ -201,10 +201,7 @@ pub fn step(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Commands
     };
     report.solve = ws.solver.solve(&problem, &mut ws.impulse[..m]);
 
-    // 7. v⁺ = v* + M̃⁻¹ Jᵀ λ, integrate q
-    for k in 0..nv {
-        ws.scratch_nv[k] = ws.free_velocity[k];
-    }
+    // 7. v⁺ = v* + M̃⁻¹ Jᵀ λ = v* + L⁻ᵀ (Z λ), integrate q
     for i in 0..m {
         let l = ws.impulse[i];
         if l != 0.0 {
@@ -214,11 +211,18 @@ pub fn step(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Commands
                     continue;
                 }
                 let tr = &model.trees[t];
+                let z = &ws.factor_jt[i * nv..(i + 1) * nv];
                 for k in tr.v_start..tr.v_end {
-                    ws.scratch_nv[k] += l * ws.inv_mass_jt[i * nv + k];
+                    ws.scratch_nv[k] += l * z[k];
                 }
             }
         }
+    }
+    for t in &model.trees {
+        dynamics::backward_substitute(&ws.mass_factor, t.v_start, t.v_end, ws.scratch_nv.as_mut_slice());
+    }
+    for k in 0..nv {
+        ws.scratch_nv[k] += ws.free_velocity[k];
     }
     // servo effort actually applied, with the implicit part evaluated at v⁺
     for body in &model.bodies {
@@ -411,32 +415,31 @@ fn build_jacobian(model: &Model, state: &State, ws: &mut Workspace, dt: f64) {
     }
 }
 
-/// Y = M̃⁻¹ Jᵀ (row by row, only over the trees a row touches) and G = J Y.
+/// Z = L⁻¹ Jᵀ (row by row, only over the trees a row touches) and G = J M̃⁻¹ Jᵀ = Zᵀ Z.
 fn build_delassus(model: &Model, ws: &mut Workspace, m: usize) {
     let nv = model.nv;
     for i in 0..m {
         let (t0, t1) = ws.row_trees[i];
-        let (jac, y) = (&ws.jacobian[i * nv..(i + 1) * nv], &mut ws.inv_mass_jt[i * nv..(i + 1) * nv]);
-        y.copy_from_slice(jac);
+        let (jac, z) = (&ws.jacobian[i * nv..(i + 1) * nv], &mut ws.factor_jt[i * nv..(i + 1) * nv]);
+        z.copy_from_slice(jac);
         for t in [t0, t1] {
             if t != NO_TREE {
                 let tr = &model.trees[t];
-                dynamics::solve_block(&ws.mass_factor, tr.v_start, tr.v_end, y);
+                dynamics::forward_substitute(&ws.mass_factor, tr.v_start, tr.v_end, z);
             }
         }
     }
     for i in 0..m {
         let (a0, a1) = ws.row_trees[i];
+        let zi = &ws.factor_jt[i * nv..(i + 1) * nv];
         for j in i..m {
             let (b0, b1) = ws.row_trees[j];
+            let zj = &ws.factor_jt[j * nv..(j + 1) * nv];
             let mut g = 0.0;
             for t in [a0, a1] {
                 if t != NO_TREE && (t == b0 || t == b1) {
                     let tr = &model.trees[t];
-                    let (ji, yj) = (&ws.jacobian[i * nv..(i + 1) * nv], &ws.inv_mass_jt[j * nv..(j + 1) * nv]);
-                    for k in tr.v_start..tr.v_end {
-                        g += ji[k] * yj[k];
-                    }
+                    g += zi[tr.v_start..tr.v_end].iter().zip(&zj[tr.v_start..tr.v_end]).map(|(a, b)| a * b).sum::<f64>();
                 }
             }
             ws.delassus[i * m + j] = g;

@@ -56,7 +56,8 @@ pub struct Workspace {
     pub body_force: Vec<Vec6>,
     /// Mass matrix M(q) (block diagonal per tree).
     pub mass_matrix: DMatrix<f64>,
-    /// Cholesky factor of M̃ = M + dt·D (lower triangle, per tree block).
+    /// Cholesky factor L of M̃ = M + dt·D = L Lᵀ (per tree block; L in the lower triangle and
+    /// mirrored into the upper one).
     pub mass_factor: DMatrix<f64>,
     /// Bias forces h(q, v) = C(q, v) v + g(q) (N·m or N).
     pub bias: DVector<f64>,
@@ -76,8 +77,8 @@ pub struct Workspace {
     pub joint_rows: Vec<JointRow>,
     /// Constraint Jacobian, row-major `rows × nv`.
     pub jacobian: Vec<f64>,
-    /// M̃⁻¹ Jᵀ stored row-major `rows × nv` (row i is M̃⁻¹ J_iᵀ).
-    pub inv_mass_jt: Vec<f64>,
+    /// Z = L⁻¹ Jᵀ stored row-major `rows × nv` (row i is L⁻¹ J_iᵀ), so that G = Zᵀ Z.
+    pub factor_jt: Vec<f64>,
     /// Delassus matrix G = J M̃⁻¹ Jᵀ, row-major `rows × rows`.
     pub delassus: Vec<f64>,
     /// Constraint velocity before impulses, `J v* + b`.
@@ -131,7 +132,7 @@ impl Workspace {
             contacts: Vec::with_capacity(model.contact.max_contacts),
             joint_rows: Vec::with_capacity(model.max_joint_rows()),
             jacobian: vec![0.0; rows * nv],
-            inv_mass_jt: vec![0.0; rows * nv],
+            factor_jt: vec![0.0; rows * nv],
             delassus: vec![0.0; rows * rows],
             free_constraint_velocity: vec![0.0; rows],
             impulse: vec![0.0; rows],

@@ -26,7 +26,7 @@ enum Command {
         /// Scene file (YAML). Default: the embedded default scene (config/default.yaml).
         scene: Option<PathBuf>,
         /// Simulated duration (s); default: the scene's duration_s.
-        #[arg(long)]
+        #[arg(long, allow_hyphen_values = true)]
         duration: Option<f64>,
         /// Contact solver kind, overriding the scene (one of: pgs).
         #[arg(long)]

@@ -1,0 +1,89 @@
+//! Bad input gets one clear line naming the file and the element, a non-zero exit, never a panic.
+
+mod common;
+
+use common::*;
+use std::process::Command;
+
+fn run_cli(args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_contact_sim")).args(args).current_dir(repo()).output().expect("run contact_sim");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code().unwrap_or(-1), stderr)
+}
+
+/// Asserts a clean failure whose one-line message contains every `needle`.
+fn assert_clean_error(args: &[&str], needles: &[&str]) {
+    let (code, stderr) = run_cli(args);
+    assert_ne!(code, 0, "{args:?} succeeded");
+    assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{args:?}: expected one line, got: {stderr}");
+    for n in needles {
+        assert!(lines[0].contains(n), "{args:?}: message lacks '{n}': {}", lines[0]);
+    }
+}
+
+fn write_scene(name: &str, text: &str) -> String {
+    let dir = repo().join("target/test-scenes");
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+#[test]
+fn broken_urdfs_name_the_file_and_element() {
+    assert_clean_error(&["model", "tests/data/broken_missing_parent.urdf"], &["broken_missing_parent.urdf", "parent link 'ghost_link'"]);
+    assert_clean_error(&["model", "tests/data/broken_inertia.urdf"], &["broken_inertia.urdf", "link 'bad_link'", "triangle inequality"]);
+    assert_clean_error(&["model", "tests/data/broken_negative_mass.urdf"], &["broken_negative_mass.urdf", "link 'neg_link'", "mass"]);
+    assert_clean_error(&["model", "tests/data/broken_joint_type.urdf"], &["broken_joint_type.urdf", "joint 'weird_joint'", "helical"]);
+    assert_clean_error(&["model", "tests/data/broken_missing_mesh.urdf"], &["broken_missing_mesh.urdf", "link 'mesh_link'", "does_not_exist.stl", "does not exist"]);
+    assert_clean_error(&["model", "tests/data/not_xml.urdf"], &["not_xml.urdf"]);
+    assert_clean_error(&["model", "tests/data/no_such_file.urdf"], &["no_such_file.urdf", "cannot read"]);
+}
+
+#[test]
+fn mesh_robot_loads_its_convex_hulls() {
+    let (code, stderr) = run_cli(&["model", "tests/data/mesh_robot.urdf"]);
+    assert_eq!(code, 0, "{stderr}");
+}
+
+#[test]
+fn bad_scene_files_name_the_file_and_key() {
+    let p = write_scene("unknown_key.yaml", "timestep_s: 0.001\nobjects:\n  - name: b\n    shape: {type: box, size: [1, 1, 1]}\n    mass_kg: 1\n    colour: red\n");
+    assert_clean_error(&["run", &p], &["unknown_key.yaml", "unknown field `colour`", "line 6"]);
+    let p = write_scene("wrong_type.yaml", "timestep_s: fast\n");
+    assert_clean_error(&["run", &p], &["wrong_type.yaml", "timestep_s", "invalid type"]);
+    let p = write_scene("bad_shape.yaml", "objects:\n  - {name: b, shape: {type: torus, radius: 1}, mass_kg: 1}\n");
+    assert_clean_error(&["run", &p], &["bad_shape.yaml", "torus"]);
+    let p = write_scene("neg_mass.yaml", "objects:\n  - {name: b, shape: {type: sphere, radius: 0.1}, mass_kg: -1}\n");
+    assert_clean_error(&["run", &p], &["neg_mass.yaml", "objects[0]", "mass_kg"]);
+    let p = write_scene("bad_joint.yaml", "robots:\n  - urdf: ../../urdf/pendulum.urdf\n    initial_positions: {no_such_joint: 0.1}\n");
+    assert_clean_error(&["run", &p], &["bad_joint.yaml", "no_such_joint"]);
+    let p = write_scene("bad_urdf_path.yaml", "robots:\n  - urdf: missing.urdf\n");
+    assert_clean_error(&["run", &p], &["missing.urdf", "cannot read"]);
+    let p = write_scene("bad_material.yaml", "objects:\n  - {name: b, shape: {type: sphere, radius: 0.1}, mass_kg: 1, material: steel}\n");
+    assert_clean_error(&["run", &p], &["bad_material.yaml", "unknown material 'steel'"]);
+    let p = write_scene("bad_solver.yaml", "solver: {kind: pgs, max_iterations: 10, warp: 9}\n");
+    assert_clean_error(&["run", &p], &["bad_solver.yaml", "warp"]);
+    let p = write_scene("missing_mesh_object.yaml", "objects:\n  - {name: m, shape: {type: mesh, file: nothing.stl}, mass_kg: 1}\n");
+    assert_clean_error(&["run", &p], &["missing_mesh_object.yaml", "objects[0]", "nothing.stl"]);
+}
+
+#[test]
+fn bad_command_line_values_are_reported() {
+    assert_clean_error(&["run", "config/examples/box_rest.yaml", "--solver", "magic"], &["--solver", "magic"]);
+    assert_clean_error(&["run", "config/examples/box_rest.yaml", "--duration", "-1"], &["--duration"]);
+    assert_clean_error(&["model", "urdf/pendulum.urdf", "--q", "0.1,0.2"], &["--q", "expected 1 values"]);
+    assert_clean_error(&["model", "urdf/pendulum.urdf", "--q", "NaN"], &["--q", "pendulum_joint", "not finite"]);
+}
+
+#[test]
+fn run_writes_a_json_summary() {
+    let out = repo().join("target/test-scenes/summary.json");
+    let (code, stderr) = run_cli(&["run", "config/examples/box_rest.yaml", "--duration", "0.2", "--quiet", "--summary", out.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert!((v["sim_time_s"].as_f64().unwrap() - 0.2).abs() < 1e-9);
+    assert!((v["bodies"][0]["position_m"][2].as_f64().unwrap() - 0.1).abs() < 1e-4, "the box rests at z = 0.1");
+}

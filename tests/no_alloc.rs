@@ -1,0 +1,91 @@
+//! Proof that `step` allocates nothing after warm-up: a counting global allocator that counts
+//! only the allocations made on the measuring thread while measuring.
+//!
+//! Scenes: the quadruped standing (ground contacts), the 5-box stack (box-box manifolds from
+//! parry), the default scene (quadruped crouching, arm pushing a box: contacts appear and
+//! disappear, joint limits, mimic), for every solver kind.
+
+mod common;
+
+use common::*;
+use contact_sim::contact::SolverConfig;
+use contact_sim::sim::Simulation;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+struct CountingAllocator;
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    static MEASURING: Cell<bool> = const { Cell::new(false) };
+}
+
+fn note() {
+    if MEASURING.with(|m| m.get()) {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        note();
+        System.alloc(layout)
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        note();
+        System.alloc_zeroed(layout)
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        note();
+        System.realloc(ptr, layout, new_size)
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        note();
+        System.dealloc(ptr, layout)
+    }
+}
+
+#[global_allocator]
+static GLOBAL: CountingAllocator = CountingAllocator;
+
+fn allocations_during(f: impl FnOnce()) -> usize {
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    MEASURING.with(|m| m.set(true));
+    f();
+    MEASURING.with(|m| m.set(false));
+    ALLOCATIONS.load(Ordering::Relaxed) - before
+}
+
+#[test]
+fn the_counter_sees_allocations() {
+    // the instrument works: a Vec push is counted
+    let n = allocations_during(|| {
+        let v: Vec<u64> = (0..100).collect();
+        std::hint::black_box(v);
+    });
+    assert!(n >= 1);
+}
+
+#[test]
+fn step_does_not_allocate_after_warm_up() {
+    for file in ["config/examples/quadruped_stand.yaml", "config/examples/box_stack.yaml", "config/default.yaml"] {
+        for &solver in solver_kinds() {
+            let scene = scene_file(file);
+            let mut sim = Simulation::from_scene(&scene, Some(&SolverConfig::from_kind(solver).unwrap()));
+            // warm-up: let every contact pair appear once
+            for _ in 0..300 {
+                sim.step();
+            }
+            let mut contacts = 0;
+            let n = allocations_during(|| {
+                for _ in 0..3000 {
+                    contacts += sim.step().contacts;
+                }
+            });
+            assert!(contacts > 0, "{file}: the measured steps had contacts");
+            assert_eq!(n, 0, "{file} / {solver}: step allocated {n} times in 3000 steps");
+        }
+    }
+}
