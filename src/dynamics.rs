@@ -116,22 +116,29 @@ pub fn factorize(model: &Model, ws: &mut Workspace) -> bool {
     let l = ws.mass_factor.as_mut_slice(); // column-major: L[i][j] = l[j * n + i]
     for t in &model.trees {
         let (s, e) = (t.v_start, t.v_end);
+        // Left-looking: column j of L is column j of M̃ minus Σ_k L[j][k] (column k of L), from
+        // row j down, then scaled. Columns are contiguous, and the zeros the tree structure leaves
+        // in L (between different branches) are skipped.
         for j in s..e {
-            let mut d = l[j * n + j];
+            let (left, right) = l.split_at_mut(j * n);
+            let col_j = &mut right[j..e];
             for k in s..j {
-                d -= l[k * n + j] * l[k * n + j];
+                let ljk = left[k * n + j];
+                if ljk != 0.0 {
+                    for (x, y) in col_j.iter_mut().zip(&left[k * n + j..k * n + e]) {
+                        *x -= ljk * y;
+                    }
+                }
             }
+            let d = col_j[0];
             if !(d > 0.0) {
                 return false;
             }
             let d = d.sqrt();
-            l[j * n + j] = d;
-            for i in j + 1..e {
-                let mut x = l[j * n + i];
-                for k in s..j {
-                    x -= l[k * n + i] * l[k * n + j];
-                }
-                l[j * n + i] = x / d;
+            col_j[0] = d;
+            let inv = 1.0 / d;
+            for x in &mut col_j[1..] {
+                *x *= inv;
             }
         }
         // Mirror L into the upper triangle (U = Lᵀ, so U[i][k] = L[k][i]): the forward

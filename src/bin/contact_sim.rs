@@ -307,23 +307,26 @@ fn model(urdf: &Path, floating: bool, q: Option<Vec<f64>>, v: Option<Vec<f64>>, 
         );
     }
     if let Some((m, h, tau)) = dyn_out {
-        let labels: Vec<String> = model.dof_names.iter().map(|n| if n.len() > 14 { n[n.len() - 14..].to_string() } else { n.clone() }).collect();
-        println!("\nmass matrix M(q) (kg·m², kg·m, kg){}", if base > 0 { "; first 6 rows: floating base [v_body; ω_body]" } else { "" });
-        print!("{:>15}", "");
-        for l in &labels {
-            print!(" {:>10}", if l.len() > 10 { &l[l.len() - 10..] } else { l });
+        let w = model.dof_names.iter().map(|n| n.len()).max().unwrap_or(4).max(4);
+        println!(
+            "\nmass matrix M(q) (kg·m², kg·m, kg; columns numbered as the rows){}",
+            if base > 0 { "; the first 6 DOF are the floating base [v_body; ω_body]" } else { "" }
+        );
+        print!("{:>w$}    ", "");
+        for j in 0..model.nv {
+            print!(" {:>9}", format!("[{j}]"));
         }
         println!();
         for (i, row) in m.iter().enumerate() {
-            print!("{:>15}", labels[i]);
+            print!("{:>w$} [{i:>2}]", model.dof_names[i]);
             for x in row {
-                print!(" {:>10.4}", x);
+                print!(" {:>9.4}", x);
             }
             println!();
         }
-        println!("\n{:>15} {:>14} {:>14}", "DOF", "h(q,v)", "τ = M a + h");
+        println!("\n{:>w$} {:>14} {:>14}", "DOF", "h(q,v)", "τ = M a + h");
         for i in 0..model.nv {
-            println!("{:>15} {:>14.6} {:>14.6}", labels[i], h[i], tau[i]);
+            println!("{:>w$} {:>14.6} {:>14.6}", model.dof_names[i], h[i], tau[i]);
         }
     } else {
         println!("\n(give --q/--v/--a to print M(q), h(q,v) and inverse-dynamics torques)");
