@@ -53,13 +53,7 @@ fn build_scene(cfg: SceneFile, file: &str, base_dir: &Path, path: &Path) -> Resu
     b.timestep_s = cfg.timestep_s;
     b.gravity = Vec3::from(cfg.gravity);
     b.midpoint_bias = cfg.midpoint_bias;
-    b.contact = crate::model::ContactOptions {
-        max_contacts: cfg.contact.max_contacts,
-        margin_m: cfg.contact.margin_m,
-        slop_m: cfg.contact.slop_m,
-        erp: cfg.contact.erp,
-        max_points_per_pair: cfg.contact.max_points_per_pair,
-    };
+    b.contact = cfg.contact.clone();
     for (name, m) in &cfg.materials {
         b.material(name, m.friction)?;
     }

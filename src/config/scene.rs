@@ -79,7 +79,7 @@ pub struct SceneFile {
     pub solver: SolverConfig,
     /// Contact detection and stabilization.
     #[serde(default)]
-    pub contact: ContactConfig,
+    pub contact: crate::model::ContactOptions,
     /// Scripted joint targets for headless runs.
     #[serde(default)]
     pub script: Vec<Keyframe>,
@@ -298,29 +298,6 @@ pub struct ObjectConfig {
     /// Static obstacle.
     #[serde(default)]
     pub fixed: bool,
-}
-
-/// Contact detection and stabilization settings.
-#[derive(Clone, Debug, serde::Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ContactConfig {
-    /// Capacity of contact points per step.
-    pub max_contacts: usize,
-    /// Speculative contact distance (m).
-    pub margin_m: f64,
-    /// Allowed penetration (m).
-    pub slop_m: f64,
-    /// Baumgarte fraction of penetration corrected per step.
-    pub erp: f64,
-    /// Contact points kept per geometry pair.
-    pub max_points_per_pair: usize,
-}
-
-impl Default for ContactConfig {
-    fn default() -> Self {
-        let d = crate::model::ContactOptions::default();
-        ContactConfig { max_contacts: d.max_contacts, margin_m: d.margin_m, slop_m: d.slop_m, erp: d.erp, max_points_per_pair: d.max_points_per_pair }
-    }
 }
 
 /// A keyframe of the headless command script: position targets are interpolated linearly

@@ -356,10 +356,11 @@ impl ModelBuilder {
         self.nv += kind.nv();
     }
 
-    fn free_joint(&self, name: String, pose: &Pose) -> Joint {
+    /// A joint attaching a root to the world: `Free` (floating) or `Fixed` (welded) at `pose`.
+    fn root_joint(&self, name: String, kind: JointKind, pose: &Pose) -> Joint {
         Joint {
             name,
-            kind: JointKind::Free,
+            kind,
             axis: Vec3::zeros(),
             x_parent_joint: *pose,
             q_index: self.nq,
@@ -487,20 +488,8 @@ impl ModelBuilder {
             let (parent, joint) = match parent_joint[li] {
                 None => {
                     let joint = match &spec.base {
-                        BaseMode::Fixed(pose) => Joint {
-                            name: format!("{robot_name}/base_weld"),
-                            kind: JointKind::Fixed,
-                            axis: Vec3::zeros(),
-                            x_parent_joint: *pose,
-                            q_index: self.nq,
-                            v_index: self.nv,
-                            position_limits: None,
-                            velocity_limit: f64::INFINITY,
-                            effort_limit: f64::INFINITY,
-                            damping: 0.0,
-                            friction: 0.0,
-                        },
-                        BaseMode::Floating(pose) => self.free_joint(format!("{robot_name}/base"), pose),
+                        BaseMode::Fixed(pose) => self.root_joint(format!("{robot_name}/base_weld"), JointKind::Fixed, pose),
+                        BaseMode::Floating(pose) => self.root_joint(format!("{robot_name}/base"), JointKind::Free, pose),
                     };
                     if let BaseMode::Floating(pose) = &spec.base {
                         self.push_free_coordinates(pose, &Vec3::zeros(), &Vec3::zeros());
@@ -698,21 +687,9 @@ impl ModelBuilder {
         let body_id = self.bodies.len();
         let (v_start, q_start) = (self.nv, self.nq);
         let joint = if spec.fixed {
-            Joint {
-                name: format!("{}/weld", spec.name),
-                kind: JointKind::Fixed,
-                axis: Vec3::zeros(),
-                x_parent_joint: spec.pose,
-                q_index: self.nq,
-                v_index: self.nv,
-                position_limits: None,
-                velocity_limit: f64::INFINITY,
-                effort_limit: f64::INFINITY,
-                damping: 0.0,
-                friction: 0.0,
-            }
+            self.root_joint(format!("{}/weld", spec.name), JointKind::Fixed, &spec.pose)
         } else {
-            self.free_joint(spec.name.clone(), &spec.pose)
+            self.root_joint(spec.name.clone(), JointKind::Free, &spec.pose)
         };
         let kind = joint.kind;
         // Shift the body frame to the centre of mass so that the free-joint velocity is the

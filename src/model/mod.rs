@@ -317,8 +317,10 @@ pub enum ControlMode {
     Effort,
 }
 
-/// Contact parameters shared by all solvers.
-#[derive(Clone, Debug, serde::Serialize)]
+/// Contact detection and stabilization parameters shared by all solvers (the scene's `contact:`
+/// section).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct ContactOptions {
     /// Maximum number of contact points per step; more are dropped and flagged.
     pub max_contacts: usize,
