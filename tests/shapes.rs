@@ -1,0 +1,112 @@
+//! Every collision shape rests on the ground and on other shapes carrying its weight; self-collision
+//! pairs skip adjacent links; `package://` mesh URIs resolve.
+
+mod common;
+
+use common::*;
+use contact_sim::config::resolve_mesh_path;
+use std::collections::HashMap;
+
+const G: f64 = 9.81;
+
+fn rests(shape_yaml: &str, z: f64, rpy: &str, mass: f64) {
+    for &solver in solver_kinds() {
+        let yaml = format!(
+            "materials: {{default: {{friction: 0.8}}}}\nobjects:\n  - {{name: o, shape: {shape_yaml}, mass_kg: {mass}, position: [0, 0, {z}], rpy: {rpy}}}\n"
+        );
+        let mut sim = sim(&yaml, solver);
+        let tree = object_tree(&sim, "o");
+        let p0 = object_position(&sim, "o");
+        while sim.state.time_s < 2.0 {
+            sim.step();
+        }
+        let f = contact_force_on_tree(&sim, tree);
+        assert!((f.z - mass * G).abs() / (mass * G) < 0.005, "{solver} {shape_yaml}: normal force {} N vs m g = {} N", f.z, mass * G);
+        let moved = (object_position(&sim, "o") - p0).norm();
+        assert!(moved < 1e-3, "{solver} {shape_yaml}: moved {moved} m");
+        assert!(object_velocity(&sim, "o").norm() < 1e-4);
+    }
+}
+
+#[test]
+fn sphere_rests() {
+    rests("{type: sphere, radius: 0.1}", 0.1, "[0, 0, 0]", 1.5);
+}
+
+#[test]
+fn cylinder_rests_upright_and_on_its_side() {
+    rests("{type: cylinder, radius: 0.1, length: 0.3}", 0.15, "[0, 0, 0]", 2.0);
+    rests("{type: cylinder, radius: 0.1, length: 0.3}", 0.1, "[1.5707963267948966, 0, 0]", 2.0);
+}
+
+#[test]
+fn capsule_rests_on_its_side() {
+    rests("{type: capsule, radius: 0.05, length: 0.3}", 0.05, "[0, 1.5707963267948966, 0]", 1.0);
+}
+
+#[test]
+fn convex_mesh_rests() {
+    // the wedge prism from assets/ (0.2 m wide), lying on its flat base face
+    let scene_yaml = "materials: {default: {friction: 0.8}}\nobjects:\n  - {name: o, shape: {type: mesh, file: ../../assets/meshes/wedge.obj}, mass_kg: 0.7, position: [0, 0, 0.3]}\n";
+    let mut sim = sim(scene_yaml, "pgs");
+    let tree = object_tree(&sim, "o");
+    while sim.state.time_s < 3.0 {
+        sim.step();
+    }
+    let f = contact_force_on_tree(&sim, tree);
+    assert!((f.z - 0.7 * G).abs() / (0.7 * G) < 0.005, "normal force {} N", f.z);
+    assert!(object_velocity(&sim, "o").norm() < 1e-3);
+}
+
+#[test]
+fn sphere_on_box_on_ground_shape_shape_contact() {
+    for &solver in solver_kinds() {
+        let yaml = "materials: {default: {friction: 0.8}}\nobjects:\n  - {name: box, shape: {type: box, size: [0.4, 0.4, 0.2]}, mass_kg: 3.0, position: [0, 0, 0.1]}\n  - {name: ball, shape: {type: sphere, radius: 0.05}, mass_kg: 0.5, position: [0.05, 0.02, 0.25]}\n  - {name: can, shape: {type: cylinder, radius: 0.04, length: 0.1}, mass_kg: 0.3, position: [-0.1, -0.1, 0.25]}\n";
+        let mut sim = sim(yaml, solver);
+        while sim.state.time_s < 2.0 {
+            sim.step();
+        }
+        let ball = contact_force_on_tree(&sim, object_tree(&sim, "ball"));
+        let can = contact_force_on_tree(&sim, object_tree(&sim, "can"));
+        let bx = contact_force_on_tree(&sim, object_tree(&sim, "box"));
+        assert!((ball.z - 0.5 * G).abs() < 0.005 * 0.5 * G, "{solver}: ball carried {} N", ball.z);
+        assert!((can.z - 0.3 * G).abs() < 0.005 * 0.3 * G, "{solver}: can carried {} N", can.z);
+        // the ground pushes the box up by its weight plus the loads; the net is its own weight
+        assert!((bx.z - 3.0 * G).abs() < 0.005 * 3.0 * G, "{solver}: net on box {} N", bx.z);
+        assert!((object_position(&sim, "ball").z - 0.25).abs() < 1e-3);
+        assert!((object_position(&sim, "can").z - 0.25).abs() < 1e-3);
+    }
+}
+
+#[test]
+fn self_collision_skips_adjacent_links_only() {
+    let yaml = "robots:\n  - urdf: ../../urdf/quadruped.urdf\n    base: {mode: floating, position: [0, 0, 0.5]}\n    self_collision: true\n";
+    let s = scene(yaml);
+    let m = &s.model;
+    let name = |g: usize| m.geoms[g].body.map(|b| m.bodies[b].name.clone()).unwrap_or_else(|| "ground".into());
+    let pairs: Vec<(String, String)> = m.collision_pairs.iter().map(|p| (name(p.geom_a), name(p.geom_b))).collect();
+    let has = |a: &str, b: &str| pairs.iter().any(|(x, y)| (x == a && y == b) || (x == b && y == a));
+    assert!(has("LF_shank", "RF_shank"), "non-adjacent links of different legs collide");
+    assert!(has("base", "LF_shank"), "the base and a shank (not adjacent) collide");
+    assert!(!has("LF_thigh", "LF_shank"), "parent and child links are skipped");
+    assert!(!has("LF_shank", "LF_foot"), "links welded by a fixed joint are one body");
+    assert!(has("ground", "LF_foot"));
+    let without = scene("robots:\n  - urdf: ../../urdf/quadruped.urdf\n    base: {mode: floating, position: [0, 0, 0.5]}\n");
+    assert!(without.model.collision_pairs.iter().all(|p| p.with_ground), "self-collision is off by default");
+}
+
+#[test]
+fn package_uris_resolve_from_package_paths_and_ancestor_directories() {
+    let data = path("tests/data");
+    let mut packages = HashMap::new();
+    packages.insert("my_robot_description".to_string(), data.clone());
+    let p = resolve_mesh_path("package://my_robot_description/meshes/wedge.obj", &data, &packages).unwrap();
+    assert!(p.ends_with("meshes/wedge.obj") && p.exists());
+    // a URDF inside a directory named after its package finds it without configuration
+    let p = resolve_mesh_path("package://data/meshes/tetra.stl", &data, &HashMap::new()).unwrap();
+    assert!(p.exists());
+    let e = resolve_mesh_path("package://nowhere_pkg/m.stl", &data, &HashMap::new()).unwrap_err();
+    assert!(e.contains("nowhere_pkg"), "{e}");
+    let e = resolve_mesh_path("meshes/missing.stl", &data, &HashMap::new()).unwrap_err();
+    assert!(e.contains("missing.stl") && e.contains("does not exist"), "{e}");
+}
