@@ -15,6 +15,9 @@
 //! | [`config`] | scene YAML, URDF and mesh loading and validation: the only file I/O |
 //! | [`sim`] | a convenient bundle of the above with the scene's command script |
 //! | [`report`] | run summaries (JSON) and model inspection |
+//! | [`sensors`] | F/T sensor emulation from the dynamics, contact wrenches |
+//! | [`rt`] | the ROS node's real-time side without ROS types: deadline loop, lock-free queues, validation, watchdog, trajectories |
+//! | `ros` | (feature `ros`) the r2r node: topics, services, parameters; no physics |
 //!
 //! Invariants: `step` allocates nothing and never fails (problems are flags in
 //! [`step::StepReport`]); input errors are caught when loading and name the file and element
@@ -31,6 +34,10 @@ pub mod kinematics;
 pub mod math;
 pub mod model;
 pub mod report;
+pub mod sensors;
+pub mod rt;
+#[cfg(feature = "ros")]
+pub mod ros;
 pub mod sim;
 pub mod state;
 pub mod step;

@@ -15,6 +15,8 @@ pub struct Script {
     positions: Vec<(usize, Vec<(f64, f64)>)>,
     /// `(velocity index, [(time s, effort)])`, zero-order hold.
     efforts: Vec<(usize, Vec<(f64, f64)>)>,
+    /// The script repeats with this period (s): times are read modulo it.
+    period_s: Option<f64>,
 }
 
 impl Script {
@@ -40,6 +42,13 @@ impl Script {
         s
     }
 
+    /// The same script, repeating with period `period_s` (s): at time `t` it commands what it
+    /// commands at `t mod period_s`.
+    pub fn periodic(mut self, period_s: f64) -> Self {
+        self.period_s = Some(period_s);
+        self
+    }
+
     /// `true` when the script commands nothing.
     pub fn is_empty(&self) -> bool {
         self.positions.is_empty() && self.efforts.is_empty()
@@ -48,6 +57,10 @@ impl Script {
     /// Writes the scripted targets at time `t` (s) into `cmd`. Before a joint's first keyframe its
     /// command is left unchanged.
     pub fn apply(&self, t: f64, cmd: &mut Commands) {
+        let t = match self.period_s {
+            Some(p) if p > 0.0 => t.rem_euclid(p),
+            _ => t,
+        };
         for (dof, track) in &self.positions {
             if t < track[0].0 {
                 continue;
@@ -83,6 +96,9 @@ pub struct Simulation {
     pub commands: Commands,
     /// The scene's scripted targets (applied before each step).
     pub script: Script,
+    /// Episode length in steps: every this many steps, [`Simulation::step`] first calls
+    /// [`Simulation::restart_episode`] (the scene's `reset_period_s`).
+    pub reset_period_steps: Option<u64>,
     initial_state: State,
     initial_commands: Commands,
 }
@@ -101,6 +117,7 @@ impl Simulation {
             workspace,
             commands,
             script: Script::default(),
+            reset_period_steps: None,
         }
     }
 
@@ -108,13 +125,39 @@ impl Simulation {
     pub fn from_scene(scene: &Scene, solver_override: Option<&SolverConfig>) -> Self {
         let mut sim = Simulation::new(scene.model.clone(), solver_override.unwrap_or(&scene.solver));
         sim.script = Script::new(&sim.model, &scene.script);
+        if let Some(p) = scene.script_period_s {
+            sim.script = std::mem::take(&mut sim.script).periodic(p);
+        }
+        sim.reset_period_steps = scene.reset_period_s.map(|p| ((p / sim.model.timestep_s).round() as u64).max(1));
         sim
     }
 
-    /// Applies the script and advances one step.
+    /// Applies the script and advances one step (restarting the episode first when the reset
+    /// period has elapsed).
     pub fn step(&mut self) -> StepReport {
+        if let Some(n) = self.reset_period_steps {
+            if self.state.step_count > 0 && self.state.step_count % n == 0 {
+                self.restart_episode();
+            }
+        }
         self.script.apply(self.state.time_s, &mut self.commands);
         step(&self.model, &mut self.state, &mut self.workspace, &self.commands)
+    }
+
+    /// Back to the initial positions, velocities and commands, with no warm start, keeping the
+    /// time and step count (so the script goes on). Allocates nothing.
+    pub fn restart_episode(&mut self) {
+        let s = &mut self.state;
+        s.q.copy_from_slice(&self.initial_state.q);
+        s.v.copy_from_slice(&self.initial_state.v);
+        s.warm_contacts.clear();
+        s.warm_joint_rows.fill(0.0);
+        // field by field: the derived `Commands::clone_from` would allocate
+        let (c, c0) = (&mut self.commands, &self.initial_commands);
+        c.mode.copy_from_slice(&c0.mode);
+        c.position.copy_from_slice(&c0.position);
+        c.velocity.copy_from_slice(&c0.velocity);
+        c.effort.copy_from_slice(&c0.effort);
     }
 
     /// Back to the initial state and commands.

@@ -45,6 +45,9 @@ pub struct State {
     /// Joint-row impulses of the previous step by slot (N·m·s or N·s); see
     /// [`Model::max_joint_rows`].
     pub warm_joint_rows: Vec<f64>,
+    /// Force/torque sensor states (readings, filters, delay lines, noise generators), one per
+    /// [`Model::sensors`].
+    pub sensors: Vec<crate::sensors::FtSensorState>,
 }
 
 impl State {
@@ -57,6 +60,7 @@ impl State {
             v: model.v_init.clone(),
             warm_contacts: Vec::with_capacity(model.contact.max_contacts),
             warm_joint_rows: vec![0.0; model.max_joint_rows()],
+            sensors: model.sensors.iter().map(crate::sensors::FtSensorState::new).collect(),
         }
     }
 

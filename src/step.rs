@@ -224,6 +224,9 @@ pub fn step(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Commands
     for k in 0..nv {
         ws.scratch_nv[k] += ws.free_velocity[k];
     }
+    for k in 0..nv {
+        ws.acceleration[k] = (ws.scratch_nv[k] - state.v[k]) / dt;
+    }
     // servo effort actually applied, with the implicit part evaluated at v⁺
     for body in &model.bodies {
         let j = &body.joint;
@@ -254,11 +257,64 @@ pub fn step(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Commands
         state.v[k] = ws.scratch_nv[k];
         ws.scratch_nv[k] = 0.0;
     }
+    accumulate_body_contact_forces(model, ws);
+    if !model.sensors.is_empty() {
+        update_sensors(model, state, ws, dt);
+    }
     integrate_positions(model, state, dt);
     save_warm_start(state, ws);
     state.time_s += dt;
     state.step_count += 1;
     report
+}
+
+/// Contact force of the step on each body (spatial force about the world origin, N).
+fn accumulate_body_contact_forces(model: &Model, ws: &mut Workspace) {
+    ws.body_contact_force.iter_mut().for_each(|f| *f = crate::math::Vec6::zeros());
+    let dt = model.timestep_s;
+    for (i, c) in ws.contacts.iter().enumerate() {
+        let l = &ws.impulse[3 * i..3 * i + 3];
+        let f = (c.normal * l[0] + c.tangent1 * l[1] + c.tangent2 * l[2]) / dt;
+        let w = crate::sensors::force_at_point(&f, &c.position);
+        if let Some(b) = c.body_b {
+            ws.body_contact_force[b] += w;
+        }
+        if let Some(a) = c.body_a {
+            ws.body_contact_force[a] -= w;
+        }
+    }
+}
+
+/// F/T sensors: the wrench the child subtree exerts on the parent across each sensor's fixed
+/// joint, from RNEA with the step's accelerations (velocity products at the midpoint velocity,
+/// gravity) and the contact forces on the subtree; then the emulation chain at the sensor rate.
+/// See [`crate::sensors`] for frames and signs. `state.v` holds v⁺ here.
+fn update_sensors(model: &Model, state: &mut State, ws: &mut Workspace, dt: f64) {
+    let nv = model.nv;
+    for k in 0..nv {
+        ws.scratch_nv[k] = state.v[k] - 0.5 * dt * ws.acceleration[k];
+    }
+    let v_mid = std::mem::take(&mut ws.scratch_nv); // moves the buffer, no allocation
+    let acc = std::mem::take(&mut ws.acceleration);
+    kinematics::update_body_velocities(model, v_mid.as_slice(), ws);
+    dynamics::rnea_forces(model, ws, v_mid.as_slice(), Some(acc.as_slice()));
+    ws.scratch_nv = v_mid;
+    ws.acceleration = acc;
+    ws.scratch_nv.fill(0.0);
+    for (sensor, st) in model.sensors.iter().zip(state.sensors.iter_mut()) {
+        let c = sensor.body;
+        let mut w = -ws.body_force[c];
+        for b in c..ws.subtree_end[c] {
+            w += ws.body_contact_force[b];
+        }
+        let x_ws = ws.body_pose[c] * sensor.x_body_sensor;
+        let ideal = crate::sensors::wrench_in_frame(&w, &x_ws);
+        st.ideal = ideal;
+        if state.step_count % sensor.steps_per_sample == 0 {
+            st.sample(&sensor.emulation, &ideal, dt * sensor.steps_per_sample as f64);
+        }
+    }
+    kinematics::update_body_velocities(model, &state.v, ws);
 }
 
 /// v* = v + M̃⁻¹ dt f, with `f` in `ws.generalized_force`.
@@ -448,8 +504,14 @@ fn build_delassus(model: &Model, ws: &mut Workspace, m: usize) {
     }
 }
 
-/// Initial impulses from the previous step's matching contacts and joint rows.
-fn warm_start(_model: &Model, state: &State, ws: &mut Workspace) {
+/// Initial impulses from the previous step's matching contacts and joint rows: writes
+/// `ws.impulse[..ws.num_rows()]` for the contacts and joint rows in `ws` from the impulses stored
+/// in `state` (contacts matched by key, re-expressed in the current contact frames).
+///
+/// `step` calls it before solving. After a step, calling it with a copy of the state from before
+/// the step reproduces the warm start the solver received (benchmarks and tests re-solve the
+/// step's problem that way).
+pub fn warm_start(_model: &Model, state: &State, ws: &mut Workspace) {
     let nc = ws.contacts.len();
     for (ci, c) in ws.contacts.iter().enumerate() {
         let i = 3 * ci;

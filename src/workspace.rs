@@ -93,6 +93,13 @@ pub struct Workspace {
     pub row_upper: Vec<f64>,
     /// Trees touched by each constraint row (second is `usize::MAX` when one).
     pub row_trees: Vec<(usize, usize)>,
+    /// One past the last body of each body's subtree (bodies are in depth-first order, so a
+    /// subtree is the contiguous range `[b, subtree_end[b])`).
+    pub subtree_end: Vec<usize>,
+    /// Contact force on each body from the last step (spatial force about the world origin, N).
+    pub body_contact_force: Vec<Vec6>,
+    /// Generalized acceleration of the last step, (v⁺ − v)/dt.
+    pub acceleration: DVector<f64>,
     /// Collision scratch.
     pub collision: CollisionScratch,
     /// The contact solver and its scratch.
@@ -113,7 +120,16 @@ impl Workspace {
                 k += 1;
             }
         }
+        let mut subtree_end: Vec<usize> = (1..=nb).collect();
+        for b in (0..nb).rev() {
+            if let Some(p) = model.bodies[b].parent {
+                subtree_end[p] = subtree_end[p].max(subtree_end[b]);
+            }
+        }
         Workspace {
+            subtree_end,
+            body_contact_force: vec![Vec6::zeros(); nb],
+            acceleration: DVector::zeros(nv),
             body_pose: vec![Pose::identity(); nb],
             body_velocity: vec![Vec6::zeros(); nb],
             dof_axis: vec![Vec6::zeros(); nv],

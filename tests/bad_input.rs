@@ -71,6 +71,31 @@ fn bad_scene_files_name_the_file_and_key() {
 }
 
 #[test]
+fn bad_robot_and_episode_options_name_the_file_and_key() {
+    let robot = "robots:\n  - urdf: ../../urdf/quadruped.urdf\n    base: {mode: floating, position: [0, 0, 0.5]}\n";
+    let p = write_scene("bad_collision_link.yaml", &format!("{robot}    collision_links: [LF_foot, LF_toe]\n"));
+    assert_clean_error(&["run", &p], &["bad_collision_link.yaml", "robots['quadruped'].collision_links.LF_toe", "no such link"]);
+    let p = write_scene("collisionless_link.yaml", &format!("{robot}    collision_links: [LF_hip]\n"));
+    assert_clean_error(&["run", &p], &["collisionless_link.yaml", "collision_links.LF_hip", "no <collision> geometry"]);
+    let p = write_scene("collision_links_type.yaml", &format!("{robot}    collision_links: LF_foot\n"));
+    assert_clean_error(&["run", &p], &["collision_links_type.yaml", "collision_links", "invalid type"]);
+    let p = write_scene(
+        "fixed_base_velocity.yaml",
+        "robots:\n  - urdf: ../../urdf/pendulum.urdf\n    base: {mode: fixed, linear_velocity: [1, 0, 0]}\n",
+    );
+    assert_clean_error(&["run", &p], &["fixed_base_velocity.yaml", "base.linear_velocity", "floating base"]);
+    let p = write_scene("bad_script_period.yaml", "script_period_s: -0.4\n");
+    assert_clean_error(&["run", &p], &["bad_script_period.yaml", "script_period_s", "positive"]);
+    let p = write_scene("bad_reset_period.yaml", "reset_period_s: 0\n");
+    assert_clean_error(&["run", &p], &["bad_reset_period.yaml", "reset_period_s", "positive"]);
+    let p = write_scene(
+        "keyframe_beyond_period.yaml",
+        "robots:\n  - urdf: ../../urdf/pendulum.urdf\nscript_period_s: 0.5\nscript:\n  - {time_s: 0.0, positions: {pendulum_joint: 0.1}}\n  - {time_s: 0.7, positions: {pendulum_joint: 0.2}}\n",
+    );
+    assert_clean_error(&["run", &p], &["keyframe_beyond_period.yaml", "script[1].time_s", "script_period_s"]);
+}
+
+#[test]
 fn bad_command_line_values_are_reported() {
     assert_clean_error(&["run", "config/examples/box_rest.yaml", "--solver", "magic"], &["--solver", "magic"]);
     assert_clean_error(&["run", "config/examples/box_rest.yaml", "--duration", "-1"], &["--duration"]);

@@ -12,19 +12,18 @@ use contact_sim::contact::SolverConfig;
 use contact_sim::sim::Simulation;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 struct CountingAllocator;
 
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
 thread_local! {
     static MEASURING: Cell<bool> = const { Cell::new(false) };
+    // per thread: tests measuring in parallel must not count each other's allocations
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
 }
 
 fn note() {
     if MEASURING.with(|m| m.get()) {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        ALLOCATIONS.with(|a| a.set(a.get() + 1));
     }
 }
 
@@ -51,11 +50,11 @@ unsafe impl GlobalAlloc for CountingAllocator {
 static GLOBAL: CountingAllocator = CountingAllocator;
 
 fn allocations_during(f: impl FnOnce()) -> usize {
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = ALLOCATIONS.with(|a| a.get());
     MEASURING.with(|m| m.set(true));
     f();
     MEASURING.with(|m| m.set(false));
-    ALLOCATIONS.load(Ordering::Relaxed) - before
+    ALLOCATIONS.with(|a| a.get()) - before
 }
 
 #[test]
@@ -87,5 +86,33 @@ fn step_does_not_allocate_after_warm_up() {
             assert!(contacts > 0, "{file}: the measured steps had contacts");
             assert_eq!(n, 0, "{file} / {solver}: step allocated {n} times in 3000 steps");
         }
+    }
+}
+
+#[test]
+fn bisection_experiments_do_not_allocate_across_episode_resets() {
+    // the issue-4 scenes: periodic script (trot), feet-only collision (hang), episode resets
+    // (drop every 3 s, random every 5 s) that `Simulation::step` performs in place
+    for (file, steps) in [
+        ("config/examples/bisection_trot.yaml", 1000),
+        ("config/examples/bisection_hang.yaml", 1000),
+        ("config/examples/bisection_drop.yaml", 3000),
+        ("config/examples/bisection_random.yaml", 5000),
+    ] {
+        let scene = scene_file(file);
+        let mut sim = Simulation::from_scene(&scene, None);
+        for _ in 0..300 {
+            sim.step();
+        }
+        let start = sim.state.step_count;
+        let n = allocations_during(|| {
+            for _ in 0..steps {
+                sim.step();
+            }
+        });
+        if let Some(period) = sim.reset_period_steps {
+            assert!(start / period < sim.state.step_count / period, "{file}: the measured steps include a reset");
+        }
+        assert_eq!(n, 0, "{file}: Simulation::step allocated {n} times in {steps} steps");
     }
 }

@@ -3,7 +3,7 @@
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use contact_sim::config::{self, load_scene, RobotConfig, Scene};
-use contact_sim::contact::SolverConfig;
+use contact_sim::contact::{Solver, SolverConfig};
 use contact_sim::model::ModelBuilder;
 use contact_sim::report::{self, RunStats};
 use contact_sim::sim::Simulation;
@@ -37,6 +37,16 @@ enum Command {
         /// No progress line.
         #[arg(long)]
         quiet: bool,
+        /// Write a time series CSV: every F/T sensor (ideal and emulated, sensor frame) and the
+        /// contact wrench of each `--wrench-bodies` body (world axes, torque about its origin).
+        #[arg(long)]
+        csv: Option<PathBuf>,
+        /// Links or objects whose net contact wrench goes into the CSV (comma separated).
+        #[arg(long, value_delimiter = ',')]
+        wrench_bodies: Vec<String>,
+        /// Write every N-th step to the CSV.
+        #[arg(long, default_value_t = 1)]
+        csv_every: u64,
     },
     /// Inspect a URDF: DOF, joints, masses, limits; with a state, M(q), h(q,v) and RNEA torques.
     Model {
@@ -58,7 +68,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Time the step on scenes: mean, p50, p99, max µs per step, contacts, iterations.
+    /// Time the step on scenes: mean, p50, p99, max µs per step; the solver call alone per step
+    /// and per contact; single-contact solves (bisection); contacts, iterations.
     Bench {
         /// Scene files. Default: the quadruped standing and the 5-box stack.
         scenes: Vec<PathBuf>,
@@ -80,7 +91,9 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run { scene, duration, solver, summary, quiet } => run(scene, duration, solver, summary, quiet),
+        Command::Run { scene, duration, solver, summary, quiet, csv, wrench_bodies, csv_every } => {
+            run(scene, duration, solver, summary, quiet, CsvOptions { path: csv, bodies: wrench_bodies, every: csv_every })
+        }
         Command::Model { urdf, floating, q, v, a, json } => model(&urdf, floating, q, v, a, json),
         Command::Bench { scenes, steps, warmup, solver, json } => bench(scenes, steps, warmup, solver, json),
     };
@@ -124,7 +137,72 @@ struct RunSummary {
     joint_positions: std::collections::BTreeMap<String, f64>,
 }
 
-fn run(scene: Option<PathBuf>, duration: Option<f64>, solver: Option<String>, summary: Option<PathBuf>, quiet: bool) -> Result<()> {
+struct CsvOptions {
+    path: Option<PathBuf>,
+    bodies: Vec<String>,
+    every: u64,
+}
+
+/// Writes the sensor / contact-wrench time series.
+struct CsvWriter {
+    out: std::io::BufWriter<std::fs::File>,
+    bodies: Vec<usize>,
+    every: u64,
+}
+
+impl CsvWriter {
+    fn new(opts: &CsvOptions, sim: &Simulation) -> Result<Option<Self>> {
+        let Some(path) = &opts.path else { return Ok(None) };
+        if opts.every == 0 {
+            bail!("--csv-every: must be ≥ 1");
+        }
+        let mut bodies = vec![];
+        for name in &opts.bodies {
+            let b = sim.model.body_id(name).with_context(|| format!("--wrench-bodies: no link or object named '{name}'"))?;
+            bodies.push(b);
+        }
+        let f = std::fs::File::create(path).with_context(|| format!("--csv: cannot create {}", path.display()))?;
+        let mut out = std::io::BufWriter::new(f);
+        let axes = ["fx", "fy", "fz", "tx", "ty", "tz"];
+        let mut header = vec!["time_s".to_string()];
+        for s in &sim.model.sensors {
+            for a in axes {
+                header.push(format!("{}.ideal.{a}", s.name));
+            }
+            for a in axes {
+                header.push(format!("{}.{a}", s.name));
+            }
+            header.push(format!("{}.saturated", s.name));
+        }
+        for &b in &bodies {
+            for a in axes {
+                header.push(format!("{}.contact.{a}", sim.model.bodies[b].name));
+            }
+        }
+        writeln!(out, "{}", header.join(","))?;
+        Ok(Some(CsvWriter { out, bodies, every: opts.every }))
+    }
+
+    fn row(&mut self, sim: &Simulation) -> Result<()> {
+        if sim.state.step_count % self.every != 0 {
+            return Ok(());
+        }
+        let mut row = vec![format!("{:.6}", sim.state.time_s)];
+        for s in &sim.state.sensors {
+            row.extend(s.ideal.iter().map(|x| format!("{x:.6}")));
+            row.extend(s.measured.iter().map(|x| format!("{x:.6}")));
+            row.push((s.saturated as u8).to_string());
+        }
+        for &b in &self.bodies {
+            let w = contact_sim::sensors::body_contact_wrench(&sim.model, &sim.workspace, b);
+            row.extend(w.world.iter().map(|x| format!("{x:.6}")));
+        }
+        writeln!(self.out, "{}", row.join(","))?;
+        Ok(())
+    }
+}
+
+fn run(scene: Option<PathBuf>, duration: Option<f64>, solver: Option<String>, summary: Option<PathBuf>, quiet: bool, csv: CsvOptions) -> Result<()> {
     let path = scene.unwrap_or_else(|| repo_path("config/default.yaml"));
     let scene = load(&path)?;
     let solver_cfg = match &solver {
@@ -136,6 +214,7 @@ fn run(scene: Option<PathBuf>, duration: Option<f64>, solver: Option<String>, su
         bail!("--duration: must be positive, got {duration}");
     }
     let mut sim = Simulation::from_scene(&scene, solver_cfg.as_ref());
+    let mut csv_writer = CsvWriter::new(&csv, &sim)?;
     let steps = (duration / sim.model.timestep_s).round() as u64;
     let mut stats = RunStats::default();
     let start = Instant::now();
@@ -144,6 +223,9 @@ fn run(scene: Option<PathBuf>, duration: Option<f64>, solver: Option<String>, su
     for i in 0..steps {
         let r = sim.step();
         stats.add(&r);
+        if let Some(w) = csv_writer.as_mut() {
+            w.row(&sim)?;
+        }
         if interactive && last_print.elapsed().as_secs_f64() > 0.25 {
             last_print = Instant::now();
             let wall = start.elapsed().as_secs_f64();
@@ -204,6 +286,10 @@ fn run(scene: Option<PathBuf>, duration: Option<f64>, solver: Option<String>, su
             b.rpy_rad[2],
             (b.linear_velocity_m_s.iter().map(|x| x * x).sum::<f64>()).sqrt()
         );
+    }
+    if let Some(mut w) = csv_writer {
+        w.out.flush()?;
+        println!("time series written to {}", csv.path.as_ref().unwrap().display());
     }
     if let Some(out) = summary {
         let text = serde_json::to_string_pretty(&s)?;
@@ -340,6 +426,7 @@ struct BenchRow {
     solver: String,
     steps: usize,
     dof: usize,
+    /// Whole step (kinematics, collision, dynamics, assembly, solve, integration), µs.
     mean_us: f64,
     p50_us: f64,
     p99_us: f64,
@@ -348,6 +435,112 @@ struct BenchRow {
     iterations_mean: f64,
     iterations_max: u32,
     unconverged_steps: u64,
+    /// The solver call alone (the step's problem re-solved from the same warm start), over the
+    /// steps with constraint rows, µs.
+    solve_steps: usize,
+    solve_mean_us: f64,
+    solve_p50_us: f64,
+    solve_p99_us: f64,
+    /// The solver call divided by the step's contacts, over the steps with contacts, µs.
+    solve_per_contact_mean_us: f64,
+    solve_per_contact_p99_us: f64,
+    /// Bisection only: one single-contact solve (the unit of work of a sweep, the paper's
+    /// Table I), sampled on every contact of every step given the other contacts' impulses, µs.
+    single_contact_samples: usize,
+    single_contact_mean_us: Option<f64>,
+    single_contact_p99_us: Option<f64>,
+    /// The same over the samples that slide (the bisection case).
+    single_contact_slip_fraction: Option<f64>,
+    single_contact_slip_mean_us: Option<f64>,
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((p * (sorted.len() - 1) as f64).round() as usize).min(sorted.len() - 1)]
+}
+
+fn mean(x: &[f64]) -> f64 {
+    if x.is_empty() {
+        f64::NAN
+    } else {
+        x.iter().sum::<f64>() / x.len() as f64
+    }
+}
+
+/// Timings of the solver alone, measured outside the timed step.
+#[derive(Default)]
+struct SolveTimes {
+    per_step: Vec<f64>,
+    per_contact: Vec<f64>,
+    single: Vec<f64>,
+    single_slip: Vec<f64>,
+    mismatches: usize,
+}
+
+/// `dst = src` without allocating (the derived `clone_from` reallocates).
+fn copy_state(dst: &mut contact_sim::state::State, src: &contact_sim::state::State) {
+    dst.time_s = src.time_s;
+    dst.step_count = src.step_count;
+    dst.q.copy_from_slice(&src.q);
+    dst.v.copy_from_slice(&src.v);
+    dst.warm_contacts.clear();
+    dst.warm_contacts.extend_from_slice(&src.warm_contacts);
+    dst.warm_joint_rows.copy_from_slice(&src.warm_joint_rows);
+}
+
+/// Re-solves the last step's problem from the warm start the step's solver received (rebuilt
+/// from `before`, the state before the step) with `solver`, a second solver of the same
+/// configuration, and times that call; for the bisection, also times single-contact solves.
+fn time_solve(sim: &mut Simulation, before: &contact_sim::state::State, solver: &mut Solver, config: &SolverConfig, out: &mut SolveTimes) {
+    use contact_sim::contact::{ContactProblem, ContactSolver, SingleContact};
+    use std::hint::black_box;
+    let (model, ws) = (&sim.model, &mut sim.workspace);
+    let (nc, nj) = (ws.contacts.len(), ws.joint_rows.len());
+    let m = 3 * nc + nj;
+    if m == 0 {
+        return;
+    }
+    let solution: Vec<f64> = ws.impulse[..m].to_vec();
+    contact_sim::step::warm_start(model, before, ws);
+    let p = ContactProblem {
+        num_contacts: nc,
+        num_joint_rows: nj,
+        friction: &ws.friction[..nc],
+        row_lower: &ws.row_lower[..nj],
+        row_upper: &ws.row_upper[..nj],
+        delassus: &ws.delassus[..m * m],
+        free_velocity: &ws.free_constraint_velocity[..m],
+    };
+    let t0 = Instant::now();
+    solver.solve(black_box(&p), &mut ws.impulse[..m]);
+    let us = t0.elapsed().as_secs_f64() * 1e6;
+    out.per_step.push(us);
+    if nc > 0 {
+        out.per_contact.push(us / nc as f64);
+    }
+    if ws.impulse[..m] != solution[..] {
+        out.mismatches += 1;
+        ws.impulse[..m].copy_from_slice(&solution);
+    }
+    if let SolverConfig::Bisection(prm) = config {
+        const REPEAT: u32 = 8;
+        for c in 0..nc {
+            let single = SingleContact::new(&p, c, prm);
+            let local = SingleContact::local_free_velocity(&p, c, &solution);
+            let mu = p.friction[c];
+            let t0 = Instant::now();
+            for _ in 0..REPEAT {
+                black_box(single.solve(black_box(local), black_box(mu), prm));
+            }
+            let us = t0.elapsed().as_secs_f64() * 1e6 / REPEAT as f64;
+            out.single.push(us);
+            if single.case(local, mu) == 2 {
+                out.single_slip.push(us);
+            }
+        }
+    }
 }
 
 fn bench(scenes: Vec<PathBuf>, steps: usize, warmup: usize, solvers: Option<Vec<String>>, json: bool) -> Result<()> {
@@ -367,50 +560,104 @@ fn bench(scenes: Vec<PathBuf>, steps: usize, warmup: usize, solvers: Option<Vec<
             Some(k) => k.iter().map(|k| solver_from_arg(k).map(Some)).collect::<Result<_>>()?,
         };
         for solver in kinds {
-            let mut sim = Simulation::from_scene(&scene, solver.as_ref());
+            let config = solver.clone().unwrap_or_else(|| scene.solver.clone());
+            let mut sim = Simulation::from_scene(&scene, Some(&config));
+            let mut resolver = Solver::new(&config, &sim.model);
             for _ in 0..warmup {
                 sim.step();
             }
+            let mut before = sim.state.clone();
             let mut times = Vec::with_capacity(steps);
+            let mut solve = SolveTimes::default();
             let mut stats = RunStats::default();
             for _ in 0..steps {
+                copy_state(&mut before, &sim.state);
                 let t0 = Instant::now();
                 let r = sim.step();
                 times.push(t0.elapsed().as_secs_f64() * 1e6);
                 stats.add(&r);
+                if !(r.singular_mass_matrix || r.non_finite_state) {
+                    time_solve(&mut sim, &before, &mut resolver, &config, &mut solve);
+                }
             }
-            let mean = times.iter().sum::<f64>() / times.len() as f64;
+            if solve.mismatches > 0 {
+                eprintln!("warning: {}: {} re-solves differed from the step's solution", scene.name, solve.mismatches);
+            }
+            let mean_us = mean(&times);
             times.sort_by(f64::total_cmp);
-            let pct = |p: f64| times[((p * (times.len() - 1) as f64).round() as usize).min(times.len() - 1)];
+            let single_mean = mean(&solve.single);
+            let slip_mean = mean(&solve.single_slip);
+            let n_single = solve.single.len();
+            let slip_fraction = solve.single_slip.len() as f64 / n_single.max(1) as f64;
+            for v in [&mut solve.per_step, &mut solve.per_contact, &mut solve.single] {
+                v.sort_by(f64::total_cmp);
+            }
+            let bisection = matches!(config, SolverConfig::Bisection(_));
             rows.push(BenchRow {
                 scene: scene.name.clone(),
                 solver: sim.workspace.solver.kind().into(),
                 steps,
                 dof: sim.model.nv,
-                mean_us: mean,
-                p50_us: pct(0.5),
-                p99_us: pct(0.99),
+                mean_us,
+                p50_us: percentile(&times, 0.5),
+                p99_us: percentile(&times, 0.99),
                 max_us: *times.last().unwrap(),
                 contacts_mean: stats.contacts_mean,
                 iterations_mean: stats.iterations_mean,
                 iterations_max: stats.iterations_max,
                 unconverged_steps: stats.unconverged_steps,
+                solve_steps: solve.per_step.len(),
+                solve_mean_us: mean(&solve.per_step),
+                solve_p50_us: percentile(&solve.per_step, 0.5),
+                solve_p99_us: percentile(&solve.per_step, 0.99),
+                solve_per_contact_mean_us: mean(&solve.per_contact),
+                solve_per_contact_p99_us: percentile(&solve.per_contact, 0.99),
+                single_contact_samples: n_single,
+                single_contact_mean_us: (bisection && n_single > 0).then_some(single_mean),
+                single_contact_p99_us: (bisection && n_single > 0).then(|| percentile(&solve.single, 0.99)),
+                single_contact_slip_fraction: (bisection && n_single > 0).then_some(slip_fraction),
+                single_contact_slip_mean_us: (bisection && !solve.single_slip.is_empty()).then_some(slip_mean),
             });
         }
     }
     if json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
+        // NaN (JSON null) and None print as "-"
+        let f = |x: f64, prec: usize| if x.is_finite() { format!("{x:.prec$}") } else { "-".into() };
+        let o = |x: Option<f64>, prec: usize| x.map(|v| f(v, prec)).unwrap_or_else(|| "-".into());
         println!(
-            "{:<22} {:<8} {:>4} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}",
-            "scene", "solver", "DOF", "steps", "mean µs", "p50 µs", "p99 µs", "max µs", "contacts", "iter", "unconv"
+            "{:<18} {:<9} {:>3} {:>6} │ {:>8} {:>8} {:>8} {:>8} │ {:>8} {:>8} {:>8} {:>8} │ {:>8} {:>8} {:>5} {:>8} │ {:>8} {:>6} {:>6}",
+            "scene", "solver", "DOF", "steps", "step µs", "p50", "p99", "max", "solve µs", "p99", "/contact", "p99", "1-contact", "p99", "slip", "slip µs", "contacts", "iter", "unconv"
         );
         for r in &rows {
             println!(
-                "{:<22} {:<8} {:>4} {:>7} {:>9.2} {:>9.2} {:>9.2} {:>9.1} {:>9.1} {:>9.1} {:>8}",
-                r.scene, r.solver, r.dof, r.steps, r.mean_us, r.p50_us, r.p99_us, r.max_us, r.contacts_mean, r.iterations_mean, r.unconverged_steps
+                "{:<18} {:<9} {:>3} {:>6} │ {:>8.2} {:>8.2} {:>8.2} {:>8.1} │ {:>8} {:>8} {:>8} {:>8} │ {:>9} {:>8} {:>5} {:>8} │ {:>8.2} {:>6.1} {:>6}",
+                r.scene,
+                r.solver,
+                r.dof,
+                r.steps,
+                r.mean_us,
+                r.p50_us,
+                r.p99_us,
+                r.max_us,
+                f(r.solve_mean_us, 2),
+                f(r.solve_p99_us, 2),
+                f(r.solve_per_contact_mean_us, 3),
+                f(r.solve_per_contact_p99_us, 3),
+                o(r.single_contact_mean_us, 3),
+                o(r.single_contact_p99_us, 3),
+                r.single_contact_slip_fraction.map(|x| format!("{:.0}%", 100.0 * x)).unwrap_or_else(|| "-".into()),
+                o(r.single_contact_slip_mean_us, 3),
+                r.contacts_mean,
+                r.iterations_mean,
+                r.unconverged_steps
             );
         }
+        println!(
+            "step: the whole step; solve: the solver call alone (the step's problem re-solved from the same warm start), per step and per contact; \
+             1-contact: one single-contact solve of the bisection (slip: share of sliding samples, and their mean)"
+        );
     }
     Ok(())
 }

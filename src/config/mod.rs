@@ -29,6 +29,10 @@ pub struct Scene {
     pub solver: SolverConfig,
     /// Scripted joint targets for headless runs.
     pub script: Vec<Keyframe>,
+    /// Period (s) with which the script repeats, if any.
+    pub script_period_s: Option<f64>,
+    /// Period (s) of the episode resets of headless runs, if any.
+    pub reset_period_s: Option<f64>,
     /// Default run duration (s).
     pub duration_s: f64,
 }
@@ -103,7 +107,8 @@ fn build_scene(cfg: SceneFile, file: &str, base_dir: &Path, path: &Path) -> Resu
             &element,
         )?;
     }
-    let model = b.finalize()?;
+    let mut model = b.finalize()?;
+    model.sensors = crate::sensors::build_sensors(&cfg.sensors, &model, file)?;
     // script joints must exist
     for (ki, k) in cfg.script.iter().enumerate() {
         for name in k.positions.keys().chain(k.efforts.keys()) {
@@ -115,9 +120,20 @@ fn build_scene(cfg: SceneFile, file: &str, base_dir: &Path, path: &Path) -> Resu
             return Err(InputError::invalid(file, format!("script[{ki}].time_s"), "keyframes must be in time order"));
         }
     }
-    if let Some(d) = cfg.duration_s {
-        if !(d > 0.0) {
-            return Err(InputError::invalid(file, "duration_s", "must be positive"));
+    for (key, value) in [("duration_s", cfg.duration_s), ("script_period_s", cfg.script_period_s), ("reset_period_s", cfg.reset_period_s)] {
+        if let Some(d) = value {
+            if !(d > 0.0 && d.is_finite()) {
+                return Err(InputError::invalid(file, key, format!("must be positive, got {d}")));
+            }
+        }
+    }
+    if let (Some(period), Some(last)) = (cfg.script_period_s, cfg.script.last()) {
+        if last.time_s > period {
+            return Err(InputError::invalid(
+                file,
+                format!("script[{}].time_s", cfg.script.len() - 1),
+                format!("keyframe at {} s is beyond script_period_s = {period} s", last.time_s),
+            ));
         }
     }
     validate_solver(&cfg.solver, file)?;
@@ -127,6 +143,8 @@ fn build_scene(cfg: SceneFile, file: &str, base_dir: &Path, path: &Path) -> Resu
         model,
         solver: cfg.solver,
         script: cfg.script,
+        script_period_s: cfg.script_period_s,
+        reset_period_s: cfg.reset_period_s,
         duration_s: cfg.duration_s.unwrap_or(5.0),
     })
 }
@@ -225,6 +243,9 @@ pub fn load_robot(urdf_path: &Path, r: &RobotConfig, scene_packages: &BTreeMap<S
         material: r.material.clone(),
         link_materials: r.link_materials.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
         self_collision: r.self_collision,
+        collision_links: r.collision_links.clone(),
+        base_linear_velocity: Vec3::from(r.base.linear_velocity),
+        base_angular_velocity: Vec3::from(r.base.angular_velocity),
         default_control: control_mode(&r.control.default),
         joint_control: r.control.joints.iter().map(|(k, v)| (k.clone(), control_mode(v))).collect(),
     })

@@ -83,6 +83,19 @@ pub struct SceneFile {
     /// Scripted joint targets for headless runs.
     #[serde(default)]
     pub script: Vec<Keyframe>,
+    /// Repeat the script with this period (s): keyframe times are read modulo it, so one cycle
+    /// of keyframes in `[0, script_period_s]` drives a periodic motion such as a gait.
+    #[serde(default)]
+    pub script_period_s: Option<f64>,
+    /// Every this many seconds of simulated time, headless runs put the robots and objects back
+    /// in their initial state (positions, velocities, warm start); time and the script go on,
+    /// so a script longer than the period gives each episode new targets (RL-style data
+    /// collection).
+    #[serde(default)]
+    pub reset_period_s: Option<f64>,
+    /// Force/torque sensors on fixed joints.
+    #[serde(default)]
+    pub sensors: Vec<crate::sensors::FtSensorConfig>,
 }
 
 /// The ground half-space.
@@ -154,6 +167,12 @@ pub struct BaseConfig {
     /// Orientation, roll-pitch-yaw (rad).
     #[serde(default)]
     pub rpy: [f64; 3],
+    /// Initial linear velocity of the root link's origin (m/s, world); floating bases only.
+    #[serde(default)]
+    pub linear_velocity: [f64; 3],
+    /// Initial angular velocity of the root link (rad/s, world); floating bases only.
+    #[serde(default)]
+    pub angular_velocity: [f64; 3],
 }
 
 /// A joint's command mode in the scene file.
@@ -220,6 +239,10 @@ pub struct RobotConfig {
     /// Collide non-adjacent links with each other.
     #[serde(default)]
     pub self_collision: bool,
+    /// Only these links' `<collision>` geometry is used (e.g. the feet of a legged robot); the
+    /// other links pass through everything. Default: every link with collision geometry.
+    #[serde(default)]
+    pub collision_links: Option<Vec<String>>,
     /// Package name → directory for this robot's `package://` URIs.
     #[serde(default)]
     pub package_paths: BTreeMap<String, String>,

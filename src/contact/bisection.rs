@@ -81,13 +81,23 @@
 //! - **Open test** `c_n ≥ 0` (digest §2.1 [R]; the paper says `c_n > 0`; at `c_n = 0` eq. (14)
 //!   gives `r = 0`, i.e. the same `λ = 0`).
 //! - **Termination** as above (digest §2.7 [R]); both forms with separate tolerances.
-//! - **Step parameters** β₁ = 10⁻² rad, β₂ = 0.5, β₃ = 1.3 are not in the paper (digest §3.4 [3rd],
-//!   ContactBench). The step and bisection loops are capped (digest §8.7 [N]); if no bracket is
-//!   found the best visible point is returned. The angular step is additionally capped at π/4 so an
-//!   accepted step cannot jump across the invisible part of the section [N].
+//! - **Step parameters** β₁, β₂, β₃ are not in the paper. β₁ = 10⁻² rad and β₂ = 0.5 are
+//!   ContactBench's (digest §3.4 [3rd]); β₃ = 2 (ContactBench: 1.3) [N]: it brackets the
+//!   root in fewer trial points, and with β₂ = ½ and β₃ = 2 the rotation by the step is updated by
+//!   the half- and double-angle formulas instead of `sin_cos` (issue 4 profile: 4 100 → 2 700
+//!   instructions per sliding solve, together with the tolerance below). The step and bisection
+//!   loops are capped (digest §8.7 [N]); if no bracket is found the best visible point is returned.
+//!   The angular step is additionally capped at π/4 so an accepted step cannot jump across the
+//!   invisible part of the section [N].
+//! - **Bisection on `t = tan(φ/2)`** [N]: once bracketed, the arc is halved in `t`, the tangent of
+//!   half the angle from one end of the bracket, rather than in θ itself: a monotone
+//!   reparameterisation of the same arc (so still a bisection on the sign of `dE/dθ`) whose
+//!   trial points need one division and no trigonometry.
 //! - **Bisection tolerance**: the paper's 10⁻⁶ N·s was for the single-contact benchmark (§V,
 //!   Table I). Used inside the sweep, that would put a floor of ~10⁻⁶ N·s under `e_λ`, i.e. at the
-//!   termination tolerance itself, so the default here is 10⁻¹⁰ N·s (about 13 more halvings).
+//!   termination tolerance itself, so the default here is 10⁻⁸ N·s, two orders below it (about 7
+//!   more halvings than the paper's; 10⁻¹⁰ before issue 4, which changed no converged answer by
+//!   more than 5·10⁻⁹ N·s on the issue's experiments).
 //! - **`D₀ ≈ 0`** (digest §8.6): the initial guess is returned when `|dE/dθ|` is below 10⁻¹³ of
 //!   `‖v_t‖‖η̌_t‖` (the isotropic case, where it is exactly optimal).
 //! - **Degenerate / ill-conditioned blocks** (paper footnote 2; digest §2.9 [N]): a block whose
@@ -139,9 +149,10 @@ pub struct BisectionParams {
     pub angle_step: f64,
     /// Step shrink factor β₂ after a rejected trial point, in (0, 1). Default 0.5.
     pub step_shrink: f64,
-    /// Step growth factor β₃ while no sign change is found, ≥ 1. Default 1.3.
+    /// Step growth factor β₃ while no sign change is found, ≥ 1. Default 2.
     pub step_growth: f64,
-    /// Bisection stops when the two bracketing impulses are this close (N·s), ≥ 0. Default 1e-10.
+    /// Bisection stops when the two bracketing impulses are this close (N·s), ≥ 0; inside the
+    /// solver at most `tolerance_impulse / 100`. Default 1e-8.
     pub bisection_tolerance: f64,
     /// Cap on the trial steps of the bracketing phase per sliding solve, ≥ 1. Default 100.
     pub max_step_iterations: u32,
@@ -164,8 +175,8 @@ impl Default for BisectionParams {
             relaxation_min: 0.7,
             angle_step: 1e-2,
             step_shrink: 0.5,
-            step_growth: 1.3,
-            bisection_tolerance: 1e-10,
+            step_growth: 2.0,
+            bisection_tolerance: 1e-8,
             max_step_iterations: 100,
             max_bisection_iterations: 100,
             singular_threshold: 1e-10,
@@ -345,6 +356,27 @@ fn solve_contact_impl<const PAPER_SIGN: bool>(blk: &Block, c: [f64; 3], mu: f64,
     slip::<PAPER_SIGN>(blk, c, mu, lv0, prm)
 }
 
+/// `(cos, sin)` of the angle `step`, given those of the previous step `old`: doubling, halving
+/// and the π/4 cap (the default step factors) without trigonometry.
+#[inline]
+fn rotation(step: f64, old: f64, rot: [f64; 2]) -> [f64; 2] {
+    let [c, s] = rot;
+    if step == old {
+        rot
+    } else if step == 2.0 * old {
+        [1.0 - 2.0 * s * s, 2.0 * s * c]
+    } else if step == 0.5 * old {
+        // |old| ≤ π/4, so cos(old / 2) > 0
+        let ch = (0.5 * (1.0 + c)).sqrt();
+        [ch, s / (2.0 * ch)]
+    } else if step.abs() == std::f64::consts::FRAC_PI_4 {
+        [std::f64::consts::FRAC_1_SQRT_2, std::f64::consts::FRAC_1_SQRT_2.copysign(step)]
+    } else {
+        let (s, c) = step.sin_cos();
+        [c, s]
+    }
+}
+
 /// The sliding case: Alg. 1 with the digest's corrections (module docs).
 fn slip<const PAPER_SIGN: bool>(blk: &Block, c: [f64; 3], mu: f64, lv0: [f64; 3], prm: &BisectionParams) -> [f64; 3] {
     let g = &blk.g;
@@ -355,9 +387,12 @@ fn slip<const PAPER_SIGN: bool>(blk: &Block, c: [f64; 3], mu: f64, lv0: [f64; 3]
     // hybrid offset c̄ (eq. 16), x and y rows (its z row is 0)
     let cbar = [c[0] - blk.kz[0] * cz, c[1] - blk.kz[1] * cz];
     let gb = &blk.gbar;
-    // point of the conic section at angle θ (eqs. 13–14); None where r ≤ 0 or r is not finite
-    let point = |th: f64| -> Option<[f64; 3]> {
-        let (sn, cs) = th.sin_cos();
+    // Directions of λ_t are unit vectors `(cos θ, sin θ)`: the bisection halves the angle with
+    // the bisector of the bracketing directions (their normalised sum, exact since the bracket
+    // spans at most π/4), which needs no trigonometry.
+    // point of the conic section in direction (cs, sn) (eqs. 13–14); None where r ≤ 0 or r is not
+    // finite
+    let point = |cs: f64, sn: f64| -> Option<[f64; 3]> {
         let den = a + gzx * cs + gzy * sn;
         if !(den > 0.0) {
             return None;
@@ -368,13 +403,15 @@ fn slip<const PAPER_SIGN: bool>(blk: &Block, c: [f64; 3], mu: f64, lv0: [f64; 3]
         }
         Some([r * cs, r * sn, r / mu])
     };
-    // (dE/dλ · η̌, ‖v_t‖‖η̌_t‖) with v = Ḡ λ_t + c̄ and η̌ = ∇h₁ × ∇h₂ / 2 (eq. 15)
-    let grad = |l: &[f64; 3]| -> (f64, f64) {
-        let vx = gb[0][0] * l[0] + gb[0][1] * l[1] + cbar[0];
-        let vy = gb[1][0] * l[0] + gb[1][1] * l[1] + cbar[1];
-        let ex = -mu2 * l[2] * gzy - gzz * l[1];
-        let ey = gzz * l[0] + mu2 * l[2] * gzx;
-        (vx * ex + vy * ey, norm2(vx, vy) * norm2(ex, ey))
+    // `v · η̌`, of the sign of dE/dθ, with v = Ḡ λ_t + c̄ and η̌ = ∇h₁ × ∇h₂ / 2 (eq. 15); and
+    // `‖v_t‖‖η̌_t‖`, its scale
+    let velocity = |l: &[f64; 3]| -> [f64; 2] {
+        [gb[0][0] * l[0] + gb[0][1] * l[1] + cbar[0], gb[1][0] * l[0] + gb[1][1] * l[1] + cbar[1]]
+    };
+    let tangent = |l: &[f64; 3]| -> [f64; 2] { [-mu2 * l[2] * gzy - gzz * l[1], gzz * l[0] + mu2 * l[2] * gzx] };
+    let grad = |l: &[f64; 3]| -> f64 {
+        let (v, e) = (velocity(l), tangent(l));
+        v[0] * e[0] + v[1] * e[1]
     };
     // line of sight from λ^{v=0}: ∇h₂(λ)·(λ^{v=0} − λ) ≥ 0 (digest §2.2; the paper prints the
     // opposite sign)
@@ -387,30 +424,35 @@ fn slip<const PAPER_SIGN: bool>(blk: &Block, c: [f64; 3], mu: f64, lv0: [f64; 3]
         }
     };
 
-    let mut th = lv0[1].atan2(lv0[0]);
-    let Some(mut lam) = point(th) else {
+    // θ⁰ = atan2(λ^{v=0}_y, λ^{v=0}_x)
+    let nt = norm2(lv0[0], lv0[1]);
+    let mut dir = if nt > 0.0 { [lv0[0] / nt, lv0[1] / nt] } else { [1.0, 0.0] };
+    let Some(mut lam) = point(dir[0], dir[1]) else {
         // cannot happen in exact arithmetic (the radial map of λ^{v=0} is on the section); fall
         // back to λ^{T=0}, which is feasible and dissipative
         return [0.0, 0.0, -cz / gzz];
     };
-    let (d0, scale) = grad(&lam);
-    if !(d0.abs() > 1e-13 * scale) {
+    let d0 = grad(&lam);
+    let (v, e) = (velocity(&lam), tangent(&lam));
+    if !(d0.abs() > 1e-13 * norm2(v[0], v[1]) * norm2(e[0], e[1])) {
         return lam; // initial guess stationary (exact for isotropic blocks)
     }
     let s0 = d0.signum();
     let max_step = std::f64::consts::FRAC_PI_4;
     let mut step = (-prm.angle_step * s0).clamp(-max_step, max_step);
-    let (mut th_p, mut lam_p) = (th, lam);
+    let mut rot = rotation(step, 0.0, [1.0, 0.0]);
+    let (mut dir_p, mut lam_p) = (dir, lam);
     let mut bracketed = false;
     // initial stepping: find [θ_p, θ] with a sign change of dE/dθ
     for _ in 0..prm.max_step_iterations {
-        let th_n = th + step;
-        match point(th_n) {
+        let dir_n = [dir[0] * rot[0] - dir[1] * rot[1], dir[1] * rot[0] + dir[0] * rot[1]];
+        let old = step;
+        match point(dir_n[0], dir_n[1]) {
             Some(l) if visible(&l) => {
-                let (d, _) = grad(&l);
-                th_p = th;
+                let d = grad(&l);
+                dir_p = dir;
                 lam_p = lam;
-                th = th_n;
+                dir = dir_n;
                 lam = l;
                 if d * s0 > 0.0 {
                     step = (step * prm.step_growth).clamp(-max_step, max_step);
@@ -426,29 +468,116 @@ fn slip<const PAPER_SIGN: bool>(blk: &Block, c: [f64; 3], mu: f64, lv0: [f64; 3]
                 }
             }
         }
+        rot = rotation(step, old, rot);
     }
     if !bracketed {
         return lam; // best visible point found (E decreased along every accepted step)
     }
-    // bisection on the angle; λ_p and λ follow θ_p and θ (digest §8.2)
-    for _ in 0..prm.max_bisection_iterations {
-        if norm3([lam_p[0] - lam[0], lam_p[1] - lam[1], lam_p[2] - lam[2]]) <= prm.bisection_tolerance {
+    // Bisection on the bracket [θ_p, θ] (at most π/4 wide), parameterised by t = tan(φ/2), φ the
+    // angle from θ_p: the direction is ((1 − t²) u_p + 2t u_p⊥) / (1 + t²), a monotone map of φ,
+    // so halving t bisects the arc on the sign of dE/dθ as the paper does, with one division per
+    // trial point and no trigonometry. λ_p and λ follow t_p and t (digest §8.2).
+    let up = dir_p;
+    let (b, cc) = (gzx * up[0] + gzy * up[1], gzy * up[0] - gzx * up[1]);
+    // the point at t: λ = k ((1 − t²) u_p + 2t u_p⊥, (1 + t²)/μ), k = −c_z / (a(1 + t²) + (1 − t²) b + 2t cc)
+    let point_t = |t: f64| -> Option<[f64; 3]> {
+        let t2 = t * t;
+        let (w, s) = (1.0 + t2, 1.0 - t2);
+        let den = a * w + s * b + 2.0 * t * cc;
+        if !(den > 0.0) {
+            return None;
+        }
+        let k = -cz / den;
+        if !(k.is_finite() && k > 0.0) {
+            return None;
+        }
+        Some([k * (s * up[0] - 2.0 * t * up[1]), k * (s * up[1] + 2.0 * t * up[0]), k * w / mu])
+    };
+    // tan(φ/2) = sin φ / (1 + cos φ) from u_p to u
+    let (mut t_p, mut t) = (0.0, (up[0] * dir[1] - up[1] * dir[0]) / (1.0 + up[0] * dir[0] + up[1] * dir[1]));
+    // Halve until the bracketing impulses are within the tolerance. Their distance shrinks about
+    // twofold per halving, so it is checked only after the number of halvings that estimate
+    // predicts (then re-estimated), not after every one.
+    let tol2 = prm.bisection_tolerance * prm.bisection_tolerance;
+    let mut budget = prm.max_bisection_iterations;
+    'outer: while budget > 0 {
+        let dl = [lam_p[0] - lam[0], lam_p[1] - lam[1], lam_p[2] - lam[2]];
+        let dist2 = dl[0] * dl[0] + dl[1] * dl[1] + dl[2] * dl[2];
+        if dist2 <= tol2 {
             break;
         }
-        let th_m = 0.5 * (th + th_p);
-        if th_m == th || th_m == th_p {
-            break;
-        }
-        let Some(lm) = point(th_m) else { break };
-        if grad(&lm).0 * s0 > 0.0 {
-            th_p = th_m;
-            lam_p = lm;
-        } else {
-            th = th_m;
-            lam = lm;
+        // ⌈log₂(dist / tol)⌉ = ⌈log₄(dist² / tol²)⌉ halvings, at least one
+        let ratio = dist2 / tol2;
+        let n = if ratio.is_finite() { ((ratio.log2() * 0.5).ceil() as u32).max(1) } else { budget };
+        for _ in 0..n.min(budget) {
+            budget -= 1;
+            let t_m = 0.5 * (t + t_p);
+            if t_m == t || t_m == t_p {
+                break 'outer;
+            }
+            let Some(lm) = point_t(t_m) else { break 'outer };
+            if grad(&lm) * s0 > 0.0 {
+                t_p = t_m;
+                lam_p = lm;
+            } else {
+                t = t_m;
+                lam = lm;
+            }
         }
     }
-    point(0.5 * (th + th_p)).unwrap_or(lam)
+    point_t(0.5 * (t + t_p)).unwrap_or(lam)
+}
+
+/// One contact's local problem, prepared: the unit of work of a sweep, exposed so that benchmarks
+/// can time single-contact solves (the paper's Table I) and tests can check them.
+///
+/// Vectors are in the problem's `[normal, t1, t2]` order.
+#[derive(Clone, Copy, Debug)]
+pub struct SingleContact {
+    blk: Block,
+}
+
+impl SingleContact {
+    /// Prepares contact `c` of `p`: its 3×3 Delassus block and factorisation (regularised when
+    /// ill-conditioned, as in [`BisectionSolver`]).
+    pub fn new(p: &ContactProblem, c: usize, params: &BisectionParams) -> Self {
+        SingleContact { blk: Block::new(p, c, params.singular_threshold) }
+    }
+
+    /// The local free velocity of contact `c` given the impulses `lambda` of all the others:
+    /// `c_c = u_c(λ) − G_cc λ_c` (m/s).
+    pub fn local_free_velocity(p: &ContactProblem, c: usize, lambda: &[f64]) -> [f64; 3] {
+        let i = 3 * c;
+        std::array::from_fn(|a| p.row_velocity(i + a, lambda) - (0..3).map(|b| p.g(i + a, i + b) * lambda[i + b]).sum::<f64>())
+    }
+
+    /// The exact local solution for local free velocity `c` (m/s) and friction coefficient `mu`:
+    /// what one sweep computes for this contact before relaxation (N·s).
+    #[inline]
+    pub fn solve(&self, c: [f64; 3], mu: f64, params: &BisectionParams) -> [f64; 3] {
+        if self.blk.inactive {
+            return [0.0; 3];
+        }
+        let l = solve_contact(&self.blk, [c[MAP[0]], c[MAP[1]], c[MAP[2]]], mu, params);
+        [l[2], l[0], l[1]]
+    }
+
+    /// Which of the three cases `c` falls in: 0 open, 1 sticking, 2 sliding (frictionless
+    /// closing contacts count as sliding).
+    pub fn case(&self, c: [f64; 3], mu: f64) -> u8 {
+        if self.blk.inactive || !(c[0] < 0.0) {
+            return 0;
+        }
+        if !(mu > 0.0) {
+            return 2;
+        }
+        let s = self.blk.solve([c[MAP[0]], c[MAP[1]], c[MAP[2]]]);
+        if mu.min(1e12) * -s[2] >= norm2(s[0], s[1]) {
+            1
+        } else {
+            2
+        }
+    }
 }
 
 /// The per-contact bisection solver with its scratch: the per-contact blocks and the joint rows'
@@ -508,7 +637,11 @@ impl ContactSolver for BisectionSolver {
             stats.converged = true;
             return stats;
         }
-        let prm = &self.params;
+        // the single-contact solves stop two orders below the termination tolerance at least,
+        // so that their own tolerance does not become a floor under e_λ
+        let mut params = self.params.clone();
+        params.bisection_tolerance = params.bisection_tolerance.min(1e-2 * params.tolerance_impulse);
+        let prm = &params;
         project_warm_start(p, lambda);
         let blocks_cached = nc <= self.blocks.len();
         if blocks_cached {

@@ -8,7 +8,7 @@ mod bisection;
 mod pgs;
 mod problem;
 
-pub use bisection::{BisectionParams, BisectionSolver};
+pub use bisection::{BisectionParams, BisectionSolver, SingleContact};
 pub use crate::collision::Contact;
 pub use pgs::{PgsParams, PgsSolver};
 pub use problem::ContactProblem;

@@ -39,6 +39,12 @@ pub struct RobotSpec {
     pub link_materials: HashMap<String, String>,
     /// Collide links of this robot with each other (parent-child pairs always skipped).
     pub self_collision: bool,
+    /// Only these links' collision geometry is used; `None`: every link's.
+    pub collision_links: Option<Vec<String>>,
+    /// Initial linear velocity of the root link's origin (m/s, world); floating bases only.
+    pub base_linear_velocity: Vec3,
+    /// Initial angular velocity of the root link (rad/s, world); floating bases only.
+    pub base_angular_velocity: Vec3,
     /// Command mode for joints not listed in `joint_control`.
     pub default_control: ControlMode,
     /// Per-joint command modes.
@@ -460,6 +466,28 @@ impl ModelBuilder {
                 return Err(self.err(format!("robots['{robot_name}'].link_materials.{link}"), "no such link in the URDF"));
             }
         }
+        if let Some(links) = &spec.collision_links {
+            for link in links {
+                let element = format!("robots['{robot_name}'].collision_links.{link}");
+                match link_index.get(link.as_str()) {
+                    None => return Err(self.err(element, "no such link in the URDF")),
+                    Some(&li) if urdf.links[li].collision.is_empty() => {
+                        return Err(self.err(element, "this link has no <collision> geometry in the URDF"))
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        let (lin0, ang0) = (spec.base_linear_velocity, spec.base_angular_velocity);
+        for (key, v) in [("linear_velocity", lin0), ("angular_velocity", ang0)] {
+            let element = format!("robots['{robot_name}'].base.{key}");
+            if v.iter().any(|x| !x.is_finite()) {
+                return Err(self.err(element, "must be finite"));
+            }
+            if v != Vec3::zeros() && matches!(spec.base, BaseMode::Fixed(_)) {
+                return Err(self.err(element, "only a floating base can have an initial velocity"));
+            }
+        }
         for j in &self.bodies {
             if joint_names.contains(j.joint.name.as_str()) {
                 return Err(e(format!("joint '{}'", j.joint.name), "a joint of this name already exists in the scene".into()));
@@ -492,7 +520,7 @@ impl ModelBuilder {
                         BaseMode::Floating(pose) => self.root_joint(format!("{robot_name}/base"), JointKind::Free, pose),
                     };
                     if let BaseMode::Floating(pose) = &spec.base {
-                        self.push_free_coordinates(pose, &Vec3::zeros(), &Vec3::zeros());
+                        self.push_free_coordinates(pose, &lin0, &ang0);
                     }
                     (None, joint)
                 }
@@ -589,7 +617,8 @@ impl ModelBuilder {
                 Some(m) => self.material_id(m, &format!("robots['{robot_name}'].link_materials.{}", link.name))?,
                 None => default_material,
             };
-            for (ci, c) in link.collision.iter().enumerate() {
+            let collides = spec.collision_links.as_ref().is_none_or(|l| l.contains(&link.name));
+            for (ci, c) in link.collision.iter().enumerate().filter(|_| collides) {
                 let element = format!("link '{}' <collision> {}", link.name, ci);
                 let shape = match geometry_from_urdf(&c.geometry) {
                     Some(s) => s,
@@ -838,6 +867,7 @@ impl ModelBuilder {
             v_init: self.v_init,
             ground_geom: self.ground_geom,
             midpoint_bias: self.midpoint_bias,
+            sensors: vec![],
         })
     }
 }

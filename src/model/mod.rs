@@ -384,6 +384,8 @@ pub struct Model {
     /// Evaluate the velocity-dependent bias at the midpoint velocity (predictor-corrector); see
     /// [`crate::step`].
     pub midpoint_bias: bool,
+    /// Force/torque sensors (attached by [`crate::config`] after the model is built).
+    pub sensors: Vec<crate::sensors::ForceTorqueSensor>,
 }
 
 impl Model {

@@ -6,6 +6,7 @@
 /// One second in nanoseconds.
 pub const NS_PER_S: i64 = 1_000_000_000;
 
+#[allow(clippy::unnecessary_cast)] // time_t / c_long are i64 on 64-bit Linux only
 fn read(clock: libc::clockid_t) -> i64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `ts` is a valid, writable timespec; the clock ids used here always exist on Linux.

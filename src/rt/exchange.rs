@@ -27,8 +27,8 @@ pub struct BufferQueue<T> {
 
 impl<T> BufferQueue<T> {
     /// A queue holding up to `capacity` (≥ 1) messages, with `capacity` buffers made by `make`
-    /// (plus room for `extra` buffers that a side keeps for itself, see
-    /// [`BufferQueue::make_extra`] callers).
+    /// (plus room for `extra` buffers of the same kind that a side creates and keeps for itself,
+    /// e.g. the RT thread's active trajectory, which it swaps with queued ones).
     pub fn new(capacity: usize, extra: usize, mut make: impl FnMut() -> T) -> Self {
         let capacity = capacity.max(1);
         let room = capacity + extra;

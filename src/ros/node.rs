@@ -1,0 +1,1064 @@
+//! The `contact_sim_node` ROS 2 node (r2r): parameters, topics, services, threads, shutdown.
+//!
+//! Threads:
+//! - **main (ROS) thread**: owns the r2r node; spins it, validates incoming commands into
+//!   preallocated buffers for the real-time thread, serves the services and parameter changes
+//!   (forwarded as control requests), logs (throttled) and watches for SIGINT / SIGTERM;
+//! - **RT thread** ([`crate::rt::RtLoop`]): owns the simulation; no ROS types;
+//! - **publisher thread**: woken by the RT thread after each sample (`Thread::unpark`, lock-free),
+//!   publishes `/joint_states`, odometry, `/clock` and `/diagnostics`.
+//!
+//! Topics (relative names resolve in the node's namespace):
+//! - in: `joint_commands` (sensor_msgs/JointState, name-indexed; ros2_control's topic-based
+//!   hardware interface contract), `<group>/commands` (std_msgs/Float64MultiArray, the
+//!   forward_command_controller convention), `joint_trajectory` (trajectory_msgs/JointTrajectory);
+//! - out: `/joint_states` (position, velocity, measured effort), `odom` (nav_msgs/Odometry; with
+//!   several floating bases `<robot>/odom`), `/diagnostics`, `/clock` (sim_time and lockstep).
+//!
+//! Services: `~/reset` (std_srvs/Trigger), `~/pause` (std_srvs/SetBool), `~/step`
+//! (std_srvs/Trigger, one step while paused or in lockstep). A service responds once the RT
+//! thread has acknowledged the request (its effect is visible in the next state).
+
+use super::convert::{self, level};
+use super::params::ParamStore;
+use crate::config::load_scene;
+use crate::contact::{Solver, SolverConfig};
+use crate::model::ControlMode;
+use crate::rt::clock::{monotonic_ns, realtime_ns};
+use crate::rt::messages::*;
+use crate::rt::validate::{CommandGroup, CommandValidator, GroupInterface, LimitPolicy, TrajectoryPointView};
+use crate::rt::*;
+use crate::sim::Simulation;
+use anyhow::{anyhow, bail, Context as _, Result};
+use futures::executor::LocalPool;
+use futures::task::LocalSpawnExt;
+use futures::{future, StreamExt};
+use r2r::diagnostic_msgs::msg::DiagnosticArray;
+use r2r::nav_msgs::msg::Odometry;
+use r2r::rosgraph_msgs::msg::Clock;
+use r2r::sensor_msgs::msg::JointState;
+use r2r::std_msgs::msg::Float64MultiArray;
+use r2r::std_srvs::srv::{SetBool, Trigger};
+use r2r::trajectory_msgs::msg::JointTrajectory;
+use r2r::{ParameterValue, QosProfile};
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The node name.
+pub const NODE_NAME: &str = "contact_sim_node";
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_sig: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+fn install_signal_handlers() {
+    // SAFETY: installs an async-signal-safe handler (one atomic store) for SIGINT and SIGTERM.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+        sa.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
+        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
+    }
+}
+
+/// Command-line options outside `--ros-args`.
+#[derive(Debug, Default, PartialEq)]
+pub struct CliArgs {
+    /// `--scene PATH`: overrides the `scene` parameter.
+    pub scene: Option<PathBuf>,
+    /// `--help`.
+    pub help: bool,
+    /// `--list-parameters`: print the declared parameter names (for the scene) and exit.
+    pub list_parameters: bool,
+}
+
+/// Usage text.
+pub const USAGE: &str = "contact_sim_node: the contact_sim ROS 2 node
+
+usage: contact_sim_node [--scene PATH] [--list-parameters] [--ros-args -p scene:=PATH -p time_mode:=realtime|sim_time|lockstep ... --params-file FILE]
+
+Topics: joint_commands (sensor_msgs/JointState), <group>/commands (std_msgs/Float64MultiArray),
+joint_trajectory (trajectory_msgs/JointTrajectory) in; /joint_states, odom, /diagnostics, /clock out.
+Services: ~/reset, ~/pause, ~/step. Parameters: see config/contact_sim_node.params.yaml.";
+
+/// Parses the arguments before `--ros-args` (and after a closing `--`).
+pub fn parse_cli(args: &[String]) -> Result<CliArgs> {
+    let mut out = CliArgs::default();
+    let mut i = 1;
+    let mut in_ros = false;
+    while i < args.len() {
+        let a = args[i].as_str();
+        if in_ros {
+            if a == "--" {
+                in_ros = false;
+            }
+            i += 1;
+            continue;
+        }
+        match a {
+            "--ros-args" => in_ros = true,
+            "-h" | "--help" => out.help = true,
+            "--list-parameters" => out.list_parameters = true,
+            "--scene" => {
+                i += 1;
+                let p = args.get(i).ok_or_else(|| anyhow!("--scene needs a path"))?;
+                out.scene = Some(PathBuf::from(p));
+            }
+            _ if a.starts_with("--scene=") => out.scene = Some(PathBuf::from(&a["--scene=".len()..])),
+            _ => bail!("unknown argument '{a}' (see --help)"),
+        }
+        i += 1;
+    }
+    Ok(out)
+}
+
+/// The default scene: `share/contact_sim/config/default.yaml` in an ament prefix, else
+/// `config/default.yaml` in the working directory or the source tree.
+pub fn default_scene_path() -> PathBuf {
+    if let Ok(app) = std::env::var("AMENT_PREFIX_PATH") {
+        for p in app.split(':').filter(|s| !s.is_empty()) {
+            let c = Path::new(p).join("share/contact_sim/config/default.yaml");
+            if c.exists() {
+                return c;
+            }
+        }
+    }
+    let local = PathBuf::from("config/default.yaml");
+    if local.exists() {
+        return local;
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("config/default.yaml")
+}
+
+fn param_string(node: &r2r::Node, name: &str) -> Option<String> {
+    match node.params.lock().ok()?.get(name).map(|p| p.value.clone()) {
+        Some(ParameterValue::String(s)) => Some(s),
+        _ => None,
+    }
+}
+
+fn param_strings(node: &r2r::Node, name: &str) -> Vec<String> {
+    match node.params.lock().ok().and_then(|p| p.get(name).map(|p| p.value.clone())) {
+        Some(ParameterValue::StringArray(a)) => a,
+        _ => vec![],
+    }
+}
+
+fn solver_settings(s: &SolverConfig) -> (i64, f64) {
+    match s {
+        SolverConfig::Pgs(p) => (p.max_iterations as i64, p.tolerance),
+        SolverConfig::Bisection(p) => (p.max_iterations as i64, p.tolerance_impulse),
+    }
+}
+
+/// Counters kept on the ROS side (read by the diagnostics publisher).
+#[derive(Default)]
+pub struct FrontCounters {
+    /// Joint / group commands received.
+    pub received: AtomicU64,
+    /// Commands rejected by validation.
+    pub rejected: AtomicU64,
+    /// Values clamped.
+    pub clamped: AtomicU64,
+    /// Trajectories received.
+    pub trajectories_received: AtomicU64,
+    /// Trajectories rejected.
+    pub trajectories_rejected: AtomicU64,
+    /// Control requests refused because the queue was full.
+    pub control_refused: AtomicU64,
+    /// Last published sim time (f64 bits), for trajectory stamps in sim-time modes.
+    pub sim_time_bits: AtomicU64,
+}
+
+struct Pending {
+    seq: u64,
+    deadline: Instant,
+    respond: Box<dyn FnOnce(bool)>,
+}
+
+struct Throttle {
+    last: Option<Instant>,
+    suppressed: u64,
+}
+
+/// State of the ROS thread's command handling.
+struct Frontend {
+    shared: Arc<RtShared>,
+    validator: CommandValidator,
+    groups: Vec<CommandGroup>,
+    counters: Arc<FrontCounters>,
+    scratch_cmd: JointCommand,
+    scratch_traj: TrajectoryCommand,
+    command_seq: u64,
+    control_seq: u64,
+    pending: Vec<Pending>,
+    throttle: Throttle,
+    paused: bool,
+    mode: TimeMode,
+    logger: String,
+    store: Arc<Mutex<ParamStore>>,
+}
+
+fn copy_command(dst: &mut JointCommand, src: &JointCommand) {
+    dst.seq = src.seq;
+    dst.received_ns = src.received_ns;
+    dst.mask.copy_from_slice(&src.mask);
+    dst.position.copy_from_slice(&src.position);
+    dst.velocity.copy_from_slice(&src.velocity);
+    dst.effort.copy_from_slice(&src.effort);
+}
+
+fn copy_trajectory(dst: &mut TrajectoryCommand, src: &TrajectoryCommand) {
+    let (nj, np) = (src.num_joints, src.num_points);
+    dst.seq = src.seq;
+    dst.received_ns = src.received_ns;
+    dst.start_delay_s = src.start_delay_s;
+    dst.num_joints = nj;
+    dst.num_points = np;
+    dst.has_velocities = src.has_velocities;
+    dst.slots[..nj].copy_from_slice(&src.slots[..nj]);
+    dst.times[..np].copy_from_slice(&src.times[..np]);
+    dst.positions[..nj * np].copy_from_slice(&src.positions[..nj * np]);
+    dst.velocities[..nj * np].copy_from_slice(&src.velocities[..nj * np]);
+}
+
+impl Frontend {
+    fn reject(&mut self, topic: &str, why: &dyn std::fmt::Display) {
+        let now = Instant::now();
+        match self.throttle.last {
+            Some(t) if now.duration_since(t) < Duration::from_secs(1) => self.throttle.suppressed += 1,
+            _ => {
+                let more = std::mem::take(&mut self.throttle.suppressed);
+                let tail = if more > 0 { format!(" ({more} more rejected since the last warning)") } else { String::new() };
+                r2r::log_warn!(&self.logger, "rejected command on {topic}: {why}{tail}");
+                self.throttle.last = Some(now);
+            }
+        }
+    }
+
+    fn send_command(&mut self) {
+        self.command_seq += 1;
+        self.scratch_cmd.seq = self.command_seq;
+        self.scratch_cmd.received_ns = monotonic_ns();
+        // a buffer: a free one, or the oldest unread command (dropped and counted)
+        if let Some(mut b) = self.shared.commands.acquire() {
+            copy_command(&mut b, &self.scratch_cmd);
+            let _ = self.shared.commands.push(b);
+        }
+    }
+
+    fn on_joint_state(&mut self, msg: &JointState) {
+        self.counters.received.fetch_add(1, Ordering::Relaxed);
+        match self.validator.joint_state(&msg.name, &msg.position, &msg.velocity, &msg.effort, &mut self.scratch_cmd) {
+            Ok(a) => {
+                self.counters.clamped.fetch_add(a.clamped as u64, Ordering::Relaxed);
+                self.send_command();
+            }
+            Err(e) => {
+                self.counters.rejected.fetch_add(1, Ordering::Relaxed);
+                self.reject("joint_commands", &e);
+            }
+        }
+    }
+
+    fn on_group(&mut self, g: usize, msg: &Float64MultiArray) {
+        self.counters.received.fetch_add(1, Ordering::Relaxed);
+        let group = &self.groups[g];
+        match self.validator.group(group, &msg.data, &mut self.scratch_cmd) {
+            Ok(a) => {
+                self.counters.clamped.fetch_add(a.clamped as u64, Ordering::Relaxed);
+                self.send_command();
+            }
+            Err(e) => {
+                self.counters.rejected.fetch_add(1, Ordering::Relaxed);
+                let topic = format!("{}/commands", self.groups[g].name);
+                self.reject(&topic, &e);
+            }
+        }
+    }
+
+    fn on_trajectory(&mut self, msg: &JointTrajectory) {
+        self.counters.trajectories_received.fetch_add(1, Ordering::Relaxed);
+        let points: Vec<TrajectoryPointView<'_>> = msg
+            .points
+            .iter()
+            .map(|p| TrajectoryPointView { time_from_start_s: p.time_from_start.sec as f64 + p.time_from_start.nanosec as f64 * 1e-9, positions: &p.positions, velocities: &p.velocities })
+            .collect();
+        let stamp = convert::time_to_s(&msg.header.stamp);
+        let delay = if stamp == 0.0 {
+            0.0
+        } else {
+            let now = match self.mode {
+                TimeMode::Realtime => realtime_ns() as f64 * 1e-9,
+                _ => f64::from_bits(self.counters.sim_time_bits.load(Ordering::Relaxed)),
+            };
+            stamp - now
+        };
+        match self.validator.trajectory(&msg.joint_names, &points, delay, &mut self.scratch_traj) {
+            Ok(a) => {
+                self.counters.clamped.fetch_add(a.clamped as u64, Ordering::Relaxed);
+                self.command_seq += 1;
+                self.scratch_traj.seq = self.command_seq;
+                self.scratch_traj.received_ns = monotonic_ns();
+                if let Some(mut b) = self.shared.trajectories.acquire() {
+                    copy_trajectory(&mut b, &self.scratch_traj);
+                    let _ = self.shared.trajectories.push(b);
+                }
+            }
+            Err(e) => {
+                self.counters.trajectories_rejected.fetch_add(1, Ordering::Relaxed);
+                self.reject("joint_trajectory", &e);
+            }
+        }
+    }
+
+    /// Queues a control request; `None` if the queue is full.
+    fn control(&mut self, r: ControlRequest) -> Option<u64> {
+        self.control_seq += 1;
+        match self.shared.control.push(Control { seq: self.control_seq, request: r }) {
+            Ok(()) => Some(self.control_seq),
+            Err(_) => {
+                self.counters.control_refused.fetch_add(1, Ordering::Relaxed);
+                r2r::log_warn!(&self.logger, "control queue full: {r:?} refused");
+                None
+            }
+        }
+    }
+
+    fn control_then(&mut self, r: ControlRequest, respond: Box<dyn FnOnce(bool)>) {
+        match self.control(r) {
+            Some(seq) => self.pending.push(Pending { seq, deadline: Instant::now() + Duration::from_secs(10), respond }),
+            None => respond(false),
+        }
+    }
+
+    fn poll_pending(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let ack = self.shared.control_ack.load(Ordering::Acquire);
+        let now = Instant::now();
+        let mut i = 0;
+        while i < self.pending.len() {
+            if self.pending[i].seq <= ack || now > self.pending[i].deadline {
+                let p = self.pending.swap_remove(i);
+                (p.respond)(p.seq <= ack);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// Forwards a changed runtime parameter to where it acts.
+    fn on_param(&mut self, name: &str) {
+        let (req, policy) = {
+            let s = match self.store.lock() {
+                Ok(s) => s,
+                Err(_) => return,
+            };
+            let wd_action = WatchdogAction::parse(s.str("watchdog_action")).unwrap_or(WatchdogAction::Hold);
+            let req = match name {
+                "publish_rate_hz" => Some(ControlRequest::PublishRate(s.f64(name))),
+                "real_time_factor" => Some(ControlRequest::RealTimeFactor(s.f64(name))),
+                "solver_max_iterations" => Some(ControlRequest::SolverIterations(s.i64(name).clamp(1, u32::MAX as i64) as u32)),
+                "solver_tolerance" => Some(ControlRequest::SolverTolerance(s.f64(name))),
+                "interpolation" => Interpolation::parse(s.str(name)).map(ControlRequest::Interpolation),
+                "watchdog_timeout_s" | "watchdog_action" => Some(ControlRequest::Watchdog { timeout_s: s.f64("watchdog_timeout_s"), action: wd_action }),
+                "watchdog_hold_kp" | "watchdog_hold_kd" | "watchdog_damping" => {
+                    Some(ControlRequest::WatchdogGains { hold_kp: s.f64("watchdog_hold_kp"), hold_kd: s.f64("watchdog_hold_kd"), damping: s.f64("watchdog_damping") })
+                }
+                _ => name.strip_prefix("gains.").and_then(|rest| {
+                    let joint = rest.rsplit_once('.')?.0;
+                    let slot = self.validator.slot(joint)?;
+                    let kp = s.f64(&format!("gains.{joint}.kp"));
+                    let kd = s.f64(&format!("gains.{joint}.kd"));
+                    Some(ControlRequest::Gains { slot, kp: if kp.is_nan() { 0.0 } else { kp }, kd })
+                }),
+            };
+            (req, if name == "limit_policy" { LimitPolicy::parse(s.str(name)) } else { None })
+        };
+        if let Some(p) = policy {
+            self.validator.policy = p;
+        }
+        if let Some(r) = req {
+            self.control(r);
+        }
+        r2r::log_info!(&self.logger, "parameter {name} changed");
+    }
+}
+
+/// What the publisher thread needs.
+struct PublisherCtx {
+    shared: Arc<RtShared>,
+    mode: TimeMode,
+    joint_names: Vec<String>,
+    joint_states: r2r::Publisher<JointState>,
+    odom: Vec<(r2r::Publisher<Odometry>, Odometry)>,
+    clock: Option<r2r::Publisher<Clock>>,
+    diagnostics: r2r::Publisher<DiagnosticArray>,
+    diag_period: Duration,
+    front: Arc<FrontCounters>,
+    sched: Arc<Mutex<String>>,
+    hardware_id: String,
+    solver_kind: String,
+    logger: String,
+    stop: Arc<AtomicBool>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Latest {
+    sim_time_s: f64,
+    step: StepSummary,
+    stats: LoopStats,
+    counters: RtCounters,
+    paused: bool,
+    watchdog_active: bool,
+    trajectory_active: bool,
+    have: bool,
+}
+
+fn publisher_loop(mut ctx: PublisherCtx) {
+    let mut js = JointState { name: ctx.joint_names.clone(), ..Default::default() };
+    let mut clock = Clock::default();
+    let mut latest = Latest::default();
+    let mut prev = Latest::default();
+    let mut prev_front = (0u64, 0u64, 0u64, 0u64);
+    let mut next_diag = Instant::now() + ctx.diag_period;
+    let mut errors = 0u64;
+    let mut last_error_log: Option<Instant> = None;
+    loop {
+        let stopping = ctx.stop.load(Ordering::Acquire);
+        while let Some(s) = ctx.shared.samples.pop() {
+            convert::fill_joint_state(&mut js, &s, ctx.mode);
+            let mut ok = ctx.joint_states.publish(&js).is_ok();
+            for (k, (p, msg)) in ctx.odom.iter_mut().enumerate() {
+                if let Some(b) = s.bases.get(k) {
+                    convert::fill_odometry(msg, b, &s, ctx.mode);
+                    ok &= p.publish(msg).is_ok();
+                }
+            }
+            if let Some(c) = &ctx.clock {
+                clock.clock = convert::time_from_s(s.sim_time_s);
+                ok &= c.publish(&clock).is_ok();
+            }
+            if !ok {
+                errors += 1;
+                if last_error_log.map(|t| t.elapsed() > Duration::from_secs(5)).unwrap_or(true) {
+                    r2r::log_error!(&ctx.logger, "publishing failed ({errors} times so far)");
+                    last_error_log = Some(Instant::now());
+                }
+            }
+            ctx.front.sim_time_bits.store(s.sim_time_s.to_bits(), Ordering::Relaxed);
+            latest = Latest { sim_time_s: s.sim_time_s, step: s.step, stats: s.stats, counters: s.counters, paused: s.paused, watchdog_active: s.watchdog_active, trajectory_active: s.trajectory_active, have: true };
+            let _ = ctx.shared.samples.recycle(s);
+        }
+        if Instant::now() >= next_diag || (stopping && latest.have) {
+            next_diag += ctx.diag_period;
+            if next_diag < Instant::now() {
+                next_diag = Instant::now() + ctx.diag_period;
+            }
+            let front = (
+                ctx.front.received.load(Ordering::Relaxed),
+                ctx.front.rejected.load(Ordering::Relaxed),
+                ctx.front.trajectories_rejected.load(Ordering::Relaxed),
+                ctx.shared.commands.dropped() + ctx.shared.trajectories.dropped(),
+            );
+            let msg = diagnostics(&ctx, &latest, &prev, front, prev_front);
+            if ctx.diagnostics.publish(&msg).is_err() {
+                errors += 1;
+            }
+            prev = latest;
+            prev_front = front;
+        }
+        if stopping {
+            break;
+        }
+        std::thread::park_timeout(Duration::from_millis(20));
+    }
+}
+
+fn diagnostics(ctx: &PublisherCtx, l: &Latest, p: &Latest, front: (u64, u64, u64, u64), prev_front: (u64, u64, u64, u64)) -> DiagnosticArray {
+    let c = &l.counters;
+    let st = &l.stats;
+    let sched = ctx.sched.lock().map(|s| s.clone()).unwrap_or_default();
+    let f2 = |x: f64| format!("{x:.3}");
+    let new_overruns = c.overruns.saturating_sub(p.counters.overruns);
+    let loop_level = if new_overruns > 0 { level::WARN } else { level::OK };
+    let loop_msg = if new_overruns > 0 { format!("{new_overruns} overruns since the last report") } else { format!("{} mode, {}", ctx.mode.name(), sched) };
+    let (received, rejected, traj_rejected, dropped) = front;
+    let new_rejected = (rejected + traj_rejected).saturating_sub(prev_front.1 + prev_front.2);
+    let new_dropped = dropped.saturating_sub(prev_front.3);
+    let cmd_level = if l.watchdog_active || new_rejected > 0 || new_dropped > 0 { level::WARN } else { level::OK };
+    let cmd_msg = if l.watchdog_active {
+        "watchdog active: no commands within the timeout".to_string()
+    } else if new_rejected > 0 {
+        format!("{new_rejected} commands rejected since the last report")
+    } else if new_dropped > 0 {
+        format!("{new_dropped} commands dropped (queue full) since the last report")
+    } else {
+        "ok".to_string()
+    };
+    let new_failed = c.failed_steps.saturating_sub(p.counters.failed_steps);
+    let new_unconverged = c.unconverged_steps.saturating_sub(p.counters.unconverged_steps);
+    let phys_level = if new_failed > 0 { level::ERROR } else if new_unconverged > 0 { level::WARN } else { level::OK };
+    let phys_msg = if new_failed > 0 {
+        format!("{new_failed} steps failed (singular mass matrix or non-finite state)")
+    } else if new_unconverged > 0 {
+        format!("solver did not converge in {new_unconverged} steps")
+    } else {
+        "ok".to_string()
+    };
+    let stamp = match ctx.mode {
+        TimeMode::Realtime => convert::time_from_ns(realtime_ns()),
+        _ => convert::time_from_s(l.sim_time_s),
+    };
+    let mut msg = DiagnosticArray::default();
+    msg.header.stamp = stamp;
+    msg.status = vec![
+        convert::status(
+            &format!("{NODE_NAME}: loop"),
+            &ctx.hardware_id,
+            loop_level,
+            loop_msg,
+            vec![
+                ("time_mode", ctx.mode.name().to_string()),
+                ("scheduling", sched.clone()),
+                ("cycles", c.cycles.to_string()),
+                ("steps", c.steps.to_string()),
+                ("sim_time_s", format!("{:.6}", l.sim_time_s)),
+                ("period_mean_us", f2(st.period_mean_us)),
+                ("jitter_p50_us", f2(st.jitter_p50_us)),
+                ("jitter_p99_us", f2(st.jitter_p99_us)),
+                ("jitter_max_us", f2(st.jitter_max_us)),
+                ("exec_mean_us", f2(st.exec_mean_us)),
+                ("exec_p99_us", f2(st.exec_p99_us)),
+                ("exec_max_us", f2(st.exec_max_us)),
+                ("overruns", c.overruns.to_string()),
+                ("skipped_deadlines", c.skipped_deadlines.to_string()),
+                ("real_time_factor", f2(st.real_time_factor)),
+                ("paused", l.paused.to_string()),
+                ("samples_dropped", c.samples_dropped.to_string()),
+                ("resets", c.resets.to_string()),
+            ],
+        ),
+        convert::status(
+            &format!("{NODE_NAME}: commands"),
+            &ctx.hardware_id,
+            cmd_level,
+            cmd_msg,
+            vec![
+                ("commands_received", received.to_string()),
+                ("commands_applied", c.commands_applied.to_string()),
+                ("commands_rejected", rejected.to_string()),
+                ("commands_clamped", ctx.front.clamped.load(Ordering::Relaxed).to_string()),
+                ("commands_dropped", dropped.to_string()),
+                ("trajectories_received", ctx.front.trajectories_received.load(Ordering::Relaxed).to_string()),
+                ("trajectories_rejected", traj_rejected.to_string()),
+                ("trajectories_started", c.trajectories.to_string()),
+                ("trajectory_active", l.trajectory_active.to_string()),
+                ("control_requests_refused", ctx.front.control_refused.load(Ordering::Relaxed).to_string()),
+                ("watchdog_active", l.watchdog_active.to_string()),
+                ("watchdog_trips", c.watchdog_trips.to_string()),
+            ],
+        ),
+        convert::status(
+            &format!("{NODE_NAME}: physics"),
+            &ctx.hardware_id,
+            phys_level,
+            phys_msg,
+            vec![
+                ("solver", ctx.solver_kind.clone()),
+                ("solver_iterations", l.step.iterations.to_string()),
+                ("solver_iterations_max", l.step.iterations_max_window.to_string()),
+                ("solver_residual", format!("{:e}", l.step.residual)),
+                ("solver_residual_max", format!("{:e}", l.step.residual_max_window)),
+                ("solver_converged", l.step.converged.to_string()),
+                ("unconverged_steps", c.unconverged_steps.to_string()),
+                ("failed_steps", c.failed_steps.to_string()),
+                ("contacts", l.step.contacts.to_string()),
+                ("saturated_joints", l.step.saturated_joints.to_string()),
+                ("max_penetration_m", format!("{:e}", l.step.max_penetration_m)),
+            ],
+        ),
+    ];
+    msg
+}
+
+/// Runs the node until SIGINT / SIGTERM. Returns the process exit code.
+pub fn run() -> i32 {
+    let args: Vec<String> = std::env::args().collect();
+    let cli = match parse_cli(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("contact_sim_node: {e}\n\n{USAGE}");
+            return 2;
+        }
+    };
+    if cli.help {
+        println!("{USAGE}");
+        return 0;
+    }
+    install_signal_handlers();
+    match run_node(cli) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("contact_sim_node: error: {e:#}");
+            1
+        }
+    }
+}
+
+fn run_node(cli: CliArgs) -> Result<()> {
+    // r2r panics (instead of returning an error) when rcl rejects the command line, e.g. a
+    // missing --params-file: turn that into an error message
+    let prev_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let ctx = std::panic::catch_unwind(r2r::Context::create);
+    std::panic::set_hook(prev_hook);
+    let ctx = match ctx {
+        Ok(c) => c.context("rcl init")?,
+        Err(p) => {
+            let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_else(|| "unknown error".into());
+            bail!("rcl init failed: {msg}");
+        }
+    };
+    let mut node = r2r::Node::create(ctx, NODE_NAME, "").context("creating the node")?;
+    let logger = node.logger().to_string();
+
+    // ---- scene and solver ---------------------------------------------------------------
+    let scene_path = match (&cli.scene, param_string(&node, "scene").filter(|s| !s.is_empty())) {
+        (Some(p), _) => p.clone(),
+        (None, Some(p)) => PathBuf::from(p),
+        (None, None) => default_scene_path(),
+    };
+    if let Ok(mut p) = node.params.lock() {
+        p.insert("scene".into(), r2r::Parameter::new(ParameterValue::String(scene_path.display().to_string())));
+    }
+    let scene = load_scene(&scene_path).map_err(|e| anyhow!("{e}"))?;
+    let solver_kind = param_string(&node, "solver").unwrap_or_default();
+    let solver = if solver_kind.is_empty() || solver_kind == "scene" || solver_kind == scene.solver.kind() {
+        scene.solver.clone()
+    } else {
+        SolverConfig::from_kind(&solver_kind).ok_or_else(|| anyhow!("parameter solver: unknown solver '{solver_kind}' (known: {})", SolverConfig::KINDS.join(", ")))?
+    };
+    let mut sim = Simulation::from_scene(&scene, Some(&solver));
+    let layout = JointLayout::new(&sim.model);
+    let (iters, tol) = solver_settings(&solver);
+
+    // ---- parameters ---------------------------------------------------------------------
+    let group_names = param_strings(&node, "command_groups");
+    let store = Arc::new(Mutex::new(ParamStore::new(&layout, iters, tol, &group_names)));
+    if cli.list_parameters {
+        for n in store.lock().map_err(|_| anyhow!("poisoned"))?.names() {
+            println!("{n}");
+        }
+        return Ok(());
+    }
+    let dyn_store: Arc<Mutex<dyn r2r::RosParams + Send>> = store.clone();
+    let (param_handler, param_events) = match node.make_derived_parameter_handler(dyn_store) {
+        Ok(x) => x,
+        Err(e) => bail!("invalid parameters: {e}"),
+    };
+    let cfg = {
+        let mut s = store.lock().map_err(|_| anyhow!("poisoned"))?;
+        if !s.unknown.is_empty() {
+            r2r::log_warn!(&logger, "ignoring parameters this node does not declare: {}", s.unknown.join(", "));
+        }
+        s.lock();
+        NodeConfig::from_store(&s)?
+    };
+
+    // initial gains and solver settings into the simulation (before the RT thread owns it)
+    {
+        let s = store.lock().map_err(|_| anyhow!("poisoned"))?;
+        for j in &layout.joints {
+            let v = j.v_index;
+            sim.commands.mode[v] = match sim.commands.mode[v] {
+                ControlMode::Position { .. } => ControlMode::Position { kp: s.f64(&format!("gains.{}.kp", j.name)), kd: s.f64(&format!("gains.{}.kd", j.name)) },
+                ControlMode::Velocity { .. } => ControlMode::Velocity { kd: s.f64(&format!("gains.{}.kd", j.name)) },
+                m => m,
+            };
+        }
+        let it = s.i64("solver_max_iterations").clamp(1, u32::MAX as i64) as u32;
+        let tol = s.f64("solver_tolerance");
+        match &mut sim.workspace.solver {
+            Solver::Pgs(p) => {
+                p.params.max_iterations = it;
+                p.params.tolerance = tol;
+            }
+            Solver::Bisection(p) => {
+                p.params.max_iterations = it;
+                p.params.tolerance_impulse = tol;
+            }
+        }
+    }
+
+    // ---- command groups -----------------------------------------------------------------
+    let validator = CommandValidator::new(&layout, cfg.limit_policy);
+    let mut groups = Vec::new();
+    if group_names.is_empty() {
+        for r in &layout.robots {
+            if r.slots.is_empty() {
+                continue;
+            }
+            let modes: Vec<ControlMode> = r.slots.iter().map(|&s| layout.joints[s].mode).collect();
+            let interface = if modes.iter().all(|m| matches!(m, ControlMode::Effort)) {
+                GroupInterface::Effort
+            } else if modes.iter().all(|m| matches!(m, ControlMode::Velocity { .. })) {
+                GroupInterface::Velocity
+            } else {
+                GroupInterface::Position
+            };
+            groups.push(CommandGroup { name: r.robot.clone(), slots: r.slots.clone(), interface });
+        }
+    } else {
+        let s = store.lock().map_err(|_| anyhow!("poisoned"))?;
+        for g in &group_names {
+            let joints = s.strings(&format!("groups.{g}.joints"));
+            let interface = GroupInterface::parse(s.str(&format!("groups.{g}.interface"))).unwrap_or(GroupInterface::Position);
+            let grp = validator.make_group(g, &joints, interface).map_err(|e| anyhow!("command group '{g}' (groups.{g}.joints): {e}"))?;
+            groups.push(grp);
+        }
+    }
+
+    // ---- the RT loop --------------------------------------------------------------------
+    let rt_cfg = cfg.rt.clone();
+    let rt = RtLoop::new(sim, rt_cfg);
+    let shared = rt.shared().clone();
+    let front = Arc::new(FrontCounters::default());
+
+    // ---- publishers ---------------------------------------------------------------------
+    let qos = QosProfile::default();
+    let joint_states = node.create_publisher::<JointState>("/joint_states", qos.clone())?;
+    let mut odom = Vec::new();
+    for b in &layout.bases {
+        let topic = if layout.bases.len() == 1 { "odom".to_string() } else { format!("{}/odom", b.robot) };
+        let p = node.create_publisher::<Odometry>(&topic, qos.clone()).with_context(|| format!("odometry topic '{topic}'"))?;
+        let mut msg = Odometry { child_frame_id: b.root_link.clone(), ..Default::default() };
+        msg.header.frame_id = cfg.odom_frame.clone();
+        odom.push((p, msg));
+    }
+    let clock = if cfg.rt.time_mode != TimeMode::Realtime { Some(node.create_publisher::<Clock>("/clock", qos.clone())?) } else { None };
+    let diagnostics = node.create_publisher::<DiagnosticArray>("/diagnostics", qos.clone())?;
+
+    // ---- subscriptions and services ------------------------------------------------------
+    let js_stream = node.subscribe::<JointState>("joint_commands", qos.clone())?;
+    let traj_stream = node.subscribe::<JointTrajectory>("joint_trajectory", qos.clone())?;
+    let mut group_streams = Vec::new();
+    for (i, g) in groups.iter().enumerate() {
+        let topic = format!("{}/commands", g.name);
+        match node.subscribe::<Float64MultiArray>(&topic, qos.clone()) {
+            Ok(s) => group_streams.push((i, s)),
+            Err(e) => r2r::log_warn!(&logger, "command group '{}': cannot subscribe to '{topic}' ({e}); group disabled", g.name),
+        }
+    }
+    let reset_srv = node.create_service::<Trigger::Service>("~/reset", qos.clone())?;
+    let pause_srv = node.create_service::<SetBool::Service>("~/pause", qos.clone())?;
+    let step_srv = node.create_service::<Trigger::Service>("~/step", qos.clone())?;
+
+    let n = layout.len();
+    let frontend = Rc::new(RefCell::new(Frontend {
+        shared: shared.clone(),
+        validator,
+        groups: groups.clone(),
+        counters: front.clone(),
+        scratch_cmd: JointCommand::new(n),
+        scratch_traj: TrajectoryCommand::new(n, cfg.rt.max_trajectory_points),
+        command_seq: 0,
+        control_seq: 0,
+        pending: Vec::new(),
+        throttle: Throttle { last: None, suppressed: 0 },
+        paused: cfg.rt.start_paused,
+        mode: cfg.rt.time_mode,
+        logger: logger.clone(),
+        store: store.clone(),
+    }));
+
+    let mut pool = LocalPool::new();
+    let spawner = pool.spawner();
+    spawner.spawn_local(param_handler).map_err(|e| anyhow!("{e:?}"))?;
+    {
+        let f = frontend.clone();
+        spawner
+            .spawn_local(param_events.for_each(move |(name, _)| {
+                f.borrow_mut().on_param(&name);
+                future::ready(())
+            }))
+            .map_err(|e| anyhow!("{e:?}"))?;
+    }
+    {
+        let f = frontend.clone();
+        spawner
+            .spawn_local(js_stream.for_each(move |m| {
+                f.borrow_mut().on_joint_state(&m);
+                future::ready(())
+            }))
+            .map_err(|e| anyhow!("{e:?}"))?;
+    }
+    {
+        let f = frontend.clone();
+        spawner
+            .spawn_local(traj_stream.for_each(move |m| {
+                f.borrow_mut().on_trajectory(&m);
+                future::ready(())
+            }))
+            .map_err(|e| anyhow!("{e:?}"))?;
+    }
+    for (i, s) in group_streams {
+        let f = frontend.clone();
+        spawner
+            .spawn_local(s.for_each(move |m| {
+                f.borrow_mut().on_group(i, &m);
+                future::ready(())
+            }))
+            .map_err(|e| anyhow!("{e:?}"))?;
+    }
+    {
+        let f = frontend.clone();
+        let log = logger.clone();
+        spawner
+            .spawn_local(reset_srv.for_each(move |req| {
+                let log = log.clone();
+                f.borrow_mut().control_then(
+                    ControlRequest::Reset,
+                    Box::new(move |ok| {
+                        let message = if ok { "reset to the initial state".to_string() } else { "the simulation loop did not acknowledge the reset".to_string() };
+                        if req.respond(Trigger::Response { success: ok, message }).is_err() {
+                            r2r::log_warn!(&log, "could not respond to ~/reset");
+                        }
+                    }),
+                );
+                future::ready(())
+            }))
+            .map_err(|e| anyhow!("{e:?}"))?;
+    }
+    {
+        let f = frontend.clone();
+        let log = logger.clone();
+        spawner
+            .spawn_local(pause_srv.for_each(move |req| {
+                let pause = req.message.data;
+                let log = log.clone();
+                let mut fe = f.borrow_mut();
+                fe.paused = pause;
+                fe.control_then(
+                    ControlRequest::Pause(pause),
+                    Box::new(move |ok| {
+                        let message = match (ok, pause) {
+                            (true, true) => "paused".to_string(),
+                            (true, false) => "running".to_string(),
+                            (false, _) => "the simulation loop did not acknowledge".to_string(),
+                        };
+                        if req.respond(SetBool::Response { success: ok, message }).is_err() {
+                            r2r::log_warn!(&log, "could not respond to ~/pause");
+                        }
+                    }),
+                );
+                future::ready(())
+            }))
+            .map_err(|e| anyhow!("{e:?}"))?;
+    }
+    {
+        let f = frontend.clone();
+        let log = logger.clone();
+        spawner
+            .spawn_local(step_srv.for_each(move |req| {
+                let log = log.clone();
+                let mut fe = f.borrow_mut();
+                if !fe.paused && fe.mode != TimeMode::Lockstep {
+                    let r = Trigger::Response { success: false, message: "the simulation is running: call ~/pause with data=true first".into() };
+                    if req.respond(r).is_err() {
+                        r2r::log_warn!(&log, "could not respond to ~/step");
+                    }
+                } else {
+                    fe.control_then(
+                        ControlRequest::Step(1),
+                        Box::new(move |ok| {
+                            let message = if ok { "stepped once".to_string() } else { "the simulation loop did not acknowledge".to_string() };
+                            if req.respond(Trigger::Response { success: ok, message }).is_err() {
+                                r2r::log_warn!(&log, "could not respond to ~/step");
+                            }
+                        }),
+                    );
+                }
+                future::ready(())
+            }))
+            .map_err(|e| anyhow!("{e:?}"))?;
+    }
+
+    // ---- threads ------------------------------------------------------------------------
+    let pub_stop = Arc::new(AtomicBool::new(false));
+    let sched_desc = Arc::new(Mutex::new(String::from("starting")));
+    let pctx = PublisherCtx {
+        shared: shared.clone(),
+        mode: cfg.rt.time_mode,
+        joint_names: layout.joints.iter().map(|j| j.name.clone()).collect(),
+        joint_states,
+        odom,
+        clock,
+        diagnostics,
+        diag_period: Duration::from_secs_f64(1.0 / cfg.diagnostics_rate_hz),
+        front: front.clone(),
+        sched: sched_desc.clone(),
+        hardware_id: format!("contact_sim scene '{}'", scene.name),
+        solver_kind: solver.kind().to_string(),
+        logger: logger.clone(),
+        stop: pub_stop.clone(),
+    };
+    let publisher = std::thread::Builder::new().name("contact_sim_pub".into()).spawn(move || publisher_loop(pctx))?;
+    let mut rt = rt;
+    rt.set_notify(publisher.thread().clone());
+    let (steps_per_cycle, period_ns) = rt.realtime_cycle();
+    let rt_handle = rt.spawn()?;
+    match rt_handle.sched_report(Duration::from_secs(10)) {
+        Some(r) => {
+            let desc = format!("{}{}", r.policy.describe(), if r.memory_locked { ", memory locked" } else { "" });
+            if let Ok(mut d) = sched_desc.lock() {
+                *d = desc.clone();
+            }
+            if let Some(w) = r.warning {
+                r2r::log_warn!(&logger, "{w}");
+            } else {
+                r2r::log_info!(&logger, "real-time loop: {desc}");
+            }
+        }
+        None => r2r::log_warn!(&logger, "the real-time thread did not report its scheduling"),
+    }
+    let rate = match cfg.rt.time_mode {
+        TimeMode::Realtime => format!("{:.1} Hz ({} step(s) of {} ms per cycle)", 1e9 / period_ns as f64, steps_per_cycle, scene.model.timestep_s * 1e3),
+        TimeMode::SimTime => format!("real-time factor {}", if cfg.rt.real_time_factor > 0.0 { cfg.rt.real_time_factor.to_string() } else { "unlimited".into() }),
+        TimeMode::Lockstep => "one step per command".into(),
+    };
+    r2r::log_info!(
+        &logger,
+        "scene '{}' ({}): {} joints, {} floating base(s), solver {}; {} mode, {}; /joint_states at {} Hz; command groups: {}",
+        scene.name,
+        scene_path.display(),
+        n,
+        layout.bases.len(),
+        solver.kind(),
+        cfg.rt.time_mode.name(),
+        rate,
+        cfg.rt.publish_rate_hz,
+        if groups.is_empty() { "none".to_string() } else { groups.iter().map(|g| format!("{}/commands", g.name)).collect::<Vec<_>>().join(", ") }
+    );
+
+    if cfg!(debug_assertions) && cfg.rt.time_mode == TimeMode::Realtime {
+        r2r::log_warn!(&logger, "this is a debug build: steps are tens of times slower than in release and realtime mode will overrun on larger scenes (cargo build --release --features ros; colcon build --cargo-args --release --features ros)");
+    }
+
+    // ---- spin ---------------------------------------------------------------------------
+    let mut failure = None;
+    while !STOP.load(Ordering::SeqCst) {
+        node.spin_once(Duration::from_millis(5));
+        pool.run_until_stalled();
+        frontend.borrow_mut().poll_pending();
+        if rt_handle.is_finished() {
+            failure = Some(anyhow!("the real-time thread stopped unexpectedly"));
+            break;
+        }
+    }
+    r2r::log_info!(&logger, "shutting down");
+    let exit = rt_handle.stop();
+    pub_stop.store(true, Ordering::Release);
+    publisher.thread().unpark();
+    let _ = publisher.join();
+    // answer services still waiting
+    for p in frontend.borrow_mut().pending.drain(..) {
+        (p.respond)(false);
+    }
+    if let Some(x) = exit {
+        r2r::log_info!(&logger, "stopped after {} steps ({} overruns, {} watchdog trips)", x.counters.steps, x.counters.overruns, x.counters.watchdog_trips);
+    }
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// The typed node configuration, read from the parameters at start-up.
+#[derive(Clone, Debug)]
+pub struct NodeConfig {
+    /// The real-time loop's configuration.
+    pub rt: RtConfig,
+    /// Limit policy.
+    pub limit_policy: LimitPolicy,
+    /// Diagnostics rate (Hz).
+    pub diagnostics_rate_hz: f64,
+    /// Odometry frame id.
+    pub odom_frame: String,
+}
+
+impl NodeConfig {
+    /// Reads the configuration from validated parameters.
+    pub fn from_store(s: &ParamStore) -> Result<Self> {
+        let time_mode = TimeMode::parse(s.str("time_mode")).ok_or_else(|| anyhow!("time_mode"))?;
+        let sched = SchedConfig {
+            policy: PolicyKind::parse(s.str("rt_policy")).unwrap_or(PolicyKind::Deadline),
+            fifo_priority: s.i64("rt_priority") as i32,
+            deadline_runtime_ns: (s.i64("rt_deadline_runtime_us").max(0) as u64) * 1000,
+            deadline_period_ns: 0,
+            lock_memory: s.bool("rt_lock_memory"),
+            cpu_affinity: s.ints("rt_cpu_affinity").into_iter().map(|c| c as usize).collect(),
+        };
+        let rt = RtConfig {
+            time_mode,
+            rate_hz: s.f64("rate_hz"),
+            publish_rate_hz: s.f64("publish_rate_hz"),
+            real_time_factor: s.f64("real_time_factor"),
+            overrun_policy: OverrunPolicy::parse(s.str("overrun_policy")).unwrap_or(OverrunPolicy::SkipAhead),
+            max_catch_up_cycles: s.i64("max_catch_up_cycles").clamp(0, u32::MAX as i64) as u32,
+            sched,
+            watchdog: WatchdogConfig {
+                timeout_s: s.f64("watchdog_timeout_s"),
+                action: WatchdogAction::parse(s.str("watchdog_action")).unwrap_or(WatchdogAction::Hold),
+                hold_kp: s.f64("watchdog_hold_kp"),
+                hold_kd: s.f64("watchdog_hold_kd"),
+                damping: s.f64("watchdog_damping"),
+            },
+            interpolation: Interpolation::parse(s.str("interpolation")).unwrap_or(Interpolation::Cubic),
+            command_queue_size: s.i64("command_queue_size") as usize,
+            trajectory_queue_size: 4,
+            sample_queue_size: s.i64("sample_queue_size") as usize,
+            control_queue_size: 64,
+            max_trajectory_points: s.i64("max_trajectory_points") as usize,
+            stats_interval_s: 1.0,
+            heartbeat_s: 0.1,
+            start_paused: s.bool("start_paused"),
+        };
+        Ok(NodeConfig {
+            rt,
+            limit_policy: LimitPolicy::parse(s.str("limit_policy")).unwrap_or(LimitPolicy::Reject),
+            diagnostics_rate_hz: s.f64("diagnostics_rate_hz"),
+            odom_frame: s.str("odom_frame").to_string(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn a(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn cli() {
+        assert_eq!(parse_cli(&a(&["x"])).unwrap(), CliArgs::default());
+        let c = parse_cli(&a(&["x", "--scene", "s.yaml", "--ros-args", "-p", "time_mode:=lockstep", "--scene", "ignored"])).unwrap();
+        assert_eq!(c.scene, Some(PathBuf::from("s.yaml")));
+        let c = parse_cli(&a(&["x", "--ros-args", "-p", "a:=b", "--", "--scene=t.yaml"])).unwrap();
+        assert_eq!(c.scene, Some(PathBuf::from("t.yaml")));
+        assert!(parse_cli(&a(&["x", "--bogus"])).is_err());
+        assert!(parse_cli(&a(&["x", "--scene"])).is_err());
+    }
+}

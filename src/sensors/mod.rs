@@ -1,0 +1,384 @@
+//! Force/torque sensor emulation and contact wrenches.
+//!
+//! # What an F/T sensor measures
+//! A sensor sits on a **fixed** URDF joint (e.g. the wrist mount). Its ideal reading is the wrench
+//! that the **child side** (everything below the joint: tool, payload, what they touch) exerts on
+//! the **parent side** (the robot), expressed in the sensor frame S at the sensor origin:
+//! `F_S = [f_S; n_S]` (N, N·m; force first, as geometry_msgs/Wrench).
+//! Sign: a payload of mass m hanging at rest below a sensor whose z axis points up reads
+//! `f_S = (0, 0, −m g)`: the payload pulls the sensor down. An offset centre of mass at r (from the
+//! sensor origin, in S) adds the moment `n_S = r × f_S`.
+//!
+//! The reading comes from the dynamics of the step (recursive Newton–Euler over the child subtree
+//! with the step's accelerations `a = (v⁺ − v)/dt`, velocity-product terms at the step's midpoint
+//! velocity, gravity, and the contact impulses on the subtree), so inertial and contact forces
+//! (friction included) are in it, not only gravity:
+//! `F_child→parent = Σ_subtree f_contact − Σ_subtree (I a + v ×* I v − I a_g)`.
+//!
+//! # Emulation
+//! Per sample (at `rate_hz`, or every step): ideal → + bias + drift (random walk) → + Gaussian
+//! noise → low-pass filter (first or second order, cutoff `cutoff_hz`) → saturation at ±`range`
+//! (flagged) → quantization to `resolution` → transport delay of `delay_samples` samples. Random
+//! numbers come from a ChaCha8 generator seeded per sensor: the same seed gives the same readings.
+//! Everything off (the default) gives the ideal reading.
+
+use crate::error::InputError;
+use crate::math::{Pose, Vec3, Vec6};
+use crate::model::{BodyId, JointKind, Model};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, StandardNormal};
+
+/// A value per wrench axis `[fx, fy, fz, tx, ty, tz]`, written in YAML either as one number for
+/// all six axes or as a list of six.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(untagged)]
+pub enum Axes {
+    /// The same value on every axis.
+    All(f64),
+    /// One value per axis.
+    Each([f64; 6]),
+}
+
+impl Axes {
+    /// The six values.
+    pub fn values(&self) -> [f64; 6] {
+        match *self {
+            Axes::All(x) => [x; 6],
+            Axes::Each(v) => v,
+        }
+    }
+}
+
+fn zero_axes() -> Axes {
+    Axes::All(0.0)
+}
+fn infinite_axes() -> Axes {
+    Axes::All(f64::INFINITY)
+}
+fn default_order() -> u8 {
+    1
+}
+
+/// Sensor emulation parameters (the scene's `sensors[].emulation`). Forces in N, torques in N·m.
+#[derive(Clone, Debug, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FtEmulation {
+    /// Constant bias added to the reading.
+    #[serde(default = "zero_axes")]
+    pub bias: Axes,
+    /// Bias drift: a random walk with this standard deviation per √s.
+    #[serde(default = "zero_axes")]
+    pub bias_drift_std: Axes,
+    /// White Gaussian noise standard deviation per sample.
+    #[serde(default = "zero_axes")]
+    pub noise_std: Axes,
+    /// Low-pass cutoff (Hz); none when absent. Must be below the Nyquist frequency.
+    #[serde(default)]
+    pub cutoff_hz: Option<f64>,
+    /// Filter order: 1 (time constant 1/(2π f_c)) or 2 (two such stages, critically damped).
+    #[serde(default = "default_order")]
+    pub filter_order: u8,
+    /// Quantization step (0: none).
+    #[serde(default = "zero_axes")]
+    pub resolution: Axes,
+    /// Measuring range: readings are clipped to ±range and flagged (inf: none).
+    #[serde(default = "infinite_axes")]
+    pub range: Axes,
+    /// Sample rate (Hz); default: every simulation step. Must divide into the step rate.
+    #[serde(default)]
+    pub rate_hz: Option<f64>,
+    /// Transport delay in samples.
+    #[serde(default)]
+    pub delay_samples: usize,
+    /// Seed of the noise generator.
+    #[serde(default)]
+    pub seed: u64,
+}
+
+impl Default for FtEmulation {
+    fn default() -> Self {
+        FtEmulation {
+            bias: zero_axes(),
+            bias_drift_std: zero_axes(),
+            noise_std: zero_axes(),
+            cutoff_hz: None,
+            filter_order: 1,
+            resolution: zero_axes(),
+            range: infinite_axes(),
+            rate_hz: None,
+            delay_samples: 0,
+            seed: 0,
+        }
+    }
+}
+
+/// A sensor in the scene file.
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FtSensorConfig {
+    /// Sensor name (topics: `<name>/wrench`).
+    pub name: String,
+    /// The fixed URDF joint it sits on.
+    pub joint: String,
+    /// Sensor frame relative to the joint (child link) frame: translation (m).
+    #[serde(default)]
+    pub xyz: [f64; 3],
+    /// Sensor frame relative to the joint frame: roll, pitch, yaw (rad).
+    #[serde(default)]
+    pub rpy: [f64; 3],
+    /// Emulation; absent: ideal.
+    #[serde(default)]
+    pub emulation: FtEmulation,
+}
+
+/// A force/torque sensor of the model.
+#[derive(Clone, Debug)]
+pub struct ForceTorqueSensor {
+    /// Name.
+    pub name: String,
+    /// The fixed joint it sits on.
+    pub joint: String,
+    /// The joint's child body: the sensor measures the subtree rooted here.
+    pub body: BodyId,
+    /// Sensor frame in the child body frame.
+    pub x_body_sensor: Pose,
+    /// Emulation parameters.
+    pub emulation: FtEmulation,
+    /// Steps between samples (1: every step).
+    pub steps_per_sample: u64,
+}
+
+/// Builds the model's sensors from the scene, validating them.
+pub fn build_sensors(configs: &[FtSensorConfig], model: &Model, file: &str) -> Result<Vec<ForceTorqueSensor>, InputError> {
+    let mut out: Vec<ForceTorqueSensor> = vec![];
+    for (i, c) in configs.iter().enumerate() {
+        let el = |k: &str| format!("sensors[{i}] ('{}'){k}", c.name);
+        if out.iter().any(|s| s.name == c.name) {
+            return Err(InputError::invalid(file, el(".name"), "another sensor has this name"));
+        }
+        let body = model.joint_body(&c.joint).ok_or_else(|| InputError::invalid(file, el(".joint"), format!("no joint '{}' in the scene", c.joint)))?;
+        if model.bodies[body].joint.kind != JointKind::Fixed || model.bodies[body].parent.is_none() {
+            return Err(InputError::invalid(
+                file,
+                el(".joint"),
+                format!("joint '{}' is not a fixed joint between two links: an F/T sensor must sit on a fixed joint", c.joint),
+            ));
+        }
+        let e = &c.emulation;
+        let step_rate = 1.0 / model.timestep_s;
+        let rate = e.rate_hz.unwrap_or(step_rate);
+        if !(rate > 0.0 && rate <= step_rate * (1.0 + 1e-9)) {
+            return Err(InputError::invalid(file, el(".emulation.rate_hz"), format!("must be in (0, {step_rate}] Hz (the simulation step rate), got {rate}")));
+        }
+        let steps_per_sample = (step_rate / rate).round();
+        if ((step_rate / rate) - steps_per_sample).abs() > 1e-6 {
+            return Err(InputError::invalid(file, el(".emulation.rate_hz"), format!("{rate} Hz does not divide the step rate {step_rate} Hz")));
+        }
+        for (key, axes, allow_inf) in [("bias_drift_std", e.bias_drift_std, false), ("noise_std", e.noise_std, false), ("resolution", e.resolution, false)] {
+            if axes.values().iter().any(|&x| !(x >= 0.0) || (!allow_inf && !x.is_finite())) {
+                return Err(InputError::invalid(file, el(&format!(".emulation.{key}")), format!("must be ≥ 0 and finite, got {:?}", axes.values())));
+            }
+        }
+        if e.bias.values().iter().any(|x| !x.is_finite()) {
+            return Err(InputError::invalid(file, el(".emulation.bias"), "must be finite"));
+        }
+        if e.range.values().iter().any(|&x| !(x > 0.0)) {
+            return Err(InputError::invalid(file, el(".emulation.range"), format!("must be > 0, got {:?}", e.range.values())));
+        }
+        if let Some(fc) = e.cutoff_hz {
+            if !(fc > 0.0 && fc < 0.5 * rate) {
+                return Err(InputError::invalid(file, el(".emulation.cutoff_hz"), format!("must be in (0, {}) Hz (below the Nyquist frequency of the {rate} Hz sample rate), got {fc}", 0.5 * rate)));
+            }
+        }
+        if !(e.filter_order == 1 || e.filter_order == 2) {
+            return Err(InputError::invalid(file, el(".emulation.filter_order"), format!("must be 1 or 2, got {}", e.filter_order)));
+        }
+        out.push(ForceTorqueSensor {
+            name: c.name.clone(),
+            joint: c.joint.clone(),
+            body,
+            x_body_sensor: crate::math::pose_from_xyz_rpy(c.xyz, c.rpy),
+            emulation: c.emulation.clone(),
+            steps_per_sample: steps_per_sample as u64,
+        });
+    }
+    Ok(out)
+}
+
+/// The run-time state of one sensor (part of [`crate::state::State`]).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct FtSensorState {
+    /// Latest ideal wrench `[fx fy fz tx ty tz]` in the sensor frame (N, N·m).
+    pub ideal: [f64; 6],
+    /// Latest emulated reading (N, N·m), updated at the sensor rate.
+    pub measured: [f64; 6],
+    /// The latest reading was clipped at the range on some axis.
+    pub saturated: bool,
+    /// Samples taken.
+    pub samples: u64,
+    drift: [f64; 6],
+    filter: [[f64; 6]; 2],
+    filter_primed: bool,
+    /// Ring of the last `delay_samples + 1` processed samples.
+    delay: Vec<[f64; 6]>,
+    delay_head: usize,
+    #[serde(skip)]
+    rng: ChaCha8Rng,
+}
+
+impl FtSensorState {
+    /// Initial state for a sensor.
+    pub fn new(sensor: &ForceTorqueSensor) -> Self {
+        FtSensorState {
+            ideal: [0.0; 6],
+            measured: [0.0; 6],
+            saturated: false,
+            samples: 0,
+            drift: [0.0; 6],
+            filter: [[0.0; 6]; 2],
+            filter_primed: false,
+            delay: vec![[0.0; 6]; sensor.emulation.delay_samples + 1],
+            delay_head: 0,
+            rng: ChaCha8Rng::seed_from_u64(sensor.emulation.seed),
+        }
+    }
+
+    /// Copies `other` into `self` without allocating (the delay lines have equal lengths for the
+    /// same sensor), for allocation-free resets.
+    pub fn copy_from(&mut self, other: &FtSensorState) {
+        self.ideal = other.ideal;
+        self.measured = other.measured;
+        self.saturated = other.saturated;
+        self.samples = other.samples;
+        self.drift = other.drift;
+        self.filter = other.filter;
+        self.filter_primed = other.filter_primed;
+        self.delay.copy_from_slice(&other.delay);
+        self.delay_head = other.delay_head;
+        self.rng.clone_from(&other.rng);
+    }
+
+    /// Takes one sample of the ideal wrench `ideal` (already in the sensor frame) through the
+    /// emulation chain. `sample_period_s` is 1/rate. Allocation-free.
+    pub fn sample(&mut self, e: &FtEmulation, ideal: &[f64; 6], sample_period_s: f64) {
+        self.ideal = *ideal;
+        let (bias, drift_std, noise_std) = (e.bias.values(), e.bias_drift_std.values(), e.noise_std.values());
+        let (resolution, range) = (e.resolution.values(), e.range.values());
+        let mut x = [0.0; 6];
+        for k in 0..6 {
+            let n: f64 = if noise_std[k] > 0.0 { StandardNormal.sample(&mut self.rng) } else { 0.0 };
+            x[k] = ideal[k] + bias[k] + self.drift[k] + noise_std[k] * n;
+            if drift_std[k] > 0.0 {
+                let w: f64 = StandardNormal.sample(&mut self.rng);
+                self.drift[k] += drift_std[k] * sample_period_s.sqrt() * w;
+            }
+        }
+        if let Some(fc) = e.cutoff_hz {
+            // exact discretization of dy/dt = (x − y)/τ, τ = 1/(2π f_c), per stage
+            let alpha = 1.0 - (-2.0 * std::f64::consts::PI * fc * sample_period_s).exp();
+            if !self.filter_primed {
+                self.filter = [x; 2];
+                self.filter_primed = true;
+            }
+            for stage in 0..e.filter_order as usize {
+                let input = if stage == 0 { x } else { self.filter[stage - 1] };
+                for k in 0..6 {
+                    self.filter[stage][k] += alpha * (input[k] - self.filter[stage][k]);
+                }
+            }
+            x = self.filter[e.filter_order as usize - 1];
+        }
+        let mut saturated = false;
+        for k in 0..6 {
+            if x[k].abs() > range[k] {
+                x[k] = x[k].clamp(-range[k], range[k]);
+                saturated = true;
+            }
+            if resolution[k] > 0.0 {
+                x[k] = (x[k] / resolution[k]).round() * resolution[k];
+            }
+        }
+        // transport delay: the ring holds the last delay+1 samples
+        let n = self.delay.len();
+        self.delay[self.delay_head] = x;
+        let out = self.delay[(self.delay_head + 1) % n];
+        self.delay_head = (self.delay_head + 1) % n;
+        self.measured = if self.samples + 1 >= n as u64 { out } else { [0.0; 6] };
+        self.saturated = saturated;
+        self.samples += 1;
+    }
+}
+
+/// Spatial force (about the world origin, world axes) of a force `f` (N) applied at world point
+/// `p`: `[p × f; f]`.
+#[inline]
+pub fn force_at_point(f: &Vec3, p: &Vec3) -> Vec6 {
+    crate::math::spatial(&p.cross(f), f)
+}
+
+/// Re-expresses a spatial force `[n_O; f]` (world, about the world origin) at the origin of the
+/// frame `x_ws` in its axes, returned as `[f; n]` (force first, the ROS Wrench order).
+pub fn wrench_in_frame(w: &Vec6, x_ws: &Pose) -> [f64; 6] {
+    let (n_o, f) = (crate::math::ang(w), crate::math::lin(w));
+    let p = x_ws.translation.vector;
+    let n_p = n_o - p.cross(&f);
+    let r_inv = x_ws.rotation.inverse();
+    let (fs, ns) = (r_inv * f, r_inv * n_p);
+    [fs.x, fs.y, fs.z, ns.x, ns.y, ns.z]
+}
+
+/// Net contact wrench on one body (link or object), from the last step.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct BodyContactWrench {
+    /// Body name.
+    pub body: String,
+    /// Force (N) and torque about the body origin (N·m), world axes: `[fx fy fz tx ty tz]`.
+    pub world: [f64; 6],
+    /// The same in the body frame.
+    pub local: [f64; 6],
+    /// The individual contact points on this body.
+    pub points: Vec<ContactPointReport>,
+}
+
+/// One contact point as seen by a body.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ContactPointReport {
+    /// Position (m, world).
+    pub position: [f64; 3],
+    /// Unit normal pushing on this body (world).
+    pub normal: [f64; 3],
+    /// Normal force (N, ≥ 0).
+    pub normal_force: f64,
+    /// Friction force (N, world; tangential).
+    pub friction_force: [f64; 3],
+}
+
+/// The contact wrench on `body` from the last step (uses `ws.contacts` / `ws.impulse`).
+pub fn body_contact_wrench(model: &Model, ws: &crate::workspace::Workspace, body: BodyId) -> BodyContactWrench {
+    let x = &ws.body_pose[body];
+    let mut total = Vec6::zeros();
+    let mut points = vec![];
+    for (i, c) in ws.contacts.iter().enumerate() {
+        let sign = if c.body_b == Some(body) {
+            1.0
+        } else if c.body_a == Some(body) {
+            -1.0
+        } else {
+            continue;
+        };
+        let l = &ws.impulse[3 * i..3 * i + 3];
+        let dt = model.timestep_s;
+        let fn_ = c.normal * (l[0] / dt) * sign;
+        let ft = (c.tangent1 * l[1] + c.tangent2 * l[2]) * (sign / dt);
+        total += force_at_point(&(fn_ + ft), &c.position);
+        points.push(ContactPointReport {
+            position: c.position.into(),
+            normal: (c.normal * sign).into(),
+            normal_force: l[0] / dt,
+            friction_force: ft.into(),
+        });
+    }
+    let at_origin = wrench_in_frame(&total, &Pose::from_parts(x.translation, nalgebra::UnitQuaternion::identity()));
+    BodyContactWrench { body: model.bodies[body].name.clone(), world: at_origin, local: wrench_in_frame(&total, x), points }
+}

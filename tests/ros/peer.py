@@ -1,0 +1,460 @@
+#!/usr/bin/env python3
+"""rclpy test peer for contact_sim_node (driven by tests/ros_node.rs).
+
+    python3 tests/ros/peer.py SCENARIO
+
+Each scenario talks to a running contact_sim_node over real DDS, collects measurements and prints
+one line `RESULT {json}` on success (the Rust test asserts on the numbers). Any failure to
+observe what a scenario waits for raises SystemExit with a message (non-zero exit code). Every
+wait is bounded.
+"""
+import json
+import math
+import sys
+import time
+
+import rclpy
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.parameter_client import AsyncParameterClient
+
+from builtin_interfaces.msg import Duration as DurationMsg
+from diagnostic_msgs.msg import DiagnosticArray
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import SetBool, Trigger
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+NODE = "/contact_sim_node"
+DISCOVERY_TIMEOUT = 40.0
+
+
+def stamp_s(stamp):
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+class Peer(Node):
+    def __init__(self):
+        super().__init__("contact_sim_test_peer")
+        self.states = []  # (monotonic receive time, stamp s, names, position, velocity, effort)
+        self.diag = {}  # key -> value (latest), over all statuses
+        self.diag_count = 0
+        self.clock = []  # (monotonic receive time, clock s)
+        self.create_subscription(JointState, "/joint_states", self._on_state, 100)
+        self.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, 10)
+        self.create_subscription(Clock, "/clock", self._on_clock, 100)
+        self.cmd_pub = self.create_publisher(JointState, "joint_commands", 10)
+        self.traj_pub = self.create_publisher(JointTrajectory, "joint_trajectory", 10)
+        self.group_pubs = {}
+
+    # -- callbacks ------------------------------------------------------------------------------
+    def _on_state(self, m):
+        self.states.append((time.monotonic(), stamp_s(m.header.stamp), list(m.name), list(m.position), list(m.velocity), list(m.effort)))
+
+    def _on_diag(self, m):
+        for s in m.status:
+            for kv in s.values:
+                self.diag[kv.key] = kv.value
+            lvl = s.level if isinstance(s.level, int) else int.from_bytes(s.level, "little")
+            self.diag[s.name + ".level"] = lvl
+            self.diag[s.name + ".message"] = s.message
+        self.diag_count += 1
+
+    def _on_clock(self, m):
+        self.clock.append((time.monotonic(), stamp_s(m.clock)))
+
+    # -- helpers --------------------------------------------------------------------------------
+    def spin_for(self, seconds):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            rclpy.spin_once(self, timeout_sec=min(0.01, max(0.0, end - time.monotonic())))
+
+    def spin_until(self, cond, timeout, what):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if cond():
+                return
+            rclpy.spin_once(self, timeout_sec=0.01)
+        if cond():
+            return
+        raise SystemExit(f"peer: timed out after {timeout} s waiting for {what}")
+
+    def discover(self, need_commands=True):
+        t0 = time.monotonic()
+        self.spin_until(lambda: self.count_publishers("/joint_states") > 0, DISCOVERY_TIMEOUT, "a /joint_states publisher")
+        if need_commands:
+            self.spin_until(lambda: self.cmd_pub.get_subscription_count() > 0, DISCOVERY_TIMEOUT, "the joint_commands subscriber")
+            self.spin_until(lambda: self.traj_pub.get_subscription_count() > 0, DISCOVERY_TIMEOUT, "the joint_trajectory subscriber")
+        self.spin_until(lambda: len(self.states) > 0, DISCOVERY_TIMEOUT, "a first /joint_states message")
+        return time.monotonic() - t0
+
+    def group_pub(self, topic):
+        if topic not in self.group_pubs:
+            p = self.create_publisher(Float64MultiArray, topic, 10)
+            self.spin_until(lambda: p.get_subscription_count() > 0, DISCOVERY_TIMEOUT, f"the {topic} subscriber")
+            self.group_pubs[topic] = p
+        return self.group_pubs[topic]
+
+    def command(self, names, position=(), velocity=(), effort=()):
+        m = JointState()
+        m.header.stamp = self.get_clock().now().to_msg()
+        m.name = list(names)
+        m.position = [float(x) for x in position]
+        m.velocity = [float(x) for x in velocity]
+        m.effort = [float(x) for x in effort]
+        self.cmd_pub.publish(m)
+
+    def trajectory(self, names, points, stamp=None):
+        """points: [(time_from_start_s, positions, velocities or None)]"""
+        m = JointTrajectory()
+        if stamp is not None:
+            m.header.stamp = stamp
+        m.joint_names = list(names)
+        for t, pos, vel in points:
+            p = JointTrajectoryPoint()
+            p.positions = [float(x) for x in pos]
+            if vel is not None:
+                p.velocities = [float(x) for x in vel]
+            p.time_from_start = DurationMsg(sec=int(math.floor(t)), nanosec=int(round((t - math.floor(t)) * 1e9)))
+            m.points.append(p)
+        self.traj_pub.publish(m)
+
+    def call(self, srv_type, name, request, timeout=20.0):
+        c = self.create_client(srv_type, name)
+        if not c.wait_for_service(timeout_sec=DISCOVERY_TIMEOUT):
+            raise SystemExit(f"peer: service {name} not available")
+        f = c.call_async(request)
+        self.spin_until(f.done, timeout, f"the response of {name}")
+        r = f.result()
+        self.destroy_client(c)
+        return r
+
+    def diag_int(self, key):
+        return int(self.diag.get(key, "-1"))
+
+    def wait_diag(self, cond, timeout, what):
+        self.spin_until(lambda: self.diag_count > 0 and cond(), timeout, what)
+
+    def states_since(self, t):
+        return [s for s in self.states if s[0] >= t]
+
+    def params_client(self):
+        pc = AsyncParameterClient(self, NODE)
+        if not pc.wait_for_services(timeout_sec=DISCOVERY_TIMEOUT):
+            raise SystemExit("peer: parameter services not available")
+        return pc
+
+    def list_parameters(self):
+        pc = self.params_client()
+        f = pc.list_parameters()
+        self.spin_until(f.done, 20.0, "list_parameters")
+        return sorted(f.result().result.names)
+
+    def set_parameters(self, params):
+        pc = self.params_client()
+        f = pc.set_parameters(params)
+        self.spin_until(f.done, 20.0, "set_parameters")
+        return [(r.successful, r.reason) for r in f.result().results]
+
+
+def mean(xs):
+    return sum(xs) / len(xs) if xs else float("nan")
+
+
+# ---- scenarios ------------------------------------------------------------------------------------
+
+
+def scenario_up(p):
+    discovery_s = p.discover()
+    t0 = time.monotonic()
+    p.spin_for(2.0)
+    window = p.states_since(t0)
+    stamps = [s[1] for s in window]
+    p.wait_diag(lambda: "jitter_p99_us" in p.diag, 20.0, "/diagnostics")
+    ours = lambda: sorted(n for n, _ in p.get_service_names_and_types() if n.startswith(NODE + "/"))
+    want = [NODE + "/reset", NODE + "/pause", NODE + "/step"]
+    p.spin_until(lambda: all(w in ours() for w in want), DISCOVERY_TIMEOUT, "the node's services")
+    services = ours()
+    return {
+        "discovery_s": discovery_s,
+        "rate_hz": len(window) / 2.0,
+        "names": window[-1][2],
+        "stamps_increasing": all(b >= a for a, b in zip(stamps, stamps[1:])),
+        "lengths_ok": all(len(s[3]) == len(s[2]) == len(s[4]) == len(s[5]) for s in window),
+        "diag": p.diag,
+        "services": services,
+        "params": p.list_parameters(),
+    }
+
+
+def scenario_effort(p):
+    """Node: effort pendulum, sim_time (rtf 1), start_paused, no watchdog. Apply tau, then run."""
+    tau = 2.0
+    p.discover()
+    for _ in range(3):
+        p.command(["pendulum_joint"], effort=[tau])
+        p.spin_for(0.1)
+    p.spin_for(0.3)
+    r = p.call(SetBool, NODE + "/pause", SetBool.Request(data=False))
+    if not r.success:
+        raise SystemExit(f"peer: ~/pause false failed: {r.message}")
+    p.spin_until(lambda: p.states and p.states[-1][1] >= 1.0, 30.0, "1 s of sim time")
+    moving = [s for s in p.states if s[1] > 0.0]
+    return {"t": [s[1] for s in moving], "q": [s[3][0] for s in moving], "v": [s[4][0] for s in moving], "effort": [s[5][0] for s in moving], "tau": tau}
+
+
+def scenario_position(p):
+    """Node: position pendulum (kp 50, kd 10), realtime. Group command, then a trajectory."""
+    p.discover()
+    topic = "pendulum/commands"
+    pub = p.group_pub(topic)
+    target = 0.5
+    end = time.monotonic() + 3.0
+    while time.monotonic() < end:  # a controller at 50 Hz
+        pub.publish(Float64MultiArray(data=[target]))
+        p.spin_for(0.02)
+    t0 = time.monotonic()
+    p.spin_for(0.3)
+    q_group = mean([s[3][0] for s in p.states_since(t0)])
+    # joint_trajectory: to -0.3 rad in 1 s (cubic), then held
+    p.trajectory(["pendulum_joint"], [(0.5, [0.1], None), (1.0, [-0.3], None)])
+    t1 = time.monotonic()
+    p.spin_for(3.0)
+    traj_states = p.states_since(t1)
+    t2 = time.monotonic()
+    p.spin_for(0.3)
+    q_traj = mean([s[3][0] for s in p.states_since(t2)])
+    qs = [s[3][0] for s in traj_states]
+    return {"target_group": target, "q_group": q_group, "target_traj": -0.3, "q_traj": q_traj, "q_min_traj": min(qs), "q_max_traj": max(qs)}
+
+
+def scenario_clock(p):
+    """Node: sim_time with real_time_factor 2."""
+    p.discover(need_commands=False)
+    p.spin_until(lambda: len(p.clock) > 10, 20.0, "/clock")
+    p.spin_for(0.5)
+    t0 = time.monotonic()
+    c0 = p.clock[-1][1]
+    p.spin_for(3.0)
+    t1 = time.monotonic()
+    c1 = p.clock[-1][1]
+    clocks = [c for _, c in p.clock]
+    p.wait_diag(lambda: float(p.diag.get("real_time_factor", "0")) > 0, 20.0, "a real_time_factor in /diagnostics")
+    last_state_stamp = p.states[-1][1]
+    return {
+        "clock_rate": (c1 - c0) / (t1 - t0),
+        "clock_monotonic": all(b >= a for a, b in zip(clocks, clocks[1:])),
+        "clock_messages": len(clocks),
+        "last_clock": clocks[-1],
+        "last_state_stamp": last_state_stamp,
+        "diag_rtf": float(p.diag["real_time_factor"]),
+    }
+
+
+def scenario_lockstep(p):
+    """Node: effort pendulum in lockstep. One command, one step, one state."""
+    p.discover()
+    dt = 0.001
+    p.spin_for(0.5)
+    idle = [s[1] for s in p.states]
+    per_command = []
+    for k in range(1, 31):
+        p.command(["pendulum_joint"], effort=[0.5])
+        p.spin_until(lambda: p.states[-1][1] >= k * dt - 1e-9, 10.0, f"the state after command {k}")
+        per_command.append(p.states[-1][1])
+    for _ in range(5):  # a burst without waiting
+        p.command(["pendulum_joint"], effort=[0.5])
+    p.spin_until(lambda: p.states[-1][1] >= 35 * dt - 1e-9, 10.0, "the states after the burst")
+    t_idle = time.monotonic()
+    p.spin_for(1.5)
+    after = [s[1] for s in p.states_since(t_idle)]
+    p.wait_diag(lambda: p.diag_int("commands_applied") >= 35, 20.0, "commands_applied 35 in /diagnostics")
+    return {
+        "idle_stamps_max": max(idle) if idle else -1.0,
+        "per_command": per_command,
+        "after_idle_max": max(after) if after else -1.0,
+        "after_idle_count": len(after),
+        "last_clock": p.clock[-1][1] if p.clock else -1.0,
+        "diag_steps": p.diag_int("steps"),
+        "diag_applied": p.diag_int("commands_applied"),
+    }
+
+
+def scenario_malformed(p):
+    """Node: the arm, realtime, limit_policy reject."""
+    p.discover()
+    names = p.states[-1][2]
+    find = lambda: [n for n, _ in p.get_topic_names_and_types() if n.endswith("/commands")]
+    p.spin_until(lambda: len(find()) > 0, DISCOVERY_TIMEOUT, "a <group>/commands topic")
+    groups = find()
+    gpub = p.group_pub(groups[0])
+    t0 = time.monotonic()
+    bad = 0
+    p.command(["no_such_joint"], position=[0.0]); bad += 1
+    p.command(["arm_joint1"], position=[float("nan")]); bad += 1
+    p.command(["arm_joint1", "arm_joint2"], position=[0.0]); bad += 1
+    p.command(["arm_joint1"], position=[5.0]); bad += 1  # limit ±2.9 rad
+    p.command(["arm_joint1"], velocity=[float("inf")]); bad += 1
+    p.command(["arm_joint1"], effort=[1000.0]); bad += 1  # limit 150 N·m
+    p.command(["arm_joint1", "arm_joint1"], position=[0.0, 0.1]); bad += 1
+    gpub.publish(Float64MultiArray(data=[0.0, 0.1, 0.2])); bad += 1  # wrong length
+    bad_traj = 0
+    p.trajectory(["arm_joint1"], [(1.0, [0.1], None), (0.5, [0.2], None)]); bad_traj += 1  # time order
+    p.trajectory(["ghost"], [(1.0, [0.1], None)]); bad_traj += 1
+    p.spin_for(1.0)
+    during = len(p.states_since(t0)) / (time.monotonic() - t0)
+    # a valid command still goes through
+    p.command(["arm_joint1"], position=[0.2])
+    p.wait_diag(lambda: p.diag_int("commands_rejected") >= bad and p.diag_int("trajectories_rejected") >= bad_traj and p.diag_int("commands_applied") >= 1, 20.0, "the rejections in /diagnostics")
+    t1 = time.monotonic()
+    p.spin_for(1.0)
+    after = len(p.states_since(t1))
+    return {
+        "sent_bad": bad,
+        "sent_bad_traj": bad_traj,
+        "diag_rejected": p.diag_int("commands_rejected"),
+        "diag_traj_rejected": p.diag_int("trajectories_rejected"),
+        "diag_applied": p.diag_int("commands_applied"),
+        "diag_received": p.diag_int("commands_received"),
+        "rate_during_hz": during,
+        "states_after": after,
+        "names": names,
+        "group_topic": groups[0],
+    }
+
+
+def scenario_watchdog(p):
+    """Node: effort pendulum, realtime, watchdog 0.3 s hold (kp 50, kd 10)."""
+    p.discover()
+    end = time.monotonic() + 0.6
+    while time.monotonic() < end:
+        p.command(["pendulum_joint"], effort=[3.0])
+        p.spin_for(0.02)
+    t_stop = time.monotonic()
+    q_stop = p.states[-1][3][0]
+    p.wait_diag(lambda: p.diag.get("watchdog_active") == "true", 20.0, "watchdog_active in /diagnostics")
+    t_fired = time.monotonic() - t_stop
+    p.spin_for(2.0)
+    t1 = time.monotonic()
+    p.spin_for(0.5)
+    held = p.states_since(t1)
+    trips = p.diag_int("watchdog_trips")
+    # a command clears it
+    p.command(["pendulum_joint"], effort=[0.0])
+    p.wait_diag(lambda: p.diag.get("watchdog_active") == "false", 20.0, "watchdog_active false after a command")
+    return {
+        "q_stop": q_stop,
+        "seconds_to_report": t_fired,
+        "trips": trips,
+        "held_q_spread": max(s[3][0] for s in held) - min(s[3][0] for s in held),
+        "held_v_max": max(abs(s[4][0]) for s in held),
+        "held_q": mean([s[3][0] for s in held]),
+        "cleared": True,
+    }
+
+
+def scenario_reset(p):
+    """Node: effort pendulum, realtime, no watchdog. Push, pause, step, reset."""
+    p.discover()
+    q0 = p.states[-1][3][0]
+    end = time.monotonic() + 0.5
+    while time.monotonic() < end:
+        p.command(["pendulum_joint"], effort=[5.0])
+        p.spin_for(0.02)
+    step_running = p.call(Trigger, NODE + "/step", Trigger.Request())
+    paused = p.call(SetBool, NODE + "/pause", SetBool.Request(data=True))
+    p.spin_for(0.2)
+    t0 = time.monotonic()
+    p.spin_for(0.3)
+    frozen = p.states_since(t0)
+    q_paused = frozen[-1][3][0]
+    stepped = p.call(Trigger, NODE + "/step", Trigger.Request())
+    p.spin_for(0.2)
+    q_stepped = p.states[-1][3][0]
+    reset = p.call(Trigger, NODE + "/reset", Trigger.Request())
+    p.spin_for(0.2)
+    after_reset = p.states[-1]
+    resumed = p.call(SetBool, NODE + "/pause", SetBool.Request(data=False))
+    t1 = time.monotonic()
+    p.spin_for(0.5)
+    after = p.states_since(t1)
+    return {
+        "q_initial": q0,
+        "step_while_running": [step_running.success, step_running.message],
+        "pause": [paused.success, paused.message],
+        "q_paused": q_paused,
+        "frozen_spread": max(s[3][0] for s in frozen) - min(s[3][0] for s in frozen),
+        "step": [stepped.success, stepped.message],
+        "q_stepped": q_stepped,
+        "reset": [reset.success, reset.message],
+        "q_after_reset": after_reset[3][0],
+        "v_after_reset": after_reset[4][0],
+        "resume": [resumed.success, resumed.message],
+        "q_after_resume_max": max(abs(s[3][0]) for s in after),
+        "states_after_resume": len(after),
+    }
+
+
+def scenario_params(p):
+    """Node: position pendulum, realtime."""
+    p.discover()
+    results = {}
+    cases = {
+        "publish_rate_hz": Parameter("publish_rate_hz", value=100.0),
+        "gains.pendulum_joint.kp": Parameter("gains.pendulum_joint.kp", value=200.0),
+        "solver_max_iterations": Parameter("solver_max_iterations", value=50),
+        "limit_policy": Parameter("limit_policy", value="clamp"),
+        "time_mode(read-only)": Parameter("time_mode", value="lockstep"),
+        "rate_hz(read-only)": Parameter("rate_hz", value=500.0),
+        "publish_rate_hz(negative)": Parameter("publish_rate_hz", value=-5.0),
+        "watchdog_action(bad)": Parameter("watchdog_action", value="explode"),
+        "undeclared": Parameter("no_such_parameter", value=1.0),
+    }
+    for k, param in cases.items():
+        results[k] = p.set_parameters([param])[0]
+    p.spin_for(0.5)
+    t0 = time.monotonic()
+    p.spin_for(2.0)
+    rate = len(p.states_since(t0)) / 2.0
+    # with kp 200 the steady-state error at 0.5 rad is smaller than with kp 50
+    end = time.monotonic() + 3.0
+    while time.monotonic() < end:
+        p.command(["pendulum_joint"], position=[0.5])
+        p.spin_for(0.05)
+    t1 = time.monotonic()
+    p.spin_for(0.3)
+    q = mean([s[3][0] for s in p.states_since(t1)])
+    return {"results": results, "rate_after_hz": rate, "q_kp200": q}
+
+
+SCENARIOS = {
+    "up": scenario_up,
+    "effort": scenario_effort,
+    "position": scenario_position,
+    "clock": scenario_clock,
+    "lockstep": scenario_lockstep,
+    "malformed": scenario_malformed,
+    "watchdog": scenario_watchdog,
+    "reset": scenario_reset,
+    "params": scenario_params,
+}
+
+
+def main():
+    if len(sys.argv) != 2 or sys.argv[1] not in SCENARIOS:
+        print(f"usage: peer.py {{{'|'.join(SCENARIOS)}}}", file=sys.stderr)
+        return 2
+    rclpy.init()
+    p = Peer()
+    try:
+        result = SCENARIOS[sys.argv[1]](p)
+    finally:
+        p.destroy_node()
+        rclpy.try_shutdown()
+    print("RESULT " + json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

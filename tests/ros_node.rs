@@ -1,0 +1,455 @@
+//! Integration tests of `contact_sim_node` over real DDS (loopback only).
+//!
+//! Each test starts the node binary and an rclpy peer (`tests/ros/peer.py`, run with the python
+//! of the ROS 2 prefix) in a ROS domain of its own, lets the peer drive a scenario and asserts on
+//! the measurements it reports. Tests hold a global lock (one node at a time: the machine may
+//! have two cores) and every wait is bounded.
+//!
+//! Needs the environment of `scripts/ros-env.sh` (run through `scripts/ros-test.sh`).
+
+#![cfg(feature = "ros")]
+
+use serde_json::Value;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+static DOMAIN_COUNTER: AtomicU32 = AtomicU32::new(0);
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn python() -> PathBuf {
+    let prefix = std::env::var_os("CONTACT_SIM_ROS_PREFIX").map(PathBuf::from).unwrap_or_else(|| repo().join(".ros/prefix"));
+    let py = prefix.join("bin/python3");
+    assert!(py.exists(), "no ROS 2 prefix python at {} (run scripts/setup-ros.sh and source scripts/ros-env.sh)", py.display());
+    assert!(std::env::var_os("AMENT_PREFIX_PATH").is_some(), "source scripts/ros-env.sh before running the ROS tests");
+    py
+}
+
+/// A ROS domain id for this test, distinct from the other tests of this process.
+fn domain() -> String {
+    let k = DOMAIN_COUNTER.fetch_add(1, Ordering::SeqCst);
+    (1 + (std::process::id() * 7 + k * 13) % 100).to_string()
+}
+
+fn lock() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+struct NodeProc {
+    child: Option<Child>,
+    log: PathBuf,
+}
+
+impl NodeProc {
+    fn start(scene: &str, params: &[&str], domain: &str) -> Self {
+        let log = std::env::temp_dir().join(format!("contact_sim_node_test_{}_{domain}.log", std::process::id()));
+        let out = std::fs::File::create(&log).expect("log file");
+        let err = out.try_clone().expect("log file");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_contact_sim_node"));
+        cmd.current_dir(repo()).arg("--scene").arg(repo().join(scene)).arg("--ros-args").args(["-p", "diagnostics_rate_hz:=10.0"]);
+        let mut it = params.iter();
+        while let Some(p) = it.next() {
+            if p.starts_with("--") {
+                // e.g. --params-file FILE
+                cmd.arg(p);
+                if let Some(v) = it.next() {
+                    cmd.arg(v);
+                }
+            } else {
+                cmd.args(["-p", p]);
+            }
+        }
+        let child = cmd.env("ROS_DOMAIN_ID", domain).env("RCUTILS_LOGGING_BUFFERED_STREAM", "0").stdin(Stdio::null()).stdout(out).stderr(err).spawn().expect("start contact_sim_node");
+        NodeProc { child: Some(child), log }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.as_ref().map(|c| c.id() as i32).unwrap_or(0)
+    }
+
+    fn wait_log(&self, needle: &str, timeout: Duration) -> bool {
+        let t0 = Instant::now();
+        while t0.elapsed() < timeout {
+            if self.log().contains(needle) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
+    fn alive(&mut self) -> bool {
+        matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
+    }
+
+    /// Sends `sig` and waits up to `timeout` for the exit.
+    fn signal_and_wait(&mut self, sig: i32, timeout: Duration) -> Option<ExitStatus> {
+        let mut child = self.child.take()?;
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let t0 = Instant::now();
+        while t0.elapsed() < timeout {
+            if let Ok(Some(st)) = child.try_wait() {
+                return Some(st);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        None
+    }
+}
+
+impl Drop for NodeProc {
+    fn drop(&mut self) {
+        if self.child.is_some() {
+            let _ = self.signal_and_wait(libc::SIGINT, Duration::from_secs(10));
+        }
+        let _ = std::fs::remove_file(&self.log);
+    }
+}
+
+/// Runs a peer script; returns its RESULT json. Panics (with both logs) on failure or timeout.
+fn run_python(node: &mut NodeProc, args: &[&str], domain: &str, timeout: Duration) -> Value {
+    let mut child = Command::new(python())
+        .args(args)
+        .current_dir(repo())
+        .env("ROS_DOMAIN_ID", domain)
+        .env("PYTHONUNBUFFERED", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the python peer");
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let out_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let t0 = Instant::now();
+    let status = loop {
+        if let Ok(Some(st)) = child.try_wait() {
+            break Some(st);
+        }
+        if t0.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out = out_reader.join().unwrap_or_default();
+    let err = err_reader.join().unwrap_or_default();
+    let alive = node.alive();
+    let fail = |why: &str| -> ! { panic!("{why}\n--- peer stdout:\n{out}\n--- peer stderr:\n{err}\n--- node alive: {alive}; node log:\n{}", node.log()) };
+    match status {
+        None => fail(&format!("peer {args:?} timed out after {timeout:?}")),
+        Some(st) if !st.success() => fail(&format!("peer {args:?} failed ({st})")),
+        _ => {}
+    }
+    let line = out.lines().rev().find(|l| l.starts_with("RESULT ")).unwrap_or_else(|| fail("no RESULT line"));
+    serde_json::from_str(&line["RESULT ".len()..]).unwrap_or_else(|e| fail(&format!("bad RESULT json: {e}")))
+}
+
+fn peer(node: &mut NodeProc, scenario: &str, domain: &str) -> Value {
+    run_python(node, &["tests/ros/peer.py", scenario], domain, Duration::from_secs(150))
+}
+
+fn f(v: &Value, k: &str) -> f64 {
+    v[k].as_f64().unwrap_or_else(|| panic!("{k} missing in {v}"))
+}
+
+fn floats(v: &Value, k: &str) -> Vec<f64> {
+    v[k].as_array().unwrap_or_else(|| panic!("{k} missing")).iter().map(|x| x.as_f64().unwrap()).collect()
+}
+
+/// The pendulum of urdf/pendulum.urdf: I θ'' = τ − m g L sin θ, integrated with RK4 (the
+/// reference for the simulator's motion).
+fn pendulum_reference(tau: f64, t: f64) -> (f64, f64) {
+    let (m, g, l, i) = (1.0, 9.81, 1.0, 1.00004);
+    let acc = |q: f64| (tau - m * g * l * q.sin()) / i;
+    let n = ((t / 1e-4).ceil() as usize).max(1);
+    let h = t / n as f64;
+    let (mut q, mut v) = (0.0f64, 0.0f64);
+    for _ in 0..n {
+        let (k1q, k1v) = (v, acc(q));
+        let (k2q, k2v) = (v + 0.5 * h * k1v, acc(q + 0.5 * h * k1q));
+        let (k3q, k3v) = (v + 0.5 * h * k2v, acc(q + 0.5 * h * k2q));
+        let (k4q, k4v) = (v + h * k3v, acc(q + h * k3q));
+        q += h / 6.0 * (k1q + 2.0 * k2q + 2.0 * k3q + k4q);
+        v += h / 6.0 * (k1v + 2.0 * k2v + 2.0 * k3v + k4v);
+    }
+    (q, v)
+}
+
+/// Steady state of the PD pendulum: kp (θ* − q) = m g L sin q.
+fn pd_steady_state(kp: f64, target: f64) -> f64 {
+    let mut q = target;
+    for _ in 0..200 {
+        q = target - 9.81 * q.sin() / kp;
+    }
+    q
+}
+
+#[test]
+fn node_comes_up_with_topics_services_parameters_and_diagnostics() {
+    let _g = lock();
+    let d = domain();
+    let mut node = NodeProc::start("tests/data/ros_pendulum_position.yaml", &["--params-file", "config/contact_sim_node.params.yaml"], &d);
+    let r = peer(&mut node, "up", &d);
+    assert_eq!(r["names"], serde_json::json!(["pendulum_joint"]));
+    assert!(r["stamps_increasing"].as_bool().unwrap());
+    assert!(r["lengths_ok"].as_bool().unwrap(), "position, velocity and effort for every name");
+    // 1 kHz nominal; the rclpy subscriber on a loaded 2-core machine may not keep up fully
+    assert!(f(&r, "rate_hz") > 300.0, "joint_states at {} Hz", f(&r, "rate_hz"));
+    let services: Vec<&str> = r["services"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+    for s in ["/contact_sim_node/reset", "/contact_sim_node/pause", "/contact_sim_node/step"] {
+        assert!(services.contains(&s), "{s} in {services:?}");
+    }
+    let diag = &r["diag"];
+    for k in ["jitter_p50_us", "jitter_p99_us", "jitter_max_us", "period_mean_us", "overruns", "commands_rejected", "commands_dropped", "solver_iterations", "solver_residual", "real_time_factor", "watchdog_trips"] {
+        assert!(diag.get(k).is_some(), "{k} in /diagnostics: {diag}");
+    }
+    let period: f64 = diag["period_mean_us"].as_str().unwrap().parse().unwrap();
+    assert!((period - 1000.0).abs() < 50.0, "mean loop period {period} µs");
+    let params: Vec<&str> = r["params"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+    for p in ["scene", "solver", "time_mode", "rate_hz", "publish_rate_hz", "real_time_factor", "solver_max_iterations", "solver_tolerance", "watchdog_timeout_s", "gains.pendulum_joint.kp", "gains.pendulum_joint.kd"] {
+        assert!(params.contains(&p), "parameter {p} declared: {params:?}");
+    }
+    assert!(!node.log().contains("ignoring parameters"), "the shipped parameter file names only declared parameters:\n{}", node.log());
+}
+
+#[test]
+fn effort_command_moves_the_pendulum_as_physics_predicts() {
+    let _g = lock();
+    let d = domain();
+    let mut node = NodeProc::start("tests/data/ros_pendulum_effort.yaml", &["time_mode:=sim_time", "real_time_factor:=1.0", "start_paused:=true", "watchdog_timeout_s:=0.0"], &d);
+    let r = peer(&mut node, "effort", &d);
+    let tau = f(&r, "tau");
+    let (t, q, v, e) = (floats(&r, "t"), floats(&r, "q"), floats(&r, "v"), floats(&r, "effort"));
+    assert!(t.len() > 100, "{} states", t.len());
+    assert!(e.iter().all(|&x| (x - tau).abs() < 1e-9), "measured effort equals the command");
+    // initial angular acceleration τ / I (sign and magnitude) from the first 20 ms
+    let k = t.iter().position(|&x| x >= 0.02 - 1e-9).unwrap();
+    let acc0 = v[k] / t[k];
+    assert!(acc0 > 0.0 && (acc0 - tau / 1.00004).abs() < 0.02 * tau, "θ''(0) = {acc0} rad/s², expected τ/I = {}", tau / 1.00004);
+    // the whole motion against I θ'' = τ − m g L sin θ
+    let mut worst = 0.0f64;
+    for i in 0..t.len() {
+        let (qr, _) = pendulum_reference(tau, t[i]);
+        worst = worst.max((q[i] - qr).abs());
+    }
+    let (q1, _) = pendulum_reference(tau, 1.0);
+    assert!(worst < 0.01 * q1.abs().max(0.1), "max |θ − θ_ref| = {worst} rad (θ_ref(1 s) = {q1})");
+}
+
+#[test]
+fn position_commands_and_trajectories_are_tracked_within_the_pd_steady_state_error() {
+    let _g = lock();
+    let d = domain();
+    let mut node = NodeProc::start("tests/data/ros_pendulum_position.yaml", &["watchdog_timeout_s:=1.0"], &d);
+    let r = peer(&mut node, "position", &d);
+    let kp = 50.0;
+    let want = pd_steady_state(kp, f(&r, "target_group"));
+    assert!((f(&r, "q_group") - want).abs() < 0.01, "group command: q = {} rad, PD steady state {want} rad", f(&r, "q_group"));
+    let want = pd_steady_state(kp, f(&r, "target_traj"));
+    assert!((f(&r, "q_traj") - want).abs() < 0.01, "trajectory end: q = {} rad, PD steady state {want} rad", f(&r, "q_traj"));
+    assert!(f(&r, "q_max_traj") < 0.5 && f(&r, "q_min_traj") > -0.4, "trajectory stays between its points: [{}, {}]", f(&r, "q_min_traj"), f(&r, "q_max_traj"));
+}
+
+#[test]
+fn sim_time_publishes_an_advancing_clock_at_the_real_time_factor() {
+    let _g = lock();
+    let d = domain();
+    let mut node = NodeProc::start("tests/data/ros_pendulum_effort.yaml", &["time_mode:=sim_time", "real_time_factor:=2.0", "publish_rate_hz:=200.0"], &d);
+    let r = peer(&mut node, "clock", &d);
+    assert!(r["clock_monotonic"].as_bool().unwrap());
+    let rate = f(&r, "clock_rate");
+    assert!(rate > 1.5 && rate < 2.1, "/clock advanced {rate} s per wall second (factor 2)");
+    let rtf = f(&r, "diag_rtf");
+    assert!(rtf > 1.5 && rtf < 2.1, "diagnostics real_time_factor {rtf}");
+    assert!((f(&r, "last_state_stamp") - f(&r, "last_clock")).abs() < 0.1, "joint_states stamped with sim time");
+}
+
+#[test]
+fn lockstep_takes_exactly_one_step_per_command() {
+    let _g = lock();
+    let d = domain();
+    let mut node = NodeProc::start("tests/data/ros_pendulum_effort.yaml", &["time_mode:=lockstep"], &d);
+    let r = peer(&mut node, "lockstep", &d);
+    assert_eq!(f(&r, "idle_stamps_max"), 0.0, "no step before the first command");
+    let per = floats(&r, "per_command");
+    for (k, s) in per.iter().enumerate() {
+        assert!((s - 0.001 * (k + 1) as f64).abs() < 1e-6, "after command {}: t = {s}", k + 1);
+    }
+    assert!((f(&r, "after_idle_max") - 0.035).abs() < 1e-6, "35 commands, 35 steps, none while idle: t = {}", f(&r, "after_idle_max"));
+    assert!(f(&r, "after_idle_count") > 0.0, "heartbeat states while idle");
+    assert_eq!(f(&r, "diag_steps") as i64, 35);
+    assert_eq!(f(&r, "diag_applied") as i64, 35);
+    assert!((f(&r, "last_clock") - 0.035).abs() < 1e-6, "/clock at {}", f(&r, "last_clock"));
+}
+
+#[test]
+fn malformed_commands_are_rejected_and_counted_while_the_node_keeps_publishing() {
+    let _g = lock();
+    let d = domain();
+    let mut node = NodeProc::start("tests/data/ros_arm.yaml", &["limit_policy:=reject", "publish_rate_hz:=200.0"], &d);
+    let r = peer(&mut node, "malformed", &d);
+    assert_eq!(f(&r, "diag_rejected"), f(&r, "sent_bad"), "every malformed joint / group command rejected: {r}");
+    assert_eq!(f(&r, "diag_traj_rejected"), f(&r, "sent_bad_traj"));
+    assert!(f(&r, "diag_applied") >= 1.0, "the valid command after them was applied");
+    assert!(f(&r, "rate_during_hz") > 50.0 && f(&r, "states_after") > 50.0, "still publishing: {r}");
+    assert!(node.alive(), "the node survived");
+    let log = node.log();
+    assert!(log.contains("rejected command on joint_commands"), "a warning was logged:\n{log}");
+    let warnings = log.matches("rejected command").count();
+    assert!(warnings < f(&r, "sent_bad") as usize + f(&r, "sent_bad_traj") as usize, "warnings are throttled ({warnings} for {} rejections)", f(&r, "sent_bad") + f(&r, "sent_bad_traj"));
+}
+
+#[test]
+fn watchdog_fires_and_holds_position() {
+    let _g = lock();
+    let d = domain();
+    let mut node = NodeProc::start(
+        "tests/data/ros_pendulum_effort.yaml",
+        &["watchdog_timeout_s:=0.3", "watchdog_action:=hold", "watchdog_hold_kp:=50.0", "watchdog_hold_kd:=10.0", "publish_rate_hz:=200.0"],
+        &d,
+    );
+    let r = peer(&mut node, "watchdog", &d);
+    assert!(f(&r, "trips") >= 1.0, "watchdog tripped: {r}");
+    assert!(f(&r, "held_v_max") < 0.05, "holding still: |v| ≤ {}", f(&r, "held_v_max"));
+    assert!(f(&r, "held_q_spread") < 0.01, "holding a position: spread {}", f(&r, "held_q_spread"));
+    assert!(f(&r, "held_q").abs() > 0.05, "held where it was (not back at 0): {}", f(&r, "held_q"));
+    assert!(r["cleared"].as_bool().unwrap());
+}
+
+#[test]
+fn pause_step_and_reset_restore_the_initial_state() {
+    let _g = lock();
+    let d = domain();
+    let mut node = NodeProc::start("tests/data/ros_pendulum_effort.yaml", &["watchdog_timeout_s:=0.0", "publish_rate_hz:=200.0"], &d);
+    let r = peer(&mut node, "reset", &d);
+    assert_eq!(r["step_while_running"][0], false, "~/step refuses while running");
+    assert_eq!(r["pause"][0], true);
+    assert!(f(&r, "frozen_spread") == 0.0, "paused: the state does not change");
+    assert!(f(&r, "q_paused") > 0.05, "it had moved: {}", f(&r, "q_paused"));
+    assert_eq!(r["step"][0], true, "{}", r["step"]);
+    assert!(f(&r, "q_stepped") != f(&r, "q_paused"), "one step moved it");
+    assert_eq!(r["reset"][0], true, "{}", r["reset"]);
+    assert_eq!(f(&r, "q_after_reset"), f(&r, "q_initial"), "initial position");
+    assert_eq!(f(&r, "v_after_reset"), 0.0, "initial velocity");
+    assert_eq!(r["resume"][0], true);
+    assert!(f(&r, "q_after_resume_max") < 1e-6, "initial commands restored (no effort): max |q| {}", f(&r, "q_after_resume_max"));
+}
+
+#[test]
+fn runtime_parameters_are_validated_and_applied() {
+    let _g = lock();
+    let d = domain();
+    let mut node = NodeProc::start("tests/data/ros_pendulum_position.yaml", &["watchdog_timeout_s:=0.0"], &d);
+    let r = peer(&mut node, "params", &d);
+    let res = &r["results"];
+    for ok in ["publish_rate_hz", "gains.pendulum_joint.kp", "solver_max_iterations", "limit_policy"] {
+        assert_eq!(res[ok][0], true, "{ok}: {}", res[ok]);
+    }
+    for bad in ["time_mode(read-only)", "rate_hz(read-only)", "publish_rate_hz(negative)", "watchdog_action(bad)", "undeclared"] {
+        assert_eq!(res[bad][0], false, "{bad} must be refused: {}", res[bad]);
+    }
+    let rate = f(&r, "rate_after_hz");
+    assert!(rate > 70.0 && rate < 130.0, "publish_rate_hz 100 → {rate} Hz");
+    let want = pd_steady_state(200.0, 0.5);
+    assert!((f(&r, "q_kp200") - want).abs() < 0.01, "with kp 200: q = {} vs {want}", f(&r, "q_kp200"));
+}
+
+#[test]
+fn sigint_and_sigterm_shut_down_cleanly() {
+    let _g = lock();
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let d = domain();
+        let mut node = NodeProc::start("tests/data/ros_pendulum_effort.yaml", &[], &d);
+        assert!(node.wait_log("command groups", Duration::from_secs(60)), "node up:\n{}", node.log());
+        assert!(node.pid() > 0);
+        std::thread::sleep(Duration::from_millis(500));
+        let st = node.signal_and_wait(sig, Duration::from_secs(15)).unwrap_or_else(|| panic!("no exit within 15 s of signal {sig}:\n{}", node.log()));
+        assert!(st.success(), "exit status {st} after signal {sig}:\n{}", node.log());
+        let log = node.log();
+        assert!(log.contains("shutting down") && log.contains("stopped after"), "clean shutdown log:\n{log}");
+    }
+}
+
+#[test]
+fn launch_and_parameter_files_name_only_declared_parameters() {
+    let _g = lock();
+    // the node's declared parameters for the default scene (no DDS needed)
+    let out = Command::new(env!("CARGO_BIN_EXE_contact_sim_node")).current_dir(repo()).args(["--scene", "config/default.yaml", "--list-parameters"]).output().expect("run the node");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let declared: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
+    assert!(declared.len() > 20 && declared.contains(&"scene".to_string()), "{declared:?}");
+    let is_declared = |n: &str| declared.iter().any(|d| d == n);
+
+    let mut dummy = NodeProc { child: None, log: PathBuf::from("/nonexistent") };
+    let r = run_python(&mut dummy, &["tests/ros/check_launch.py", repo().to_str().unwrap()], "0", Duration::from_secs(60));
+    // Python launch file
+    let py = &r["py"];
+    let args: Vec<&str> = py["arguments"].as_object().unwrap().keys().map(|s| s.as_str()).collect();
+    for a in ["scene", "solver", "time_mode", "use_sim_time", "params_file"] {
+        assert!(args.contains(&a), "launch argument {a}: {args:?}");
+    }
+    assert_eq!(py["node"]["package"], "contact_sim");
+    assert_eq!(py["node"]["executable"], "contact_sim_node");
+    assert_eq!(py["node"]["name"], "contact_sim_node");
+    let py_params: Vec<&str> = py["node"]["parameter_names"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+    for p in &py_params {
+        assert!(is_declared(p), "launch .py sets undeclared parameter {p}");
+    }
+    assert_eq!(py["node"]["parameter_files"].as_array().unwrap().len(), 1);
+    // XML twin
+    let xml = &r["xml"];
+    let mut xml_args: Vec<&str> = xml["arguments"].as_object().unwrap().keys().map(|s| s.as_str()).collect();
+    let mut py_args = args.clone();
+    xml_args.sort();
+    py_args.sort();
+    assert_eq!(xml_args, py_args, "the XML launch file has the same arguments");
+    assert_eq!(xml["node"]["exec"], "contact_sim_node");
+    let mut xml_params: Vec<&str> = xml["parameter_names"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+    let mut pyp = py_params.clone();
+    xml_params.sort();
+    pyp.sort();
+    assert_eq!(xml_params, pyp, "the XML launch file sets the same parameters");
+    assert_eq!(xml["parameter_files"].as_array().unwrap().len(), 1);
+    // parameter file: only declared names, values the node accepts (checked live in the first test)
+    for (k, _) in r["params_file"].as_object().unwrap() {
+        assert!(is_declared(k), "config/contact_sim_node.params.yaml sets undeclared parameter {k}");
+    }
+    // package.xml
+    let pkg = &r["package"];
+    assert_eq!(pkg["format"], "3");
+    assert_eq!(pkg["name"], "contact_sim");
+    assert_eq!(pkg["build_type"], "ament_cargo");
+    assert_eq!(pkg["maintainer_email_valid"], true);
+    let deps: Vec<&str> = pkg["depends"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+    for m in ["sensor_msgs", "std_msgs", "std_srvs", "trajectory_msgs", "nav_msgs", "rosgraph_msgs", "diagnostic_msgs", "geometry_msgs", "builtin_interfaces", "rcl_interfaces"] {
+        assert!(deps.contains(&m), "package.xml depends on {m}");
+    }
+    // the crate version and package version agree
+    assert_eq!(pkg["version"], env!("CARGO_PKG_VERSION"));
+    assert!(Path::new(&repo().join("launch/sim.launch.py")).exists());
+}
