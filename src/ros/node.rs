@@ -929,6 +929,12 @@ fn run_node(cli: CliArgs) -> Result<()> {
             } else {
                 r2r::log_info!(&logger, "real-time loop: {desc}");
             }
+            if cfg.ros_thread_priority > 0 {
+                match crate::rt::sched::elevate_other_threads(cfg.ros_thread_priority, r.thread_id) {
+                    Ok(n) => r2r::log_info!(&logger, "{n} ROS / DDS threads at SCHED_FIFO priority {}", cfg.ros_thread_priority),
+                    Err(e) => r2r::log_warn!(&logger, "ros_thread_priority {} not applied ({e}); the ROS / DDS threads keep normal scheduling", cfg.ros_thread_priority),
+                }
+            }
         }
         None => r2r::log_warn!(&logger, "the real-time thread did not report its scheduling"),
     }
@@ -995,6 +1001,8 @@ pub struct NodeConfig {
     pub diagnostics_rate_hz: f64,
     /// Odometry frame id.
     pub odom_frame: String,
+    /// SCHED_FIFO priority of the non-RT threads (0 = normal).
+    pub ros_thread_priority: i32,
 }
 
 impl NodeConfig {
@@ -1039,6 +1047,7 @@ impl NodeConfig {
             limit_policy: LimitPolicy::parse(s.str("limit_policy")).unwrap_or(LimitPolicy::Reject),
             diagnostics_rate_hz: s.f64("diagnostics_rate_hz"),
             odom_frame: s.str("odom_frame").to_string(),
+            ros_thread_priority: s.i64("ros_thread_priority") as i32,
         })
     }
 }

@@ -90,6 +90,8 @@ pub struct SchedReport {
     pub affinity_applied: bool,
     /// One human-readable warning when anything configured could not be applied.
     pub warning: Option<String>,
+    /// Kernel thread id of the thread the policy was applied to.
+    pub thread_id: i32,
 }
 
 impl AppliedPolicy {
@@ -172,6 +174,35 @@ fn set_affinity(cpus: &[usize]) -> Result<(), String> {
     }
 }
 
+/// The calling thread's kernel thread id.
+pub fn current_thread_id() -> i32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+}
+
+/// Puts every thread of this process except `except_tid` under SCHED_FIFO at `priority`
+/// (threads they create later inherit it). For the node's non-real-time threads (ROS executor,
+/// publisher, DDS) so that a CPU-heavy neighbour does not delay commands and states by
+/// milliseconds; `priority` should be below the real-time loop's. Returns the number of threads
+/// changed, or the first error.
+pub fn elevate_other_threads(priority: i32, except_tid: i32) -> Result<usize, String> {
+    let p = libc::sched_param { sched_priority: priority.clamp(1, 99) };
+    let mut n = 0;
+    let dir = std::fs::read_dir("/proc/self/task").map_err(|e| e.to_string())?;
+    for entry in dir.flatten() {
+        let Some(tid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
+        if tid == except_tid {
+            continue;
+        }
+        // SAFETY: sched_setscheduler on a thread id of this process with a valid sched_param.
+        if unsafe { libc::sched_setscheduler(tid, libc::SCHED_FIFO, &p) } != 0 {
+            return Err(format!("thread {tid}: {}", errno_string()));
+        }
+        n += 1;
+    }
+    Ok(n)
+}
+
 /// Touches `bytes` of stack so that the pages are mapped (and locked) before the loop runs.
 #[inline(never)]
 fn prefault_stack() {
@@ -239,7 +270,7 @@ pub fn apply(cfg: &SchedConfig, loop_period_ns: u64) -> SchedReport {
             problems.join("; ")
         ))
     };
-    SchedReport { policy, memory_locked, affinity_applied, warning }
+    SchedReport { policy, memory_locked, affinity_applied, warning, thread_id: current_thread_id() }
 }
 
 #[cfg(test)]
