@@ -474,8 +474,8 @@ fn mean(x: &[f64]) -> f64 {
 struct SolveTimes {
     per_step: Vec<f64>,
     per_contact: Vec<f64>,
-    single: Vec<f64>,
-    single_slip: Vec<f64>,
+    /// The bisection's single-contact problems: prepared block, local free velocity, μ, sliding.
+    samples: Vec<(contact_sim::contact::SingleContact, [f64; 3], f64, bool)>,
     mismatches: usize,
 }
 
@@ -525,22 +525,58 @@ fn time_solve(sim: &mut Simulation, before: &contact_sim::state::State, solver: 
         ws.impulse[..m].copy_from_slice(&solution);
     }
     if let SolverConfig::Bisection(prm) = config {
-        const REPEAT: u32 = 8;
         for c in 0..nc {
             let single = SingleContact::new(&p, c, prm);
             let local = SingleContact::local_free_velocity(&p, c, &solution);
             let mu = p.friction[c];
-            let t0 = Instant::now();
-            for _ in 0..REPEAT {
-                black_box(single.solve(black_box(local), black_box(mu), prm));
-            }
-            let us = t0.elapsed().as_secs_f64() * 1e6 / REPEAT as f64;
-            out.single.push(us);
-            if single.case(local, mu) == 2 {
-                out.single_slip.push(us);
-            }
+            out.samples.push((single, local, mu, single.case(local, mu) == 2));
         }
     }
+}
+
+/// Times the single-contact solves of `samples` (the bisection's local problems of every
+/// contact of every step, given the others' impulses): (mean µs over all, mean µs over the
+/// sliding ones, each solve's µs). The means time whole passes over the samples in their order,
+/// so that the branch predictor cannot learn one problem's bisection path (the best of three
+/// passes); each solve is also timed alone, less the cost of reading the clock, for the
+/// percentiles.
+fn time_single_contacts(samples: &[(contact_sim::contact::SingleContact, [f64; 3], f64, bool)], prm: &contact_sim::contact::BisectionParams) -> (f64, f64, Vec<f64>) {
+    use std::hint::black_box;
+    let pass = |only_slip: bool| -> f64 {
+        let n = samples.iter().filter(|s| s.3 || !only_slip).count();
+        if n == 0 {
+            return f64::NAN;
+        }
+        (0..3)
+            .map(|_| {
+                let t0 = Instant::now();
+                for (single, local, mu, slip) in samples {
+                    if *slip || !only_slip {
+                        black_box(single.solve(black_box(*local), black_box(*mu), prm));
+                    }
+                }
+                t0.elapsed().as_secs_f64() * 1e6 / n as f64
+            })
+            .fold(f64::INFINITY, f64::min)
+    };
+    let (all, slip) = (pass(false), pass(true));
+    let mut clock: Vec<f64> = (0..1000)
+        .map(|_| {
+            let t0 = Instant::now();
+            t0.elapsed().as_secs_f64() * 1e6
+        })
+        .collect();
+    clock.sort_by(f64::total_cmp);
+    let overhead = clock[clock.len() / 2];
+    let each = samples
+        .iter()
+        .map(|(single, local, mu, _)| {
+            let t0 = Instant::now();
+            black_box(single.solve(black_box(*local), black_box(*mu), prm));
+            (t0.elapsed().as_secs_f64() * 1e6 - overhead).max(0.0)
+        })
+        .collect();
+    (all, slip, each)
 }
 
 fn bench(scenes: Vec<PathBuf>, steps: usize, warmup: usize, solvers: Option<Vec<String>>, json: bool) -> Result<()> {
@@ -585,11 +621,14 @@ fn bench(scenes: Vec<PathBuf>, steps: usize, warmup: usize, solvers: Option<Vec<
             }
             let mean_us = mean(&times);
             times.sort_by(f64::total_cmp);
-            let single_mean = mean(&solve.single);
-            let slip_mean = mean(&solve.single_slip);
-            let n_single = solve.single.len();
-            let slip_fraction = solve.single_slip.len() as f64 / n_single.max(1) as f64;
-            for v in [&mut solve.per_step, &mut solve.per_contact, &mut solve.single] {
+            let (single_mean, slip_mean, mut single) = match &config {
+                SolverConfig::Bisection(prm) if !solve.samples.is_empty() => time_single_contacts(&solve.samples, prm),
+                _ => (f64::NAN, f64::NAN, vec![]),
+            };
+            let n_single = solve.samples.len();
+            let n_slip = solve.samples.iter().filter(|s| s.3).count();
+            let slip_fraction = n_slip as f64 / n_single.max(1) as f64;
+            for v in [&mut solve.per_step, &mut solve.per_contact, &mut single] {
                 v.sort_by(f64::total_cmp);
             }
             let bisection = matches!(config, SolverConfig::Bisection(_));
@@ -614,9 +653,9 @@ fn bench(scenes: Vec<PathBuf>, steps: usize, warmup: usize, solvers: Option<Vec<
                 solve_per_contact_p99_us: percentile(&solve.per_contact, 0.99),
                 single_contact_samples: n_single,
                 single_contact_mean_us: (bisection && n_single > 0).then_some(single_mean),
-                single_contact_p99_us: (bisection && n_single > 0).then(|| percentile(&solve.single, 0.99)),
+                single_contact_p99_us: (bisection && n_single > 0).then(|| percentile(&single, 0.99)),
                 single_contact_slip_fraction: (bisection && n_single > 0).then_some(slip_fraction),
-                single_contact_slip_mean_us: (bisection && !solve.single_slip.is_empty()).then_some(slip_mean),
+                single_contact_slip_mean_us: (bisection && n_slip > 0).then_some(slip_mean),
             });
         }
     }
