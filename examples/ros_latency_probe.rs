@@ -185,7 +185,7 @@ mod probe {
         println!("  p50 {:.0} us   p99 {:.0} us   max {:.0} us   mean {:.0} us", pct(&r, 0.5), pct(&r, 0.99), r.last().copied().unwrap_or(f64::NAN), r.iter().sum::<f64>() / r.len().max(1) as f64);
         println!("/joint_states received: {} ({:.0} Hz over the run)", s.states, s.states as f64 / (a.seconds + 3.5));
         println!("node /diagnostics (last):");
-        for k in ["time_mode", "scheduling", "cycles", "steps", "period_mean_us", "jitter_p50_us", "jitter_p99_us", "jitter_max_us", "exec_mean_us", "exec_p99_us", "exec_max_us", "overruns", "skipped_deadlines", "real_time_factor", "samples_dropped", "commands_received", "commands_applied", "commands_rejected", "commands_dropped", "command_to_state_p50_us", "command_to_state_p99_us", "command_to_state_max_us", "solver_iterations_max", "unconverged_steps"] {
+        for k in ["time_mode", "scheduling", "cycles", "steps", "period_mean_us", "jitter_p50_us", "jitter_p99_us", "jitter_max_us", "exec_mean_us", "exec_p99_us", "exec_max_us", "overruns", "skipped_deadlines", "real_time_factor", "samples_dropped", "commands_received", "commands_applied", "commands_rejected", "commands_dropped", "solver_iterations_max", "unconverged_steps"] {
             if let Some(v) = s.diag.get(k) {
                 println!("  {k}: {v}");
             }

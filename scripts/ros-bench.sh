@@ -26,4 +26,4 @@ if [ -n "${PROBE_PRIORITY:-}" ]; then probe=(chrt -f "$PROBE_PRIORITY"); else pr
 "${probe[@]}" target/release/examples/ros_latency_probe --joint finger_left_joint --seconds "$secs" --rate-hz 100
 echo "== load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 kill -INT $node; wait $node || true
-grep -E "real-time loop|ROS / DDS|WARN|stopped after" "$log" || true
+grep -E "real-time loop|WARN|stopped after" "$log" || true

@@ -15,16 +15,6 @@
 //! - out: `/joint_states` (position, velocity, measured effort), `odom` (nav_msgs/Odometry; with
 //!   several floating bases `<robot>/odom`), `/diagnostics`, `/clock` (sim_time and lockstep).
 //!
-//! `/diagnostics` carries three statuses: `contact_sim_node: loop` (time mode, scheduling,
-//! cycles, steps, `period_mean_us`, `jitter_p50_us` / `jitter_p99_us` / `jitter_max_us` (wake-up
-//! latency after each absolute deadline), `exec_*_us` (work per cycle), `overruns`,
-//! `skipped_deadlines`, `real_time_factor`, `samples_dropped`, `resets`), `contact_sim_node:
-//! commands` (received / applied / rejected / clamped / dropped commands and trajectories,
-//! `command_to_state_p50_us` / `_p99_us` / `_max_us` from reception on the ROS thread to the first
-//! state published after it, watchdog state and trips) and `contact_sim_node: physics` (solver,
-//! iterations and residual of the last step and the window maximum, unconverged and failed steps,
-//! contacts, saturated joints, penetration). Timing statistics are cumulative since start.
-//!
 //! Services: `~/reset` (std_srvs/Trigger), `~/pause` (std_srvs/SetBool), `~/step`
 //! (std_srvs/Trigger, one step while paused or in lockstep). A service responds once the RT
 //! thread has acknowledged the request (its effect is visible in the next state).
@@ -444,9 +434,6 @@ fn publisher_loop(mut ctx: PublisherCtx) {
     let mut next_diag = Instant::now() + ctx.diag_period;
     let mut errors = 0u64;
     let mut last_error_log: Option<Instant> = None;
-    // command received by the ROS thread → its first state published (node-internal latency)
-    let mut cmd_latency = DurationHistogram::new();
-    let mut last_seq = 0u64;
     loop {
         let stopping = ctx.stop.load(Ordering::Acquire);
         while let Some(s) = ctx.shared.samples.pop() {
@@ -469,12 +456,6 @@ fn publisher_loop(mut ctx: PublisherCtx) {
                     last_error_log = Some(Instant::now());
                 }
             }
-            if s.last_command_seq != last_seq {
-                last_seq = s.last_command_seq;
-                if s.last_command_received_ns > 0 {
-                    cmd_latency.record(monotonic_ns() - s.last_command_received_ns);
-                }
-            }
             ctx.front.sim_time_bits.store(s.sim_time_s.to_bits(), Ordering::Relaxed);
             latest = Latest { sim_time_s: s.sim_time_s, step: s.step, stats: s.stats, counters: s.counters, paused: s.paused, watchdog_active: s.watchdog_active, trajectory_active: s.trajectory_active, have: true };
             let _ = ctx.shared.samples.recycle(s);
@@ -490,7 +471,7 @@ fn publisher_loop(mut ctx: PublisherCtx) {
                 ctx.front.trajectories_rejected.load(Ordering::Relaxed),
                 ctx.shared.commands.dropped() + ctx.shared.trajectories.dropped(),
             );
-            let msg = diagnostics(&ctx, &latest, &prev, front, prev_front, &cmd_latency);
+            let msg = diagnostics(&ctx, &latest, &prev, front, prev_front);
             if ctx.diagnostics.publish(&msg).is_err() {
                 errors += 1;
             }
@@ -504,7 +485,7 @@ fn publisher_loop(mut ctx: PublisherCtx) {
     }
 }
 
-fn diagnostics(ctx: &PublisherCtx, l: &Latest, p: &Latest, front: (u64, u64, u64, u64), prev_front: (u64, u64, u64, u64), cmd_latency: &DurationHistogram) -> DiagnosticArray {
+fn diagnostics(ctx: &PublisherCtx, l: &Latest, p: &Latest, front: (u64, u64, u64, u64), prev_front: (u64, u64, u64, u64)) -> DiagnosticArray {
     let c = &l.counters;
     let st = &l.stats;
     let sched = ctx.sched.lock().map(|s| s.clone()).unwrap_or_default();
@@ -584,9 +565,6 @@ fn diagnostics(ctx: &PublisherCtx, l: &Latest, p: &Latest, front: (u64, u64, u64
                 ("trajectories_started", c.trajectories.to_string()),
                 ("trajectory_active", l.trajectory_active.to_string()),
                 ("control_requests_refused", ctx.front.control_refused.load(Ordering::Relaxed).to_string()),
-                ("command_to_state_p50_us", f2(cmd_latency.percentile_ns(0.5) as f64 * 1e-3)),
-                ("command_to_state_p99_us", f2(cmd_latency.percentile_ns(0.99) as f64 * 1e-3)),
-                ("command_to_state_max_us", f2(cmd_latency.max_ns() as f64 * 1e-3)),
                 ("watchdog_active", l.watchdog_active.to_string()),
                 ("watchdog_trips", c.watchdog_trips.to_string()),
             ],

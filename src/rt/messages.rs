@@ -399,8 +399,6 @@ pub struct Sample {
     pub trajectory_active: bool,
     /// Sequence number of the last applied joint command (0 = none).
     pub last_command_seq: u64,
-    /// `CLOCK_MONOTONIC` time the ROS side received that command (ns), for latency statistics.
-    pub last_command_received_ns: i64,
     /// `true` when this sample immediately follows a step (`false` for heartbeats while paused
     /// or waiting in lockstep).
     pub stepped: bool,
@@ -428,7 +426,6 @@ impl Sample {
             watchdog_active: false,
             trajectory_active: false,
             last_command_seq: 0,
-            last_command_received_ns: 0,
             stepped: false,
         }
     }

@@ -212,7 +212,6 @@ pub struct RtLoop {
     pending_steps: u64,
     force_sample: bool,
     last_command_seq: u64,
-    last_command_received_ns: i64,
     sample_seq: u64,
     ack_pending: u64,
     dt_s: f64,
@@ -308,7 +307,6 @@ impl RtLoop {
             pending_steps: 0,
             force_sample: true,
             last_command_seq: 0,
-            last_command_received_ns: 0,
             sample_seq: 0,
             ack_pending: 0,
             dt_s,
@@ -615,7 +613,6 @@ impl RtLoop {
         }
         self.counters.commands_applied += 1;
         self.last_command_seq = cmd.seq;
-        self.last_command_received_ns = cmd.received_ns;
     }
 
     fn drain_trajectories(&mut self) {
@@ -807,7 +804,6 @@ impl RtLoop {
         s.watchdog_active = self.watchdog.is_tripped();
         s.trajectory_active = self.traj.is_active();
         s.last_command_seq = self.last_command_seq;
-        s.last_command_received_ns = self.last_command_received_ns;
         s.stepped = stepped;
         let _ = self.shared.samples.push(s);
         if let Some(t) = &self.notify {
