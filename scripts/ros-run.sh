@@ -18,8 +18,7 @@ cargo build --release --quiet --features ros --bin contact_sim_node
 scene="${1:-config/default.yaml}"
 [ $# -gt 0 ] && shift
 extra=("$@")
-# clamp: the default scene's script asks arm_joint4 for up to 2.19 rad, beyond its 2.0 rad URDF limit
-[ ${#extra[@]} -eq 0 ] && extra=(--ros-args --params-file config/contact_sim_node.params.yaml -p limit_policy:=clamp)
+[ ${#extra[@]} -eq 0 ] && extra=(--ros-args --params-file config/contact_sim_node.params.yaml)
 
 target/release/contact_sim_node --scene "$scene" "${extra[@]}" &
 node_pid=$!

@@ -380,6 +380,56 @@ fn runtime_parameters_are_validated_and_applied() {
 }
 
 #[test]
+fn force_topics_carry_the_sensor_weight_the_box_weight_and_the_configured_noise() {
+    // Issue 5 over DDS: the wrist sensor holds the hand (0.95 kg), the box (2 kg) rests on the
+    // floor; the expected values come from the physics, not from the node.
+    let _g = lock();
+    let d = domain();
+    let mut node = NodeProc::start("tests/data/ros_wrench.yaml", &["publish_rate_hz:=200.0", "contact_markers_rate_hz:=10.0", "watchdog_timeout_s:=0.0"], &d);
+    let r = peer(&mut node, "wrench", &d);
+    let g = 9.81;
+    let mean = |t: &str| -> Vec<f64> { r[t]["mean"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect() };
+    let std = |t: &str| -> Vec<f64> { r[t]["std"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect() };
+    // the hand's weight, in whatever orientation the sensor frame has
+    let ideal = mean("wrist/wrench_ideal");
+    let f = (ideal[0].powi(2) + ideal[1].powi(2) + ideal[2].powi(2)).sqrt();
+    assert!((f - 0.95 * g).abs() < 0.005 * 0.95 * g, "|f| = {f} N, expected {} N", 0.95 * g);
+    assert_eq!(r["wrist/wrench"]["frame_id"], "wrist_ft_frame");
+    // the ideal reading is steady; the emulated one carries the configured noise on fz only
+    assert!(std("wrist/wrench_ideal").iter().all(|&s| s < 0.01), "ideal std {:?}", std("wrist/wrench_ideal"));
+    let noise = &r["noise_fz"];
+    let (n, mu, sd) = (noise["count"].as_f64().unwrap(), noise["mean"].as_f64().unwrap(), noise["std"].as_f64().unwrap());
+    assert!(n > 100.0, "{n} matched samples");
+    assert!((sd - 0.2).abs() < 0.2 * 0.2, "fz noise std {sd} N, configured 0.2 N");
+    assert!(mu.abs() < 4.0 * 0.2 / n.sqrt(), "fz noise mean {mu} N");
+    let meas_std = std("wrist/wrench");
+    assert!(meas_std[0] < 0.01 && meas_std[1] < 0.01, "no noise configured on fx, fy: {meas_std:?}");
+    // the box: contact force = its weight, up, in world axes; no net horizontal force
+    let bw = mean("contact_wrenches/box");
+    assert!((bw[2] - 2.0 * g).abs() < 0.005 * 2.0 * g, "box contact fz = {} N, expected {} N", bw[2], 2.0 * g);
+    assert!(bw[0].abs() < 0.01 && bw[1].abs() < 0.01, "box contact fx, fy = {}, {}", bw[0], bw[1]);
+    assert_eq!(r["contact_wrenches/box"]["frame_id"], "odom");
+    // in the box's own axes (it rests flat): the same magnitude
+    let bl = mean("contact_wrenches/box/local");
+    assert!(((bl[0].powi(2) + bl[1].powi(2) + bl[2].powi(2)).sqrt() - 2.0 * g).abs() < 0.01 * 2.0 * g, "local {bl:?}");
+    assert_eq!(r["contact_wrenches/box/local"]["frame_id"], "box");
+    // markers: DELETEALL first, points and force arrows; the arrows under the box sum to m g / scale
+    let m = &r["markers"];
+    assert_eq!(m["actions"][0], 3, "DELETEALL first");
+    assert_eq!(m["namespaces"], serde_json::json!(["contact_forces", "contact_points"]));
+    let arrows = m["arrows"].as_array().unwrap();
+    let mut box_up = 0.0;
+    for a in arrows {
+        let (p0, p1) = (&a[0], &a[1]);
+        // box contacts: under the box footprint (|x| < 0.1, |y + 0.8| < 0.1, z ≈ 0)
+        if p0[0].as_f64().unwrap().abs() < 0.11 && (p0[1].as_f64().unwrap() + 0.8).abs() < 0.11 && p0[2].as_f64().unwrap().abs() < 0.01 {
+            box_up += p1[2].as_f64().unwrap() - p0[2].as_f64().unwrap();
+        }
+    }
+    assert!((box_up / 0.002 - 2.0 * g).abs() < 0.02 * 2.0 * g, "box arrows sum to {} N", box_up / 0.002);
+}
+
+#[test]
 fn sigint_and_sigterm_shut_down_cleanly() {
     let _g = lock();
     for sig in [libc::SIGINT, libc::SIGTERM] {

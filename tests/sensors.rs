@@ -199,6 +199,7 @@ fn run_chain(e: &FtEmulation, inputs: impl Fn(usize) -> [f64; 6], n: usize, peri
         x_body_sensor: contact_sim::math::Pose::identity(),
         emulation: e.clone(),
         steps_per_sample: 1,
+        frame_id: "s".into(),
     };
     let mut st = FtSensorState::new(&sensor);
     (0..n)
@@ -251,6 +252,7 @@ fn saturation_clips_and_flags_quantization_rounds_delay_shifts() {
         x_body_sensor: contact_sim::math::Pose::identity(),
         emulation: e.clone(),
         steps_per_sample: 1,
+        frame_id: "s".into(),
     };
     let mut st = FtSensorState::new(&sensor);
     st.sample(&e, &[7.0, -2.34, 0.0, 0.0, 0.0, -3.0], 1e-3);
@@ -302,6 +304,18 @@ fn sensor_rate_holds_readings_between_samples() {
 }
 
 #[test]
+fn published_frame_ids_default_to_the_child_link_or_the_sensor_name() {
+    let base = "ground: {enabled: false}\nrobots:\n  - urdf: ../../urdf/arm7.urdf\nsensors:\n";
+    let path = repo().join("config/examples/_sensor_test.yaml");
+    let frame = |yaml: &str| load_scene_str(&format!("{base}{yaml}"), &path).unwrap().model.sensors[0].frame_id.clone();
+    let child = frame("  - {name: s, joint: wrist_ft_joint}\n");
+    assert_ne!(child, "s", "no offset: the child link's frame");
+    assert_eq!(child, frame("  - {name: s, joint: wrist_ft_joint}\n")); // stable
+    assert_eq!(frame("  - {name: s, joint: wrist_ft_joint, xyz: [0.0, 0.0, 0.01]}\n"), "s");
+    assert_eq!(frame("  - {name: s, joint: wrist_ft_joint, frame_id: ft_sensor_link}\n"), "ft_sensor_link");
+}
+
+#[test]
 fn bad_sensor_configuration_is_rejected_with_a_clear_message() {
     let base = "ground: {enabled: false}\nrobots:\n  - urdf: ../../urdf/arm7.urdf\nsensors:\n";
     let path = repo().join("config/examples/_sensor_test.yaml");
@@ -312,6 +326,9 @@ fn bad_sensor_configuration_is_rejected_with_a_clear_message() {
         ("  - {name: s, joint: wrist_ft_joint, emulation: {cutoff_hz: 600.0}}\n", "Nyquist"),
         ("  - {name: s, joint: wrist_ft_joint, emulation: {rate_hz: 300.0}}\n", "does not divide"),
         ("  - {name: s, joint: wrist_ft_joint, emulation: {nosie_std: 1.0}}\n", "unknown field `nosie_std`"),
+        ("  - {name: s, joint: wrist_ft_joint, frame_id: ' '}\n", "frame_id"),
+        ("  - {name: s, joint: wrist_ft_joint}\ncontact_wrench_links: [arm_link3, no_such_link]\n", "contact_wrench_links[1]"),
+        ("  - {name: s, joint: wrist_ft_joint}\ncontact_wrench_links: [arm_link3, arm_link3]\n", "listed twice"),
     ];
     for (yaml, needle) in cases {
         let err = load_scene_str(&format!("{base}{yaml}"), &path).err().unwrap_or_else(|| panic!("{yaml} accepted")).to_string();

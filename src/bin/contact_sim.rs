@@ -41,7 +41,8 @@ enum Command {
         /// contact wrench of each `--wrench-bodies` body (world axes, torque about its origin).
         #[arg(long)]
         csv: Option<PathBuf>,
-        /// Links or objects whose net contact wrench goes into the CSV (comma separated).
+        /// Links or objects whose net contact wrench goes into the CSV (comma separated);
+        /// default: the scene's `contact_wrench_links`.
         #[arg(long, value_delimiter = ',')]
         wrench_bodies: Vec<String>,
         /// Write every N-th step to the CSV.
@@ -156,7 +157,8 @@ impl CsvWriter {
         if opts.every == 0 {
             bail!("--csv-every: must be ≥ 1");
         }
-        let mut bodies = vec![];
+        // default: the scene's contact_wrench_links
+        let mut bodies = if opts.bodies.is_empty() { sim.model.contact_wrench_bodies.clone() } else { vec![] };
         for name in &opts.bodies {
             let b = sim.model.body_id(name).with_context(|| format!("--wrench-bodies: no link or object named '{name}'"))?;
             bodies.push(b);

@@ -109,6 +109,13 @@ fn build_scene(cfg: SceneFile, file: &str, base_dir: &Path, path: &Path) -> Resu
     }
     let mut model = b.finalize()?;
     model.sensors = crate::sensors::build_sensors(&cfg.sensors, &model, file)?;
+    for (i, name) in cfg.contact_wrench_links.iter().enumerate() {
+        let body = model.body_id(name).ok_or_else(|| InputError::invalid(file, format!("contact_wrench_links[{i}]"), format!("no link or object named '{name}' in the scene")))?;
+        if model.contact_wrench_bodies.contains(&body) {
+            return Err(InputError::invalid(file, format!("contact_wrench_links[{i}]"), format!("'{name}' is listed twice")));
+        }
+        model.contact_wrench_bodies.push(body);
+    }
     // script joints must exist
     for (ki, k) in cfg.script.iter().enumerate() {
         for name in k.positions.keys().chain(k.efforts.keys()) {

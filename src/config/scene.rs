@@ -96,6 +96,10 @@ pub struct SceneFile {
     /// Force/torque sensors on fixed joints.
     #[serde(default)]
     pub sensors: Vec<crate::sensors::FtSensorConfig>,
+    /// Links or objects whose net contact wrench is reported (ROS topics
+    /// `contact_wrenches/<link>`, `contact_sim run --csv` default, bag recording).
+    #[serde(default)]
+    pub contact_wrench_links: Vec<String>,
 }
 
 /// The ground half-space.

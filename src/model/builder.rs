@@ -868,6 +868,7 @@ impl ModelBuilder {
             ground_geom: self.ground_geom,
             midpoint_bias: self.midpoint_bias,
             sensors: vec![],
+            contact_wrench_bodies: vec![],
         })
     }
 }

@@ -386,6 +386,8 @@ pub struct Model {
     pub midpoint_bias: bool,
     /// Force/torque sensors (attached by [`crate::config`] after the model is built).
     pub sensors: Vec<crate::sensors::ForceTorqueSensor>,
+    /// Bodies whose net contact wrench is reported (the scene's `contact_wrench_links`).
+    pub contact_wrench_bodies: Vec<BodyId>,
 }
 
 impl Model {

@@ -1,10 +1,12 @@
 //! Conversions between the real-time samples and ROS messages (no physics, no I/O).
 
-use crate::rt::messages::{BaseState, Sample};
+use crate::rt::messages::{BaseState, ContactPointSample, Sample};
 use crate::rt::TimeMode;
 use r2r::builtin_interfaces::msg::Time;
 use r2r::diagnostic_msgs::msg::{DiagnosticStatus, KeyValue};
-use r2r::geometry_msgs::msg::{Point, Pose, Quaternion, Twist, Vector3};
+use r2r::geometry_msgs::msg::{Point, Pose, Quaternion, Twist, Vector3, Wrench, WrenchStamped};
+use r2r::std_msgs::msg::ColorRGBA;
+use r2r::visualization_msgs::msg::{Marker, MarkerArray};
 use r2r::nav_msgs::msg::Odometry;
 use r2r::sensor_msgs::msg::JointState;
 
@@ -53,6 +55,62 @@ pub fn fill_odometry(msg: &mut Odometry, base: &BaseState, sample: &Sample, mode
     let [vx, vy, vz] = base.linear_velocity;
     let [wx, wy, wz] = base.angular_velocity;
     msg.twist.twist = Twist { linear: Vector3 { x: vx, y: vy, z: vz }, angular: Vector3 { x: wx, y: wy, z: wz } };
+}
+
+/// Writes `[fx fy fz tx ty tz]` (N, N·m) into a reusable WrenchStamped (frame set once by the
+/// caller).
+pub fn fill_wrench(msg: &mut WrenchStamped, w: &[f64; 6], stamp: &Time) {
+    msg.header.stamp = stamp.clone();
+    msg.wrench = Wrench { force: Vector3 { x: w[0], y: w[1], z: w[2] }, torque: Vector3 { x: w[3], y: w[4], z: w[5] } };
+}
+
+/// Marker types and actions (visualization_msgs/Marker constants).
+mod marker {
+    pub const ARROW: i32 = 0;
+    pub const SPHERE_LIST: i32 = 7;
+    pub const ADD: i32 = 0;
+    pub const DELETEALL: i32 = 3;
+}
+
+/// Contact points and forces as an RViz MarkerArray in the world frame `frame_id`: a DELETEALL
+/// (so markers of contacts that ended disappear), one SPHERE_LIST of the points (`ns`
+/// `contact_points`, red) and one ARROW per contact from the point along the force on body B
+/// (`ns` `contact_forces`, green), `m_per_n` metres of arrow per newton.
+pub fn contact_markers(points: &[ContactPointSample], frame_id: &str, stamp: &Time, m_per_n: f64) -> MarkerArray {
+    let mut header = r2r::std_msgs::msg::Header { stamp: stamp.clone(), frame_id: frame_id.to_string() };
+    let identity = Pose { orientation: Quaternion { x: 0.0, y: 0.0, z: 0.0, w: 1.0 }, ..Default::default() };
+    let mut markers = vec![Marker { header: header.clone(), action: marker::DELETEALL, ..Default::default() }];
+    let p3 = |p: &[f64; 3]| Point { x: p[0], y: p[1], z: p[2] };
+    markers.push(Marker {
+        header: header.clone(),
+        ns: "contact_points".into(),
+        id: 0,
+        type_: marker::SPHERE_LIST,
+        action: marker::ADD,
+        pose: identity.clone(),
+        scale: Vector3 { x: 0.015, y: 0.015, z: 0.015 },
+        color: ColorRGBA { r: 0.9, g: 0.1, b: 0.1, a: 1.0 },
+        points: points.iter().map(|c| p3(&c.position)).collect(),
+        ..Default::default()
+    });
+    header.frame_id = frame_id.to_string();
+    for (i, c) in points.iter().enumerate() {
+        let tip = [c.position[0] + m_per_n * c.force[0], c.position[1] + m_per_n * c.force[1], c.position[2] + m_per_n * c.force[2]];
+        markers.push(Marker {
+            header: header.clone(),
+            ns: "contact_forces".into(),
+            id: i as i32,
+            type_: marker::ARROW,
+            action: marker::ADD,
+            pose: identity.clone(),
+            // ARROW with two points: shaft diameter, head diameter, head length (m)
+            scale: Vector3 { x: 0.005, y: 0.01, z: 0.01 },
+            color: ColorRGBA { r: 0.1, g: 0.8, b: 0.2, a: 1.0 },
+            points: vec![p3(&c.position), p3(&tip)],
+            ..Default::default()
+        });
+    }
+    MarkerArray { markers }
 }
 
 /// Diagnostic levels (diagnostic_msgs/DiagnosticStatus).

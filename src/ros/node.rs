@@ -13,7 +13,16 @@
 //!   hardware interface contract), `<group>/commands` (std_msgs/Float64MultiArray, the
 //!   forward_command_controller convention), `joint_trajectory` (trajectory_msgs/JointTrajectory);
 //! - out: `/joint_states` (position, velocity, measured effort), `odom` (nav_msgs/Odometry; with
-//!   several floating bases `<robot>/odom`), `/diagnostics`, `/clock` (sim_time and lockstep).
+//!   several floating bases `<robot>/odom`), `/diagnostics`, `/clock` (sim_time and lockstep);
+//!   per F/T sensor `<sensor>/wrench` (emulated) and `<sensor>/wrench_ideal`
+//!   (geometry_msgs/WrenchStamped in the sensor frame, the force_torque_sensor_broadcaster
+//!   convention; sign: the wrench the child side exerts on the sensor, see [`crate::sensors`]);
+//!   per scene `contact_wrench_links` entry `contact_wrenches/<link>` (net contact force on the
+//!   link and torque about its origin, world axes, `frame_id` = `odom_frame`) and
+//!   `contact_wrenches/<link>/local` (the same in link axes, `frame_id` = the link);
+//!   `contact_markers` (visualization_msgs/MarkerArray: contact points and force arrows). All
+//!   stamps of one sample are equal: the sample's sim time (sim_time, lockstep) or the wall
+//!   clock when it was taken (realtime).
 //!
 //! Services: `~/reset` (std_srvs/Trigger), `~/pause` (std_srvs/SetBool), `~/step`
 //! (std_srvs/Trigger, one step while paused or in lockstep). A service responds once the RT
@@ -34,6 +43,8 @@ use futures::executor::LocalPool;
 use futures::task::LocalSpawnExt;
 use futures::{future, StreamExt};
 use r2r::diagnostic_msgs::msg::DiagnosticArray;
+use r2r::geometry_msgs::msg::WrenchStamped;
+use r2r::visualization_msgs::msg::MarkerArray;
 use r2r::nav_msgs::msg::Odometry;
 use r2r::rosgraph_msgs::msg::Clock;
 use r2r::sensor_msgs::msg::JointState;
@@ -86,7 +97,8 @@ pub const USAGE: &str = "contact_sim_node: the contact_sim ROS 2 node
 usage: contact_sim_node [--scene PATH] [--list-parameters] [--ros-args -p scene:=PATH -p time_mode:=realtime|sim_time|lockstep ... --params-file FILE]
 
 Topics: joint_commands (sensor_msgs/JointState), <group>/commands (std_msgs/Float64MultiArray),
-joint_trajectory (trajectory_msgs/JointTrajectory) in; /joint_states, odom, /diagnostics, /clock out.
+joint_trajectory (trajectory_msgs/JointTrajectory) in; /joint_states, odom, /diagnostics, /clock,
+<sensor>/wrench, <sensor>/wrench_ideal, contact_wrenches/<link>[/local], contact_markers out.
 Services: ~/reset, ~/pause, ~/step. Parameters: see config/contact_sim_node.params.yaml.";
 
 /// Parses the arguments before `--ros-args` (and after a closing `--`).
@@ -395,6 +407,9 @@ impl Frontend {
     }
 }
 
+/// A WrenchStamped publisher with its reusable message (frame set).
+type WrenchPub = (r2r::Publisher<WrenchStamped>, WrenchStamped);
+
 /// What the publisher thread needs.
 struct PublisherCtx {
     shared: Arc<RtShared>,
@@ -404,6 +419,14 @@ struct PublisherCtx {
     odom: Vec<(r2r::Publisher<Odometry>, Odometry)>,
     clock: Option<r2r::Publisher<Clock>>,
     diagnostics: r2r::Publisher<DiagnosticArray>,
+    /// Per sensor: (`<sensor>/wrench`, `<sensor>/wrench_ideal`).
+    sensor_pubs: Vec<(WrenchPub, WrenchPub)>,
+    /// Per contact wrench link: (world axes, link axes).
+    wrench_pubs: Vec<(WrenchPub, WrenchPub)>,
+    markers: Option<r2r::Publisher<MarkerArray>>,
+    marker_period: Duration,
+    marker_scale: f64,
+    world_frame: String,
     diag_period: Duration,
     front: Arc<FrontCounters>,
     sched: Arc<Mutex<String>>,
@@ -432,6 +455,7 @@ fn publisher_loop(mut ctx: PublisherCtx) {
     let mut prev = Latest::default();
     let mut prev_front = (0u64, 0u64, 0u64, 0u64);
     let mut next_diag = Instant::now() + ctx.diag_period;
+    let mut next_markers = Instant::now();
     let mut errors = 0u64;
     let mut last_error_log: Option<Instant> = None;
     loop {
@@ -448,6 +472,24 @@ fn publisher_loop(mut ctx: PublisherCtx) {
             if let Some(c) = &ctx.clock {
                 clock.clock = convert::time_from_s(s.sim_time_s);
                 ok &= c.publish(&clock).is_ok();
+            }
+            let stamp = convert::stamp(&s, ctx.mode);
+            for (((p, msg), (pi, msg_i)), r) in ctx.sensor_pubs.iter_mut().zip(&s.sensors) {
+                convert::fill_wrench(msg, &r.measured, &stamp);
+                convert::fill_wrench(msg_i, &r.ideal, &stamp);
+                ok &= p.publish(msg).is_ok() & pi.publish(msg_i).is_ok();
+            }
+            for (((p, msg), (pl, msg_l)), w) in ctx.wrench_pubs.iter_mut().zip(&s.contact_wrenches) {
+                convert::fill_wrench(msg, &w.world, &stamp);
+                convert::fill_wrench(msg_l, &w.local, &stamp);
+                ok &= p.publish(msg).is_ok() & pl.publish(msg_l).is_ok();
+            }
+            if let Some(m) = &ctx.markers {
+                if Instant::now() >= next_markers {
+                    next_markers = Instant::now() + ctx.marker_period;
+                    let msg = convert::contact_markers(&s.contact_points[..s.num_contact_points], &ctx.world_frame, &stamp, ctx.marker_scale);
+                    ok &= m.publish(&msg).is_ok();
+                }
             }
             if !ok {
                 errors += 1;
@@ -748,6 +790,28 @@ fn run_node(cli: CliArgs) -> Result<()> {
     }
     let clock = if cfg.rt.time_mode != TimeMode::Realtime { Some(node.create_publisher::<Clock>("/clock", qos.clone())?) } else { None };
     let diagnostics = node.create_publisher::<DiagnosticArray>("/diagnostics", qos.clone())?;
+    let mut sensor_pubs = Vec::new();
+    for sensor in &layout.sensors {
+        let mut make = |suffix: &str| -> Result<(r2r::Publisher<WrenchStamped>, WrenchStamped)> {
+            let topic = format!("{}/{suffix}", sensor.name);
+            let p = node.create_publisher::<WrenchStamped>(&topic, qos.clone()).with_context(|| format!("F/T sensor topic '{topic}'"))?;
+            let mut msg = WrenchStamped::default();
+            msg.header.frame_id = sensor.frame_id.clone();
+            Ok((p, msg))
+        };
+        sensor_pubs.push((make("wrench")?, make("wrench_ideal")?));
+    }
+    let mut wrench_pubs = Vec::new();
+    for link in &layout.wrench_links {
+        let mut make = |topic: String, frame: &str| -> Result<(r2r::Publisher<WrenchStamped>, WrenchStamped)> {
+            let p = node.create_publisher::<WrenchStamped>(&topic, qos.clone()).with_context(|| format!("contact wrench topic '{topic}'"))?;
+            let mut msg = WrenchStamped::default();
+            msg.header.frame_id = frame.to_string();
+            Ok((p, msg))
+        };
+        wrench_pubs.push((make(format!("contact_wrenches/{}", link.name), &cfg.odom_frame)?, make(format!("contact_wrenches/{}/local", link.name), &link.name)?));
+    }
+    let markers = if cfg.contact_markers_rate_hz > 0.0 { Some(node.create_publisher::<MarkerArray>("contact_markers", qos.clone())?) } else { None };
 
     // ---- subscriptions and services ------------------------------------------------------
     let js_stream = node.subscribe::<JointState>("joint_commands", qos.clone())?;
@@ -905,6 +969,12 @@ fn run_node(cli: CliArgs) -> Result<()> {
         odom,
         clock,
         diagnostics,
+        sensor_pubs,
+        wrench_pubs,
+        markers,
+        marker_period: Duration::from_secs_f64(if cfg.contact_markers_rate_hz > 0.0 { 1.0 / cfg.contact_markers_rate_hz } else { 1.0 }),
+        marker_scale: cfg.contact_marker_scale,
+        world_frame: cfg.odom_frame.clone(),
         diag_period: Duration::from_secs_f64(1.0 / cfg.diagnostics_rate_hz),
         front: front.clone(),
         sched: sched_desc.clone(),
@@ -999,8 +1069,12 @@ pub struct NodeConfig {
     pub limit_policy: LimitPolicy,
     /// Diagnostics rate (Hz).
     pub diagnostics_rate_hz: f64,
-    /// Odometry frame id.
+    /// Odometry frame id (also the world frame of contact wrenches and markers).
     pub odom_frame: String,
+    /// Contact marker rate (Hz, wall clock; 0 = off).
+    pub contact_markers_rate_hz: f64,
+    /// Contact force arrow length (m/N).
+    pub contact_marker_scale: f64,
     /// SCHED_FIFO priority of the non-RT threads (0 = normal).
     pub ros_thread_priority: i32,
 }
@@ -1041,12 +1115,15 @@ impl NodeConfig {
             stats_interval_s: 1.0,
             heartbeat_s: 0.1,
             start_paused: s.bool("start_paused"),
+            max_contact_points: s.i64("max_contact_points").max(0) as usize,
         };
         Ok(NodeConfig {
             rt,
             limit_policy: LimitPolicy::parse(s.str("limit_policy")).unwrap_or(LimitPolicy::Reject),
             diagnostics_rate_hz: s.f64("diagnostics_rate_hz"),
             odom_frame: s.str("odom_frame").to_string(),
+            contact_markers_rate_hz: s.f64("contact_markers_rate_hz"),
+            contact_marker_scale: s.f64("contact_marker_scale"),
             ros_thread_priority: s.i64("ros_thread_priority") as i32,
         })
     }

@@ -97,7 +97,10 @@ pub const STATIC_PARAMS: &[(&str, Kind, bool, &str)] = &[
     row("ros_thread_priority", Kind::Int { min: 0, max: 98 }, true, "SCHED_FIFO priority of the node's other threads (ROS executor, publisher, DDS), below rt_priority; 0 = normal scheduling."),
     row("start_paused", Kind::Bool, true, "Start with stepping paused (~/pause false to run)."),
     row("diagnostics_rate_hz", Kind::Double { min: 0.01, max: 100.0 }, true, "Rate of /diagnostics (Hz)."),
-    row("odom_frame", Kind::Str { choices: &[] }, true, "frame_id of the odometry messages (world-fixed)."),
+    row("odom_frame", Kind::Str { choices: &[] }, true, "frame_id of the odometry messages, of the world-axes contact wrenches and of the contact markers (world-fixed)."),
+    row("contact_markers_rate_hz", Kind::Double { min: 0.0, max: 1000.0 }, true, "Rate of contact_markers (visualization_msgs/MarkerArray, wall clock, Hz); 0 = off."),
+    row("contact_marker_scale", Kind::Double { min: 0.0, max: POS }, true, "Length of the contact force arrows (m per N)."),
+    row("max_contact_points", Kind::Int { min: 0, max: 100_000 }, true, "Contact points copied out of the loop per sample (preallocated); more are not drawn."),
     row("command_groups", Kind::StrArray, true, "Names of Float64MultiArray command groups (<name>/commands); empty: one position group per robot, named after it."),
     row("command_queue_size", Kind::Int { min: 1, max: 4096 }, true, "Joint commands in flight to the loop (the oldest is dropped when full)."),
     row("sample_queue_size", Kind::Int { min: 1, max: 65536 }, true, "States in flight from the loop (the oldest is dropped when full)."),
@@ -134,6 +137,9 @@ pub fn default_value(name: &str, solver_iterations: i64, solver_tolerance: f64) 
         "start_paused" => V::Bool(false),
         "diagnostics_rate_hz" => V::Double(1.0),
         "odom_frame" => V::String("odom".into()),
+        "contact_markers_rate_hz" => V::Double(30.0),
+        "contact_marker_scale" => V::Double(0.002),
+        "max_contact_points" => V::Integer(128),
         "command_groups" => V::StringArray(vec![]),
         "command_queue_size" => V::Integer(16),
         "sample_queue_size" => V::Integer(256),
@@ -384,7 +390,7 @@ mod tests {
 
     #[test]
     fn read_only_after_lock() {
-        let layout = JointLayout { joints: vec![], bases: vec![], robots: vec![] };
+        let layout = JointLayout::default();
         let mut s = ParamStore::new(&layout, 100, 1e-9, &[]);
         s.set("time_mode", &ParameterValue::String("lockstep".into())).unwrap();
         s.lock();

@@ -47,8 +47,29 @@ pub struct RobotJoints {
     pub slots: Vec<usize>,
 }
 
-/// The joints and floating bases of a model, as the node exposes them.
+/// A force/torque sensor as the node publishes it.
 #[derive(Clone, Debug, PartialEq)]
+pub struct SensorInfo {
+    /// Sensor name (topics `<name>/wrench`, `<name>/wrench_ideal`).
+    pub name: String,
+    /// `frame_id` of its readings.
+    pub frame_id: String,
+}
+
+/// A body whose net contact wrench is published.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WrenchLink {
+    /// Link or object name (topic `contact_wrenches/<name>`).
+    pub name: String,
+    /// Body index in the model.
+    pub body: usize,
+}
+
+/// Default capacity of [`Sample::contact_points`].
+pub const DEFAULT_MAX_CONTACT_POINTS: usize = 128;
+
+/// The joints and floating bases of a model, as the node exposes them.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct JointLayout {
     /// Actuated joints in slot order.
     pub joints: Vec<JointInfo>,
@@ -56,6 +77,12 @@ pub struct JointLayout {
     pub bases: Vec<FloatingBase>,
     /// Robots and their joint slots.
     pub robots: Vec<RobotJoints>,
+    /// F/T sensors, in [`Model::sensors`] order.
+    pub sensors: Vec<SensorInfo>,
+    /// Bodies whose contact wrench is published (the scene's `contact_wrench_links`).
+    pub wrench_links: Vec<WrenchLink>,
+    /// Capacity of [`Sample::contact_points`]: contacts beyond it are counted, not copied.
+    pub max_contact_points: usize,
 }
 
 impl JointLayout {
@@ -88,7 +115,9 @@ impl JointLayout {
                 robots.push(RobotJoints { robot: model.robots[r].name.clone(), slots });
             }
         }
-        JointLayout { joints, bases, robots }
+        let sensors = model.sensors.iter().map(|s| SensorInfo { name: s.name.clone(), frame_id: s.frame_id.clone() }).collect();
+        let wrench_links = model.contact_wrench_bodies.iter().map(|&b| WrenchLink { name: model.bodies[b].name.clone(), body: b }).collect();
+        JointLayout { joints, bases, robots, sensors, wrench_links, max_contact_points: DEFAULT_MAX_CONTACT_POINTS }
     }
     /// Slot of a joint by name.
     pub fn slot(&self, name: &str) -> Option<usize> {
@@ -366,6 +395,40 @@ pub struct StepSummary {
     pub max_penetration_m: f64,
 }
 
+/// One F/T sensor reading in a [`Sample`] (sensor frame, `[fx fy fz tx ty tz]`, N and N·m; the
+/// sign convention of [`crate::sensors`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SensorReading {
+    /// The ideal (noise-free) wrench.
+    pub ideal: [f64; 6],
+    /// The emulated reading (bias, noise, filter, quantization, saturation, delay).
+    pub measured: [f64; 6],
+    /// An axis of `measured` is clipped at its range.
+    pub saturated: bool,
+}
+
+/// A contact wrench in a [`Sample`]: force (N) and torque about the body origin (N·m), acting
+/// on the body.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ContactWrench {
+    /// World axes `[fx fy fz tx ty tz]`.
+    pub world: [f64; 6],
+    /// Body axes.
+    pub local: [f64; 6],
+}
+
+/// One contact point in a [`Sample`] (world frame).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ContactPointSample {
+    /// Position (m).
+    pub position: [f64; 3],
+    /// Unit normal, pointing from body A into body B (B is the robot link or object; A the
+    /// ground or the other body).
+    pub normal: [f64; 3],
+    /// Contact force on body B (N): normal plus friction.
+    pub force: [f64; 3],
+}
+
 /// One state sample from the real-time thread.
 #[derive(Clone, Debug)]
 pub struct Sample {
@@ -402,6 +465,14 @@ pub struct Sample {
     /// `true` when this sample immediately follows a step (`false` for heartbeats while paused
     /// or waiting in lockstep).
     pub stepped: bool,
+    /// F/T sensor readings, in [`JointLayout::sensors`] order.
+    pub sensors: Vec<SensorReading>,
+    /// Contact wrenches, in [`JointLayout::wrench_links`] order.
+    pub contact_wrenches: Vec<ContactWrench>,
+    /// Contact points of the last step; only the first `num_contact_points` are valid.
+    pub contact_points: Vec<ContactPointSample>,
+    /// Valid entries of `contact_points`.
+    pub num_contact_points: usize,
 }
 
 use super::stats::LoopStats;
@@ -427,6 +498,10 @@ impl Sample {
             trajectory_active: false,
             last_command_seq: 0,
             stepped: false,
+            sensors: vec![SensorReading::default(); layout.sensors.len()],
+            contact_wrenches: vec![ContactWrench::default(); layout.wrench_links.len()],
+            contact_points: vec![ContactPointSample::default(); layout.max_contact_points],
+            num_contact_points: 0,
         }
     }
 }

@@ -119,6 +119,8 @@ pub struct RtConfig {
     pub heartbeat_s: f64,
     /// Start paused.
     pub start_paused: bool,
+    /// Contact points copied into each sample (preallocated); more are counted, not copied.
+    pub max_contact_points: usize,
 }
 
 impl Default for RtConfig {
@@ -141,6 +143,7 @@ impl Default for RtConfig {
             stats_interval_s: 1.0,
             heartbeat_s: 0.1,
             start_paused: false,
+            max_contact_points: DEFAULT_MAX_CONTACT_POINTS,
         }
     }
 }
@@ -271,7 +274,7 @@ impl RtLoop {
     /// Prepares a loop for `sim` (its scene script is not used: the node is commanded over ROS).
     /// Allocates every buffer now.
     pub fn new(sim: Simulation, cfg: RtConfig) -> Self {
-        let layout = JointLayout::new(&sim.model);
+        let layout = JointLayout { max_contact_points: cfg.max_contact_points, ..JointLayout::new(&sim.model) };
         let n = layout.len();
         let pts = cfg.max_trajectory_points.max(1);
         let shared = Arc::new(RtShared {
@@ -805,9 +808,35 @@ impl RtLoop {
         s.trajectory_active = self.traj.is_active();
         s.last_command_seq = self.last_command_seq;
         s.stepped = stepped;
+        self.fill_forces(&mut s);
         let _ = self.shared.samples.push(s);
         if let Some(t) = &self.notify {
             t.unpark();
         }
+    }
+}
+
+impl RtLoop {
+    /// Copies the F/T readings, the configured contact wrenches and the contact points of the
+    /// last step into `s` (fixed-size buffers: no allocation).
+    fn fill_forces(&self, s: &mut Sample) {
+        let (model, ws, st) = (&self.sim.model, &self.sim.workspace, &self.sim.state);
+        for (out, sensor) in s.sensors.iter_mut().zip(&st.sensors) {
+            *out = SensorReading { ideal: sensor.ideal, measured: sensor.measured, saturated: sensor.saturated };
+        }
+        for (out, link) in s.contact_wrenches.iter_mut().zip(&self.layout.wrench_links) {
+            let w = &ws.body_contact_force[link.body];
+            let x = &ws.body_pose[link.body];
+            let origin = crate::math::Pose::from_parts(x.translation, nalgebra::UnitQuaternion::identity());
+            *out = ContactWrench { world: crate::sensors::wrench_in_frame(w, &origin), local: crate::sensors::wrench_in_frame(w, x) };
+        }
+        let n = ws.contacts.len().min(s.contact_points.len());
+        for (i, out) in s.contact_points.iter_mut().take(n).enumerate() {
+            let c = &ws.contacts[i];
+            out.position = c.position.into();
+            out.normal = c.normal.into();
+            out.force = crate::step::contact_force_world(model, ws, i).into();
+        }
+        s.num_contact_points = n;
     }
 }

@@ -222,6 +222,10 @@ fn watchdog_holds_position_then_recovers() {
     let later = r.wait_sample("2 s later", |x| x.sim_time_s > s.sim_time_s + 2.0);
     assert!((later.position[0] - held.position[0]).abs() < 1e-3, "drifting: {} → {}", held.position[0], later.position[0]);
     assert!(later.position[0] > 0.05, "held up against gravity at {}", later.position[0]);
+    // at real-time speed from here, so that the 0.2 s timeout cannot fire again (0.2 s of sim
+    // time passes in milliseconds at real_time_factor 0) between the recovery and the stop
+    let slow = r.control(ControlRequest::RealTimeFactor(1.0));
+    r.wait_ack(slow);
     r.command(0, messages::HAS_EFFORT, 0.0);
     let back = r.wait_sample("recovery", |x| !x.watchdog_active && x.last_command_seq == 2);
     assert_eq!(back.counters.watchdog_trips, 1);

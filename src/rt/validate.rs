@@ -400,8 +400,7 @@ mod tests {
                 j("b", 1, None, ControlMode::Velocity { kd: 3.0 }),
                 j("c", 2, None, ControlMode::Effort),
             ],
-            bases: vec![],
-            robots: vec![],
+            ..Default::default()
         }
     }
     fn s(v: &[&str]) -> Vec<String> {

@@ -130,6 +130,11 @@ pub struct FtSensorConfig {
     /// Emulation; absent: ideal.
     #[serde(default)]
     pub emulation: FtEmulation,
+    /// `frame_id` of the published readings (a TF frame of the sensor, e.g. from the robot
+    /// description); default: the name of the joint's child link when `xyz` and `rpy` are zero,
+    /// else the sensor name.
+    #[serde(default)]
+    pub frame_id: Option<String>,
 }
 
 /// A force/torque sensor of the model.
@@ -147,6 +152,8 @@ pub struct ForceTorqueSensor {
     pub emulation: FtEmulation,
     /// Steps between samples (1: every step).
     pub steps_per_sample: u64,
+    /// `frame_id` of the published readings (see [`FtSensorConfig::frame_id`]).
+    pub frame_id: String,
 }
 
 /// Builds the model's sensors from the scene, validating them.
@@ -201,6 +208,12 @@ pub fn build_sensors(configs: &[FtSensorConfig], model: &Model, file: &str) -> R
             x_body_sensor: crate::math::pose_from_xyz_rpy(c.xyz, c.rpy),
             emulation: c.emulation.clone(),
             steps_per_sample: steps_per_sample as u64,
+            frame_id: match &c.frame_id {
+                Some(f) if f.trim().is_empty() => return Err(InputError::invalid(file, el(".frame_id"), "must not be empty")),
+                Some(f) => f.clone(),
+                None if c.xyz == [0.0; 3] && c.rpy == [0.0; 3] => model.bodies[body].name.clone(),
+                None => c.name.clone(),
+            },
         });
     }
     Ok(out)

@@ -20,6 +20,8 @@ from rclpy.parameter_client import AsyncParameterClient
 
 from builtin_interfaces.msg import Duration as DurationMsg
 from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import WrenchStamped
+from visualization_msgs.msg import MarkerArray
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -163,6 +165,65 @@ def mean(xs):
 
 
 # ---- scenarios ------------------------------------------------------------------------------------
+
+
+def scenario_wrench(p):
+    """F/T sensor, contact wrench and marker topics (scene tests/data/ros_wrench.yaml)."""
+    got = {}
+
+    def sub(topic):
+        got[topic] = []
+        p.create_subscription(WrenchStamped, topic, lambda m: got[topic].append(m), 1000)
+
+    for t in ["wrist/wrench", "wrist/wrench_ideal", "contact_wrenches/box", "contact_wrenches/box/local"]:
+        sub(t)
+    markers = []
+    p.create_subscription(MarkerArray, "contact_markers", lambda m: markers.append(m), 10)
+    p.discover(need_commands=False)
+    p.spin_for(1.0)  # settle (the box lands, the arm holds)
+    for v in got.values():
+        v.clear()
+    markers.clear()
+    p.spin_for(2.0)
+    for t, v in got.items():
+        if len(v) < 50:
+            raise SystemExit(f"peer: only {len(v)} messages on {t}")
+    if not markers:
+        raise SystemExit("peer: no contact_markers")
+
+    def series(t):
+        return [[m.wrench.force.x, m.wrench.force.y, m.wrench.force.z, m.wrench.torque.x, m.wrench.torque.y, m.wrench.torque.z] for m in got[t]]
+
+    def col_mean(rows, k):
+        return mean([r[k] for r in rows])
+
+    def col_std(rows, k):
+        mu = col_mean(rows, k)
+        return math.sqrt(mean([(r[k] - mu) ** 2 for r in rows]))
+
+    out = {}
+    for t in got:
+        rows = series(t)
+        out[t] = {
+            "frame_id": got[t][0].header.frame_id,
+            "count": len(rows),
+            "mean": [col_mean(rows, k) for k in range(6)],
+            "std": [col_std(rows, k) for k in range(6)],
+        }
+    # the emulated reading's noise about the ideal one, matched by stamp
+    ideal = {(m.header.stamp.sec, m.header.stamp.nanosec): m.wrench.force.z for m in got["wrist/wrench_ideal"]}
+    diffs = [m.wrench.force.z - ideal[k] for m in got["wrist/wrench"] if (k := (m.header.stamp.sec, m.header.stamp.nanosec)) in ideal]
+    out["noise_fz"] = {"count": len(diffs), "mean": mean(diffs), "std": math.sqrt(mean([(d - mean(diffs)) ** 2 for d in diffs]))}
+    last = markers[-1]
+    out["markers"] = {
+        "count": len(markers),
+        "actions": [mk.action for mk in last.markers],
+        "namespaces": sorted({mk.ns for mk in last.markers if mk.ns}),
+        "frame_id": last.markers[-1].header.frame_id,
+        "arrows": [[[pt.x, pt.y, pt.z] for pt in mk.points] for mk in last.markers if mk.ns == "contact_forces"],
+    }
+    return out
+
 
 
 def scenario_up(p):
@@ -438,6 +499,7 @@ SCENARIOS = {
     "watchdog": scenario_watchdog,
     "reset": scenario_reset,
     "params": scenario_params,
+    "wrench": scenario_wrench,
 }
 
 
