@@ -152,17 +152,12 @@ impl Simulation {
         s.v.copy_from_slice(&self.initial_state.v);
         s.warm_contacts.clear();
         s.warm_joint_rows.fill(0.0);
-        // field by field: the derived `Commands::clone_from` would allocate
-        let (c, c0) = (&mut self.commands, &self.initial_commands);
-        c.mode.copy_from_slice(&c0.mode);
-        c.position.copy_from_slice(&c0.position);
-        c.velocity.copy_from_slice(&c0.velocity);
-        c.effort.copy_from_slice(&c0.effort);
+        self.commands.copy_from(&self.initial_commands);
     }
 
-    /// Back to the initial state and commands.
+    /// Back to the initial state and commands. Allocates nothing.
     pub fn reset(&mut self) {
-        self.state.clone_from(&self.initial_state);
-        self.commands.clone_from(&self.initial_commands);
+        self.state.copy_from(&self.initial_state);
+        self.commands.copy_from(&self.initial_commands);
     }
 }

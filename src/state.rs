@@ -64,6 +64,25 @@ impl State {
         }
     }
 
+    /// Overwrites `self` with `other` (a state of the same model) without allocating: the
+    /// real-time reset path. (The derived `clone_from` reallocates the vectors.) Warm contacts
+    /// beyond `self`'s capacity are dropped. The exhaustive destructuring makes a new field a
+    /// compile error here rather than a silently stale reset.
+    pub fn copy_from(&mut self, other: &State) {
+        let State { time_s, step_count, q, v, warm_contacts, warm_joint_rows, sensors } = other;
+        self.time_s = *time_s;
+        self.step_count = *step_count;
+        self.q.copy_from_slice(q);
+        self.v.copy_from_slice(v);
+        self.warm_contacts.clear();
+        let room = warm_contacts.len().min(self.warm_contacts.capacity());
+        self.warm_contacts.extend_from_slice(&warm_contacts[..room]);
+        self.warm_joint_rows.copy_from_slice(warm_joint_rows);
+        for (d, s) in self.sensors.iter_mut().zip(sensors) {
+            d.copy_from(s);
+        }
+    }
+
     /// `true` when every coordinate is finite.
     pub fn is_finite(&self) -> bool {
         self.q.iter().chain(self.v.iter()).all(|x| x.is_finite())

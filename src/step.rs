@@ -42,6 +42,15 @@ pub struct Commands {
 }
 
 impl Commands {
+    /// Overwrites `self` with `other` (commands of the same model) without allocating.
+    pub fn copy_from(&mut self, other: &Commands) {
+        let Commands { mode, position, velocity, effort } = other;
+        self.mode.copy_from_slice(mode);
+        self.position.copy_from_slice(position);
+        self.velocity.copy_from_slice(velocity);
+        self.effort.copy_from_slice(effort);
+    }
+
     /// The model's default modes, holding the initial positions.
     pub fn new(model: &Model) -> Self {
         let mut position = vec![0.0; model.nv];

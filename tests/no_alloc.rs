@@ -85,6 +85,15 @@ fn step_does_not_allocate_after_warm_up() {
             });
             assert!(contacts > 0, "{file}: the measured steps had contacts");
             assert_eq!(n, 0, "{file} / {solver}: step allocated {n} times in 3000 steps");
+            // the node's ~/reset path: back to the initial state, then stepping on
+            let q0 = sim.model.q_init.clone();
+            let n = allocations_during(|| {
+                sim.reset();
+                sim.step();
+            });
+            assert_eq!(n, 0, "{file} / {solver}: reset + step allocated {n} times");
+            assert_eq!(sim.state.step_count, 1, "reset restarts the step count");
+            assert!(sim.state.q.iter().zip(&q0).all(|(a, b)| (a - b).abs() < 0.01), "one step from the initial state");
         }
     }
 }

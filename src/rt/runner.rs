@@ -632,31 +632,12 @@ impl RtLoop {
         }
     }
 
-    /// Back to the initial state and commands without allocating (`Simulation::reset` uses
-    /// derived `clone_from`, which reallocates). The exhaustive destructuring makes a new field
-    /// in `State` or `Commands` a compile error here rather than a silently stale reset.
+    /// Back to the initial state and commands without allocating; the command modes are the
+    /// configured ones (`base_modes`), not any the watchdog set.
     fn reset_simulation(&mut self) {
-        let State { time_s, step_count, q, v, warm_contacts, warm_joint_rows, sensors } = &self.initial_state;
-        let st = &mut self.sim.state;
-        st.time_s = *time_s;
-        st.step_count = *step_count;
-        st.q.copy_from_slice(q);
-        st.v.copy_from_slice(v);
-        st.warm_contacts.clear();
-        st.warm_contacts.extend_from_slice(&warm_contacts[..warm_contacts.len().min(st.warm_contacts.capacity())]);
-        st.warm_joint_rows.copy_from_slice(warm_joint_rows);
-        for (d, s) in st.sensors.iter_mut().zip(sensors) {
-            d.copy_from(s);
-        }
-        for (s, s0) in st.sensors.iter_mut().zip(sensors) {
-            s.copy_from(s0);
-        }
-        let Commands { mode: _, position, velocity, effort } = &self.initial_commands;
-        let c = &mut self.sim.commands;
-        c.mode.copy_from_slice(&self.base_modes);
-        c.position.copy_from_slice(position);
-        c.velocity.copy_from_slice(velocity);
-        c.effort.copy_from_slice(effort);
+        self.sim.state.copy_from(&self.initial_state);
+        self.sim.commands.copy_from(&self.initial_commands);
+        self.sim.commands.mode.copy_from_slice(&self.base_modes);
     }
 
     fn apply_watchdog(&mut self) {
