@@ -7,7 +7,7 @@
 
 use crate::math::{cross_force, cross_motion, spatial, spatial_inertia, Vec6};
 use crate::model::Model;
-use crate::workspace::Workspace;
+use crate::workspace::{Workspace, NO_DOF};
 
 /// Fills `ws.body_inertia` (world coordinates, about the world origin) from the body poses.
 pub fn update_body_inertias(model: &Model, ws: &mut Workspace) {
@@ -32,21 +32,22 @@ pub fn mass_matrix(model: &Model, ws: &mut Workspace) {
             ws.composite_inertia[p] += ic;
         }
     }
-    ws.mass_matrix.fill(0.0);
-    for b in 0..nb {
-        let j = &model.bodies[b].joint;
+    // M[l][k] = S_lᵀ Ic_b S_k for coordinate k of body b and every coordinate l ≤ k on its path to
+    // the root (the same joint's earlier coordinates, then the ancestors'); zero elsewhere.
+    let n = model.nv;
+    let Workspace { mass_matrix, composite_inertia, dof_axis, dof_parent, .. } = ws;
+    let m = mass_matrix.as_mut_slice(); // column-major: M[i][j] = m[j * n + i]
+    m.fill(0.0);
+    for (b, body) in model.bodies.iter().enumerate() {
+        let j = &body.joint;
         for k in j.v_index..j.v_index + j.kind.nv() {
-            let f = ws.composite_inertia[b] * ws.dof_axis[k];
-            // this body and its ancestors
-            let mut cur = Some(b);
-            while let Some(a) = cur {
-                let ja = &model.bodies[a].joint;
-                for l in ja.v_index..ja.v_index + ja.kind.nv() {
-                    let m = ws.dof_axis[l].dot(&f);
-                    ws.mass_matrix[(l, k)] = m;
-                    ws.mass_matrix[(k, l)] = m;
-                }
-                cur = model.bodies[a].parent;
+            let f = composite_inertia[b] * dof_axis[k];
+            let mut l = k;
+            while l != NO_DOF {
+                let v = dof_axis[l].dot(&f);
+                m[k * n + l] = v;
+                m[l * n + k] = v;
+                l = dof_parent[l];
             }
         }
     }
@@ -108,93 +109,98 @@ pub fn bias_forces(model: &Model, ws: &mut Workspace, v: &[f64]) {
     project_on_axes(model, dof_axis, body_force, bias.as_mut_slice());
 }
 
-/// Factorizes `ws.mass_factor` in place (lower Cholesky `M̃ = L Lᵀ`), block by block over
-/// trees. On entry `ws.mass_factor` holds M̃ (symmetric). Returns `false` if a block is not
-/// positive definite.
+/// Factorizes `ws.mass_factor` in place as `M̃ = Lᵀ L` (Featherstone's LTL algorithm, *RBDA*
+/// §6.5, Table 6.3): eliminating from the last coordinate to the first, along the parent chains
+/// `ws.dof_parent`, creates no fill-in, so the cost is Σ_k depth(k)² instead of the dense n³/6
+/// (a quadruped: 18 coordinates, depth ≤ 9). On entry the lower triangle of `ws.mass_factor`
+/// holds M̃ (symmetric, branch-induced sparsity); on exit it holds L. Returns `false` if M̃ is
+/// not positive definite.
+///
+/// With `M̃⁻¹ = L⁻¹ L⁻ᵀ`, the contact code uses `Z = L⁻ᵀ Jᵀ` ([`solve_lt`]) so that
+/// `J M̃⁻¹ Jᵀ = Zᵀ Z`, and maps `Z λ` back to velocities with `L⁻¹` ([`solve_l`]).
 pub fn factorize(model: &Model, ws: &mut Workspace) -> bool {
+    let _ = model;
     let n = ws.mass_factor.nrows();
-    let l = ws.mass_factor.as_mut_slice(); // column-major: L[i][j] = l[j * n + i]
-    for t in &model.trees {
-        let (s, e) = (t.v_start, t.v_end);
-        // Left-looking: column j of L is column j of M̃ minus Σ_k L[j][k] (column k of L), from
-        // row j down, then scaled. Columns are contiguous, and the zeros the tree structure leaves
-        // in L (between different branches) are skipped.
-        for j in s..e {
-            let (left, right) = l.split_at_mut(j * n);
-            let col_j = &mut right[j..e];
-            for k in s..j {
-                let ljk = left[k * n + j];
-                if ljk != 0.0 {
-                    for (x, y) in col_j.iter_mut().zip(&left[k * n + j..k * n + e]) {
-                        *x -= ljk * y;
-                    }
-                }
-            }
-            let d = col_j[0];
-            if !(d > 0.0) {
-                return false;
-            }
-            let d = d.sqrt();
-            col_j[0] = d;
-            let inv = 1.0 / d;
-            for x in &mut col_j[1..] {
-                *x *= inv;
-            }
+    let parent = &ws.dof_parent;
+    let h = ws.mass_factor.as_mut_slice(); // column-major: H[i][j] = h[j * n + i]
+    for k in (0..n).rev() {
+        let d = h[k * n + k];
+        if !(d > 0.0) {
+            return false;
         }
-        // Mirror L into the upper triangle (U = Lᵀ, so U[i][k] = L[k][i]): the forward
-        // substitution then reads column i of U contiguously.
-        for j in s..e {
-            for i in j + 1..e {
-                l[i * n + j] = l[j * n + i];
+        let d = d.sqrt();
+        h[k * n + k] = d;
+        // row k of L: H[k][i] /= H[k][k] for the ancestors i of k
+        let mut i = parent[k];
+        while i != NO_DOF {
+            h[i * n + k] /= d;
+            i = parent[i];
+        }
+        // H[i][j] -= H[k][i] H[k][j] for ancestors j ≤ i of k
+        let mut i = parent[k];
+        while i != NO_DOF {
+            let lki = h[i * n + k];
+            let mut j = i;
+            while j != NO_DOF {
+                h[j * n + i] -= lki * h[j * n + k];
+                j = parent[j];
             }
+            i = parent[i];
         }
     }
     true
 }
 
-/// Forward substitution `x ← L⁻¹ x` on the velocity range `[s, e)` of one tree.
+/// `x ← L⁻ᵀ x` on the velocity range `[s, e)` of one tree (`Lᵀ` is upper triangular: back
+/// substitution from the last coordinate, pushing each solved value to its ancestors). Zero
+/// entries are skipped, so a Jacobian row that touches one leg costs that leg's chain only.
 #[inline]
-pub fn forward_substitute(factor: &nalgebra::DMatrix<f64>, s: usize, e: usize, x: &mut [f64]) {
-    let n = factor.nrows();
-    let l = factor.as_slice();
-    for i in s..e {
-        // row i of L = column i of the mirrored upper triangle: l[i*n + k] for k < i
-        let col = &l[i * n + s..i * n + i];
-        let mut y = x[i];
-        for (lik, xk) in col.iter().zip(&x[s..i]) {
-            y -= lik * xk;
-        }
-        x[i] = y / l[i * n + i];
-    }
-}
-
-/// Backward substitution `x ← L⁻ᵀ x` on the velocity range `[s, e)` of one tree.
-#[inline]
-pub fn backward_substitute(factor: &nalgebra::DMatrix<f64>, s: usize, e: usize, x: &mut [f64]) {
+pub fn solve_lt(factor: &nalgebra::DMatrix<f64>, dof_parent: &[usize], s: usize, e: usize, x: &mut [f64]) {
     let n = factor.nrows();
     let l = factor.as_slice();
     for i in (s..e).rev() {
-        // column i of L below the diagonal: l[i*n + k] for k > i
-        let col = &l[i * n + i + 1..i * n + e];
+        if x[i] == 0.0 {
+            continue;
+        }
+        let xi = x[i] / l[i * n + i];
+        x[i] = xi;
+        let mut j = dof_parent[i];
+        while j != NO_DOF {
+            x[j] -= l[j * n + i] * xi;
+            j = dof_parent[j];
+        }
+    }
+}
+
+/// `x ← L⁻¹ x` on the velocity range `[s, e)` of one tree (forward substitution along each
+/// coordinate's ancestors).
+#[inline]
+pub fn solve_l(factor: &nalgebra::DMatrix<f64>, dof_parent: &[usize], s: usize, e: usize, x: &mut [f64]) {
+    let n = factor.nrows();
+    let l = factor.as_slice();
+    for i in s..e {
         let mut y = x[i];
-        for (lki, xk) in col.iter().zip(&x[i + 1..e]) {
-            y -= lki * xk;
+        let mut j = dof_parent[i];
+        while j != NO_DOF {
+            y -= l[j * n + i] * x[j];
+            j = dof_parent[j];
         }
         x[i] = y / l[i * n + i];
     }
 }
 
-/// Solves `M̃ x = b` in place for the velocity range `[s, e)` of one tree, using the factor.
+/// Solves `M̃ x = b` in place for the velocity range `[s, e)` of one tree, using the factor:
+/// `x = L⁻¹ (L⁻ᵀ b)`.
 #[inline]
-pub fn solve_block(factor: &nalgebra::DMatrix<f64>, s: usize, e: usize, x: &mut [f64]) {
-    forward_substitute(factor, s, e, x);
-    backward_substitute(factor, s, e, x);
+pub fn solve_block(factor: &nalgebra::DMatrix<f64>, dof_parent: &[usize], s: usize, e: usize, x: &mut [f64]) {
+    solve_lt(factor, dof_parent, s, e, x);
+    solve_l(factor, dof_parent, s, e, x);
 }
 
 /// Solves `M̃ x = b` in place for all trees.
-pub fn solve(model: &Model, factor: &nalgebra::DMatrix<f64>, x: &mut [f64]) {
+pub fn solve(model: &Model, factor: &nalgebra::DMatrix<f64>, dof_parent: &[usize], x: &mut [f64]) {
     for t in &model.trees {
-        solve_block(factor, t.v_start, t.v_end, x);
+        solve_block(factor, dof_parent, t.v_start, t.v_end, x);
     }
 }
 

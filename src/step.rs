@@ -210,7 +210,7 @@ pub fn step(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Commands
     };
     report.solve = ws.solver.solve(&problem, &mut ws.impulse[..m]);
 
-    // 7. v⁺ = v* + M̃⁻¹ Jᵀ λ = v* + L⁻ᵀ (Z λ), integrate q
+    // 7. v⁺ = v* + M̃⁻¹ Jᵀ λ = v* + L⁻¹ (Z λ) (M̃ = Lᵀ L, Z = L⁻ᵀ Jᵀ), integrate q
     for i in 0..m {
         let l = ws.impulse[i];
         if l != 0.0 {
@@ -228,7 +228,7 @@ pub fn step(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Commands
         }
     }
     for t in &model.trees {
-        dynamics::backward_substitute(&ws.mass_factor, t.v_start, t.v_end, ws.scratch_nv.as_mut_slice());
+        dynamics::solve_l(&ws.mass_factor, &ws.dof_parent, t.v_start, t.v_end, ws.scratch_nv.as_mut_slice());
     }
     for k in 0..nv {
         ws.scratch_nv[k] += ws.free_velocity[k];
@@ -331,7 +331,7 @@ fn free_velocity(model: &Model, state: &State, ws: &mut Workspace, dt: f64) {
     for k in 0..model.nv {
         ws.scratch_nv[k] = dt * ws.generalized_force[k];
     }
-    dynamics::solve(model, &ws.mass_factor, ws.scratch_nv.as_mut_slice());
+    dynamics::solve(model, &ws.mass_factor, &ws.dof_parent, ws.scratch_nv.as_mut_slice());
     for k in 0..model.nv {
         ws.free_velocity[k] = state.v[k] + ws.scratch_nv[k];
         ws.scratch_nv[k] = 0.0;
@@ -480,7 +480,8 @@ fn build_jacobian(model: &Model, state: &State, ws: &mut Workspace, dt: f64) {
     }
 }
 
-/// Z = L⁻¹ Jᵀ (row by row, only over the trees a row touches) and G = J M̃⁻¹ Jᵀ = Zᵀ Z.
+/// Z = L⁻ᵀ Jᵀ (row by row, only over the trees a row touches) and G = J M̃⁻¹ Jᵀ = Zᵀ Z
+/// (M̃ = Lᵀ L, see [`dynamics::factorize`]).
 fn build_delassus(model: &Model, ws: &mut Workspace, m: usize) {
     let nv = model.nv;
     for i in 0..m {
@@ -490,7 +491,7 @@ fn build_delassus(model: &Model, ws: &mut Workspace, m: usize) {
         for t in [t0, t1] {
             if t != NO_TREE {
                 let tr = &model.trees[t];
-                dynamics::forward_substitute(&ws.mass_factor, tr.v_start, tr.v_end, z);
+                dynamics::solve_lt(&ws.mass_factor, &ws.dof_parent, tr.v_start, tr.v_end, z);
             }
         }
     }

@@ -56,8 +56,9 @@ pub struct Workspace {
     pub body_force: Vec<Vec6>,
     /// Mass matrix M(q) (block diagonal per tree).
     pub mass_matrix: DMatrix<f64>,
-    /// Cholesky factor L of M̃ = M + dt·D = L Lᵀ (per tree block; L in the lower triangle and
-    /// mirrored into the upper one).
+    /// Factor L of M̃ = M + dt·D = Lᵀ L (Featherstone's LTL factorization, RBDA §6.5): L is
+    /// lower triangular with the sparsity of M̃'s lower triangle (no fill-in), stored in the
+    /// lower triangle; the upper triangle holds stale values and is never read.
     pub mass_factor: DMatrix<f64>,
     /// Bias forces h(q, v) = C(q, v) v + g(q) (N·m or N).
     pub bias: DVector<f64>,
@@ -77,7 +78,7 @@ pub struct Workspace {
     pub joint_rows: Vec<JointRow>,
     /// Constraint Jacobian, row-major `rows × nv`.
     pub jacobian: Vec<f64>,
-    /// Z = L⁻¹ Jᵀ stored row-major `rows × nv` (row i is L⁻¹ J_iᵀ), so that G = Zᵀ Z.
+    /// Z = L⁻ᵀ Jᵀ stored row-major `rows × nv` (row i is L⁻ᵀ J_iᵀ), so that G = Zᵀ Z.
     pub factor_jt: Vec<f64>,
     /// Delassus matrix G = J M̃⁻¹ Jᵀ, row-major `rows × rows`.
     pub delassus: Vec<f64>,
@@ -98,6 +99,11 @@ pub struct Workspace {
     pub subtree_end: Vec<usize>,
     /// Contact force on each body from the last step (spatial force about the world origin, N).
     pub body_contact_force: Vec<Vec6>,
+    /// Parent of each velocity coordinate (Featherstone's λ, RBDA §6.5): the previous
+    /// coordinate on the path to the root, [`NO_DOF`] for a tree's first one. `λ(k) < k`; the
+    /// mass matrix is nonzero only between a coordinate and its ancestors (branch-induced
+    /// sparsity), which [`crate::dynamics::factorize`] keeps without fill-in.
+    pub dof_parent: Vec<usize>,
     /// Generalized acceleration of the last step, (v⁺ − v)/dt.
     pub acceleration: DVector<f64>,
     /// Collision scratch.
@@ -105,6 +111,9 @@ pub struct Workspace {
     /// The contact solver and its scratch.
     pub solver: Solver,
 }
+
+/// [`Workspace::dof_parent`] of a root coordinate.
+pub const NO_DOF: usize = usize::MAX;
 
 impl Workspace {
     /// Allocates every buffer the step will use.
@@ -126,8 +135,21 @@ impl Workspace {
                 subtree_end[p] = subtree_end[p].max(subtree_end[b]);
             }
         }
+        // velocity-coordinate parents: a joint's first coordinate hangs on the last coordinate of
+        // the nearest ancestor body that has any; further coordinates of the same joint chain on
+        let mut dof_parent = vec![NO_DOF; nv];
+        let mut last_dof = vec![NO_DOF; nb];
+        for (b, body) in model.bodies.iter().enumerate() {
+            let inherited = body.parent.map(|p| last_dof[p]).unwrap_or(NO_DOF);
+            let (v0, nj) = (body.joint.v_index, body.joint.kind.nv());
+            for k in v0..v0 + nj {
+                dof_parent[k] = if k == v0 { inherited } else { k - 1 };
+            }
+            last_dof[b] = if nj > 0 { v0 + nj - 1 } else { inherited };
+        }
         Workspace {
             subtree_end,
+            dof_parent,
             body_contact_force: vec![Vec6::zeros(); nb],
             acceleration: DVector::zeros(nv),
             body_pose: vec![Pose::identity(); nb],

@@ -100,6 +100,36 @@ fn mass_matrix_is_spd_and_crba_agrees_with_rnea_on_every_shipped_urdf() {
             let ke_m = dynamics::kinetic_energy(&ws, &state.v);
             let ke_bodies: f64 = (0..model.bodies.len()).map(|b| 0.5 * ws.body_velocity[b].dot(&(ws.body_inertia[b] * ws.body_velocity[b]))).sum();
             assert!((ke_m - ke_bodies).abs() <= 1e-10 * ke_bodies.max(1.0), "{urdf}: kinetic energy {ke_m} vs {ke_bodies}");
+            // the sparse LTL factor: Lᵀ L = M, L lower triangular with no fill-in, and the
+            // solves invert M (checked against nalgebra's dense Cholesky)
+            ws.mass_factor.copy_from(&m);
+            assert!(dynamics::factorize(&model, &mut ws), "{urdf}: factorization failed");
+            let n = model.nv;
+            let l = nalgebra::DMatrix::from_fn(n, n, |i, j| if j <= i { ws.mass_factor[(i, j)] } else { 0.0 });
+            let ltl_err = (l.transpose() * &l - &m).abs().max();
+            assert!(ltl_err <= 1e-12 * m.abs().max(), "{urdf} trial {trial}: |LᵀL − M| = {ltl_err:e}");
+            for i in 0..n {
+                for j in 0..i {
+                    let mut a = ws.dof_parent[i];
+                    let mut on_path = false;
+                    while a != contact_sim::workspace::NO_DOF {
+                        on_path |= a == j;
+                        a = ws.dof_parent[a];
+                    }
+                    if !on_path {
+                        assert_eq!(l[(i, j)], 0.0, "{urdf}: fill-in at ({i}, {j})");
+                        assert_eq!(m[(i, j)], 0.0, "{urdf}: M({i}, {j}) between different branches");
+                    }
+                }
+            }
+            let b: Vec<f64> = (0..n).map(|_| rng.uniform(-1.0, 1.0)).collect();
+            let mut x = b.clone();
+            dynamics::solve(&model, &ws.mass_factor, &ws.dof_parent, &mut x);
+            let x_ref = m.clone().cholesky().unwrap().solve(&nalgebra::DVector::from_column_slice(&b));
+            let x_scale = x_ref.abs().max();
+            for k in 0..n {
+                assert!((x[k] - x_ref[k]).abs() <= 1e-9 * x_scale, "{urdf}: M⁻¹b[{k}] = {} vs {}", x[k], x_ref[k]);
+            }
         }
     }
 }
