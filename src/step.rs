@@ -11,7 +11,7 @@
 //! with `M̃ = M + dt (D + K_d + dt K_p)`: joint damping `D` and the PD / velocity servos are
 //! integrated implicitly (`τ_pd = K_p (q_ref − q − dt v⁺) + K_d (v_ref − v⁺)`), which keeps stiff
 //! gains stable at 1 kHz on light links. λ holds the contact, joint-limit, joint-friction and mimic
-//! impulses, found by the configured solver on the [`ContactProblem`].
+//! impulses, found by the configured solver on the [`crate::contact::ContactProblem`].
 //!
 //! Effort limits: if the explicit estimate of a servo's torque exceeds the joint's effort limit,
 //! that joint is saturated at the limit (an effort command) for this step.
@@ -19,7 +19,7 @@
 //! Nothing here allocates: every buffer comes from the [`Workspace`].
 
 use crate::collision;
-use crate::contact::{ContactProblem, ContactSolver, SolveStats};
+use crate::contact::{ContactSolver, SolveStats};
 use crate::dynamics;
 use crate::kinematics::{self, add_point_jacobian_row};
 use crate::math::{integrate_rotation, Vec3};
@@ -199,16 +199,8 @@ pub fn step(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Commands
     warm_start(model, state, ws);
 
     // 6. solve
-    let problem = ContactProblem {
-        num_contacts: nc,
-        num_joint_rows: nj,
-        friction: &ws.friction[..nc],
-        row_lower: &ws.row_lower[..nj],
-        row_upper: &ws.row_upper[..nj],
-        delassus: &ws.delassus[..m * m],
-        free_velocity: &ws.free_constraint_velocity[..m],
-    };
-    report.solve = ws.solver.solve(&problem, &mut ws.impulse[..m]);
+    let (problem, impulse, solver) = ws.split_for_solve();
+    report.solve = solver.solve(&problem, impulse);
 
     // 7. v⁺ = v* + M̃⁻¹ Jᵀ λ = v* + L⁻¹ (Z λ) (M̃ = Lᵀ L, Z = L⁻ᵀ Jᵀ), integrate q
     for i in 0..m {

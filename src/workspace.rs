@@ -5,7 +5,7 @@
 //! in [`crate::step::StepReport`]). This is what makes the step allocation-free.
 
 use crate::collision::CollisionScratch;
-use crate::contact::{Contact, Solver, SolverConfig};
+use crate::contact::{Contact, ContactProblem, Solver, SolverConfig};
 use crate::math::{Mat6, Pose, Vec6};
 use crate::model::Model;
 use nalgebra::{DMatrix, DVector};
@@ -186,5 +186,24 @@ impl Workspace {
     /// Number of constraint rows of the current step.
     pub fn num_rows(&self) -> usize {
         3 * self.contacts.len() + self.joint_rows.len()
+    }
+
+    /// The current step's contact problem (a view into this workspace), the impulses it is
+    /// solved into (`num_rows()` long; on entry the warm start) and the configured solver, as
+    /// disjoint borrows: `let (p, impulse, solver) = ws.split_for_solve(); solver.solve(&p, impulse)`.
+    pub fn split_for_solve(&mut self) -> (ContactProblem<'_>, &mut [f64], &mut Solver) {
+        let (nc, nj) = (self.contacts.len(), self.joint_rows.len());
+        let m = 3 * nc + nj;
+        let Workspace { friction, row_lower, row_upper, delassus, free_constraint_velocity, impulse, solver, .. } = self;
+        let problem = ContactProblem {
+            num_contacts: nc,
+            num_joint_rows: nj,
+            friction: &friction[..nc],
+            row_lower: &row_lower[..nj],
+            row_upper: &row_upper[..nj],
+            delassus: &delassus[..m * m],
+            free_velocity: &free_constraint_velocity[..m],
+        };
+        (problem, &mut impulse[..m], solver)
     }
 }

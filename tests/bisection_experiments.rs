@@ -151,15 +151,7 @@ fn run_experiment(name: &str, steps: usize, count_sweeps: bool) -> Measured {
         contact_sim::step::warm_start(model, &before, ws);
         let warm = ws.impulse[..m].to_vec();
         ws.impulse[..m].copy_from_slice(&lambda_b);
-        let p = ContactProblem {
-            num_contacts: nc,
-            num_joint_rows: nj,
-            friction: &ws.friction[..nc],
-            row_lower: &ws.row_lower[..nj],
-            row_upper: &ws.row_upper[..nj],
-            delassus: &ws.delassus[..m * m],
-            free_velocity: &ws.free_constraint_velocity[..m],
-        };
+        let (p, _, _) = ws.split_for_solve();
         // the rebuilt problem and warm start are exactly what the step solved
         let (again, _, _) = bisection(&p, &warm, BisectionParams::default());
         assert_eq!(again, lambda_b, "{file} t = {}: re-solving the step's problem gives another answer", sim.state.time_s);

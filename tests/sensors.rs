@@ -22,6 +22,19 @@ fn arm_with_sensor(emulation: &str, extra: &str) -> Simulation {
     sim
 }
 
+/// A sensor outside any model (for the emulation chain alone), sampled every step.
+fn bare_sensor(e: &FtEmulation) -> contact_sim::sensors::ForceTorqueSensor {
+    contact_sim::sensors::ForceTorqueSensor {
+        name: "s".into(),
+        joint: "j".into(),
+        body: 0,
+        x_body_sensor: contact_sim::math::Pose::identity(),
+        emulation: e.clone(),
+        steps_per_sample: 1,
+        frame_id: "s".into(),
+    }
+}
+
 /// Mass, centre of mass (world) of the subtree below `body`.
 fn subtree_mass_com(sim: &Simulation, body: usize) -> (f64, Vec3) {
     let ws = &sim.workspace;
@@ -192,15 +205,7 @@ fn emulation(yaml: &str) -> FtEmulation {
 }
 
 fn run_chain(e: &FtEmulation, inputs: impl Fn(usize) -> [f64; 6], n: usize, period: f64) -> Vec<[f64; 6]> {
-    let sensor = contact_sim::sensors::ForceTorqueSensor {
-        name: "s".into(),
-        joint: "j".into(),
-        body: 0,
-        x_body_sensor: contact_sim::math::Pose::identity(),
-        emulation: e.clone(),
-        steps_per_sample: 1,
-        frame_id: "s".into(),
-    };
+    let sensor = bare_sensor(e);
     let mut st = FtSensorState::new(&sensor);
     (0..n)
         .map(|i| {
@@ -245,15 +250,7 @@ fn filter_step_response_has_the_configured_time_constant() {
 #[test]
 fn saturation_clips_and_flags_quantization_rounds_delay_shifts() {
     let e = emulation("{range: [5.0, 5.0, 5.0, 1.0, 1.0, 1.0], resolution: 0.1}");
-    let sensor = contact_sim::sensors::ForceTorqueSensor {
-        name: "s".into(),
-        joint: "j".into(),
-        body: 0,
-        x_body_sensor: contact_sim::math::Pose::identity(),
-        emulation: e.clone(),
-        steps_per_sample: 1,
-        frame_id: "s".into(),
-    };
+    let sensor = bare_sensor(&e);
     let mut st = FtSensorState::new(&sensor);
     st.sample(&e, &[7.0, -2.34, 0.0, 0.0, 0.0, -3.0], 1e-3);
     assert_eq!(st.measured[0], 5.0);

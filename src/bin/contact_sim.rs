@@ -496,7 +496,7 @@ fn copy_state(dst: &mut contact_sim::state::State, src: &contact_sim::state::Sta
 /// from `before`, the state before the step) with `solver`, a second solver of the same
 /// configuration, and times that call; for the bisection, also times single-contact solves.
 fn time_solve(sim: &mut Simulation, before: &contact_sim::state::State, solver: &mut Solver, config: &SolverConfig, out: &mut SolveTimes) {
-    use contact_sim::contact::{ContactProblem, ContactSolver, SingleContact};
+    use contact_sim::contact::{ContactSolver, SingleContact};
     use std::hint::black_box;
     let (model, ws) = (&sim.model, &mut sim.workspace);
     let (nc, nj) = (ws.contacts.len(), ws.joint_rows.len());
@@ -506,25 +506,17 @@ fn time_solve(sim: &mut Simulation, before: &contact_sim::state::State, solver: 
     }
     let solution: Vec<f64> = ws.impulse[..m].to_vec();
     contact_sim::step::warm_start(model, before, ws);
-    let p = ContactProblem {
-        num_contacts: nc,
-        num_joint_rows: nj,
-        friction: &ws.friction[..nc],
-        row_lower: &ws.row_lower[..nj],
-        row_upper: &ws.row_upper[..nj],
-        delassus: &ws.delassus[..m * m],
-        free_velocity: &ws.free_constraint_velocity[..m],
-    };
+    let (p, impulse, _) = ws.split_for_solve();
     let t0 = Instant::now();
-    solver.solve(black_box(&p), &mut ws.impulse[..m]);
+    solver.solve(black_box(&p), impulse);
     let us = t0.elapsed().as_secs_f64() * 1e6;
     out.per_step.push(us);
     if nc > 0 {
         out.per_contact.push(us / nc as f64);
     }
-    if ws.impulse[..m] != solution[..] {
+    if impulse[..] != solution[..] {
         out.mismatches += 1;
-        ws.impulse[..m].copy_from_slice(&solution);
+        impulse.copy_from_slice(&solution);
     }
     if let SolverConfig::Bisection(prm) = config {
         for c in 0..nc {
