@@ -5,9 +5,13 @@
 //! Equation of motion: `M(q) v̇ + h(q, v) = τ + Jᵀ f`, with `h = C(q, v) v + g(q)`.
 //! Requires [`crate::kinematics::forward_kinematics`] to have filled the workspace.
 
+pub mod branch_matrix;
+
+pub use branch_matrix::BranchMatrix;
+
 use crate::math::{cross_force, cross_motion, spatial, spatial_inertia, Vec6};
 use crate::model::Model;
-use crate::workspace::{Workspace, NO_DOF};
+use crate::workspace::Workspace;
 
 /// Fills `ws.body_inertia` (world coordinates, about the world origin) from the body poses.
 pub fn update_body_inertias(model: &Model, ws: &mut Workspace) {
@@ -20,7 +24,7 @@ pub fn update_body_inertias(model: &Model, ws: &mut Workspace) {
     }
 }
 
-/// Composite-rigid-body algorithm: writes M(q) into `ws.mass_matrix`.
+/// Composite-rigid-body algorithm: writes M(q) into `ws.mass_matrix` (branch-sparse rows).
 pub fn mass_matrix(model: &Model, ws: &mut Workspace) {
     let nb = model.bodies.len();
     for b in 0..nb {
@@ -32,22 +36,17 @@ pub fn mass_matrix(model: &Model, ws: &mut Workspace) {
             ws.composite_inertia[p] += ic;
         }
     }
-    // M[l][k] = S_lᵀ Ic_b S_k for coordinate k of body b and every coordinate l ≤ k on its path to
-    // the root (the same joint's earlier coordinates, then the ancestors'); zero elsewhere.
-    let n = model.nv;
-    let Workspace { mass_matrix, composite_inertia, dof_axis, dof_parent, .. } = ws;
-    let m = mass_matrix.as_mut_slice(); // column-major: M[i][j] = m[j * n + i]
-    m.fill(0.0);
+    // M[k][l] = S_lᵀ Ic_b S_k for coordinate k of body b and every coordinate l on its path to
+    // the root (k itself, the same joint's earlier coordinates, then the ancestors'): exactly the
+    // stored row k of the branch-sparse matrix; zero elsewhere.
+    let Workspace { mass_matrix, composite_inertia, dof_axis, .. } = ws;
     for (b, body) in model.bodies.iter().enumerate() {
         let j = &body.joint;
         for k in j.v_index..j.v_index + j.kind.nv() {
             let f = composite_inertia[b] * dof_axis[k];
-            let mut l = k;
-            while l != NO_DOF {
-                let v = dof_axis[l].dot(&f);
-                m[k * n + l] = v;
-                m[l * n + k] = v;
-                l = dof_parent[l];
+            let (cols, row) = mass_matrix.row_mut(k);
+            for (v, &l) in row.iter_mut().zip(cols) {
+                *v = dof_axis[l].dot(&f);
             }
         }
     }
@@ -109,111 +108,27 @@ pub fn bias_forces(model: &Model, ws: &mut Workspace, v: &[f64]) {
     project_on_axes(model, dof_axis, body_force, bias.as_mut_slice());
 }
 
-/// Factorizes `ws.mass_factor` in place as `M̃ = Lᵀ L` (Featherstone's LTL algorithm, *RBDA*
-/// §6.5, Table 6.3): eliminating from the last coordinate to the first, along the parent chains
-/// `ws.dof_parent`, creates no fill-in, so the cost is Σ_k depth(k)² instead of the dense n³/6
-/// (a quadruped: 18 coordinates, depth ≤ 9). On entry the lower triangle of `ws.mass_factor`
-/// holds M̃ (symmetric, branch-induced sparsity); on exit it holds L. Returns `false` if M̃ is
-/// not positive definite.
+/// Factorizes `ws.mass_factor` (holding M̃) in place as `M̃ = Lᵀ L` (Featherstone's LTL
+/// algorithm, *RBDA* §6.5; see [`BranchMatrix::factorize_ltl`]): no fill-in, cost
+/// `Σ_k depth(k)²` instead of the dense n³/6 (a quadruped: 18 coordinates, depth ≤ 9). Returns
+/// `false` if M̃ is not positive definite.
 ///
-/// With `M̃⁻¹ = L⁻¹ L⁻ᵀ`, the contact code uses `Z = L⁻ᵀ Jᵀ` ([`solve_lt`]) so that
-/// `J M̃⁻¹ Jᵀ = Zᵀ Z`, and maps `Z λ` back to velocities with `L⁻¹` ([`solve_l`]).
-pub fn factorize(model: &Model, ws: &mut Workspace) -> bool {
-    let _ = model;
-    let n = ws.mass_factor.nrows();
-    let parent = &ws.dof_parent;
-    let h = ws.mass_factor.as_mut_slice(); // column-major: H[i][j] = h[j * n + i]
-    for k in (0..n).rev() {
-        let d = h[k * n + k];
-        if !(d > 0.0) {
-            return false;
-        }
-        let d = d.sqrt();
-        h[k * n + k] = d;
-        // row k of L: H[k][i] /= H[k][k] for the ancestors i of k
-        let mut i = parent[k];
-        while i != NO_DOF {
-            h[i * n + k] /= d;
-            i = parent[i];
-        }
-        // H[i][j] -= H[k][i] H[k][j] for ancestors j ≤ i of k
-        let mut i = parent[k];
-        while i != NO_DOF {
-            let lki = h[i * n + k];
-            let mut j = i;
-            while j != NO_DOF {
-                h[j * n + i] -= lki * h[j * n + k];
-                j = parent[j];
-            }
-            i = parent[i];
-        }
-    }
-    true
-}
-
-/// `x ← L⁻ᵀ x` on the velocity range `[s, e)` of one tree (`Lᵀ` is upper triangular: back
-/// substitution from the last coordinate, pushing each solved value to its ancestors). Zero
-/// entries are skipped, so a Jacobian row that touches one leg costs that leg's chain only.
-#[inline]
-pub fn solve_lt(factor: &nalgebra::DMatrix<f64>, dof_parent: &[usize], s: usize, e: usize, x: &mut [f64]) {
-    let n = factor.nrows();
-    let l = factor.as_slice();
-    for i in (s..e).rev() {
-        if x[i] == 0.0 {
-            continue;
-        }
-        let xi = x[i] / l[i * n + i];
-        x[i] = xi;
-        let mut j = dof_parent[i];
-        while j != NO_DOF {
-            x[j] -= l[j * n + i] * xi;
-            j = dof_parent[j];
-        }
-    }
-}
-
-/// `x ← L⁻¹ x` on the velocity range `[s, e)` of one tree (forward substitution along each
-/// coordinate's ancestors).
-#[inline]
-pub fn solve_l(factor: &nalgebra::DMatrix<f64>, dof_parent: &[usize], s: usize, e: usize, x: &mut [f64]) {
-    let n = factor.nrows();
-    let l = factor.as_slice();
-    for i in s..e {
-        let mut y = x[i];
-        let mut j = dof_parent[i];
-        while j != NO_DOF {
-            y -= l[j * n + i] * x[j];
-            j = dof_parent[j];
-        }
-        x[i] = y / l[i * n + i];
-    }
-}
-
-/// Solves `M̃ x = b` in place for the velocity range `[s, e)` of one tree, using the factor:
-/// `x = L⁻¹ (L⁻ᵀ b)`.
-#[inline]
-pub fn solve_block(factor: &nalgebra::DMatrix<f64>, dof_parent: &[usize], s: usize, e: usize, x: &mut [f64]) {
-    solve_lt(factor, dof_parent, s, e, x);
-    solve_l(factor, dof_parent, s, e, x);
+/// With `M̃⁻¹ = L⁻¹ L⁻ᵀ`, the contact code uses `Z = L⁻ᵀ Jᵀ` ([`BranchMatrix::solve_lt`]) so that
+/// `J M̃⁻¹ Jᵀ = Zᵀ Z`, and maps `Z λ` back to velocities with `L⁻¹` ([`BranchMatrix::solve_l`]).
+pub fn factorize(ws: &mut Workspace) -> bool {
+    ws.mass_factor.factorize_ltl()
 }
 
 /// Solves `M̃ x = b` in place for all trees.
-pub fn solve(model: &Model, factor: &nalgebra::DMatrix<f64>, dof_parent: &[usize], x: &mut [f64]) {
+pub fn solve(model: &Model, factor: &BranchMatrix, x: &mut [f64]) {
     for t in &model.trees {
-        solve_block(factor, dof_parent, t.v_start, t.v_end, x);
+        factor.solve(t.v_start, t.v_end, x);
     }
 }
 
 /// Kinetic energy ½ vᵀ M v (J). Needs [`mass_matrix`] to be current.
 pub fn kinetic_energy(ws: &Workspace, v: &[f64]) -> f64 {
-    let n = v.len();
-    let mut e = 0.0;
-    for i in 0..n {
-        for j in 0..n {
-            e += v[i] * ws.mass_matrix[(i, j)] * v[j];
-        }
-    }
-    0.5 * e
+    0.5 * ws.mass_matrix.quadratic_form(v)
 }
 
 /// Gravitational potential energy −Σ m g·c (J). Needs poses.

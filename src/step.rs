@@ -150,18 +150,18 @@ pub fn step(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Commands
                 ws.applied_effort[k] = tau;
             } else {
                 // implicit: τ = tau_explicit − (kd + dt kp)(v⁺ − v) − dt kp v
-                ws.mass_factor[(k, k)] += dt * (kd + dt * kp);
+                ws.mass_factor.add_to_diagonal(k, dt * (kd + dt * kp));
                 let tau = tau_explicit - dt * kp * v;
                 ws.generalized_force[k] += tau;
                 ws.applied_effort[k] = tau; // corrected with the implicit part after the solve
             }
         }
         if j.damping > 0.0 {
-            ws.mass_factor[(k, k)] += dt * j.damping;
+            ws.mass_factor.add_to_diagonal(k, dt * j.damping);
             ws.generalized_force[k] -= j.damping * v;
         }
     }
-    if !dynamics::factorize(model, ws) {
+    if !dynamics::factorize(ws) {
         report.singular_mass_matrix = true;
         return report;
     }
@@ -220,7 +220,7 @@ pub fn step(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Commands
         }
     }
     for t in &model.trees {
-        dynamics::solve_l(&ws.mass_factor, &ws.dof_parent, t.v_start, t.v_end, ws.scratch_nv.as_mut_slice());
+        ws.mass_factor.solve_l(t.v_start, t.v_end, ws.scratch_nv.as_mut_slice());
     }
     for k in 0..nv {
         ws.scratch_nv[k] += ws.free_velocity[k];
@@ -323,7 +323,7 @@ fn free_velocity(model: &Model, state: &State, ws: &mut Workspace, dt: f64) {
     for k in 0..model.nv {
         ws.scratch_nv[k] = dt * ws.generalized_force[k];
     }
-    dynamics::solve(model, &ws.mass_factor, &ws.dof_parent, ws.scratch_nv.as_mut_slice());
+    dynamics::solve(model, &ws.mass_factor, ws.scratch_nv.as_mut_slice());
     for k in 0..model.nv {
         ws.free_velocity[k] = state.v[k] + ws.scratch_nv[k];
         ws.scratch_nv[k] = 0.0;
@@ -483,7 +483,7 @@ fn build_delassus(model: &Model, ws: &mut Workspace, m: usize) {
         for t in [t0, t1] {
             if t != NO_TREE {
                 let tr = &model.trees[t];
-                dynamics::solve_lt(&ws.mass_factor, &ws.dof_parent, tr.v_start, tr.v_end, z);
+                ws.mass_factor.solve_lt(tr.v_start, tr.v_end, z);
             }
         }
     }

@@ -8,7 +8,8 @@ use crate::collision::CollisionScratch;
 use crate::contact::{Contact, ContactProblem, Solver, SolverConfig};
 use crate::math::{Mat6, Pose, Vec6};
 use crate::model::Model;
-use nalgebra::{DMatrix, DVector};
+use nalgebra::DVector;
+use crate::dynamics::BranchMatrix;
 
 /// What a one-dimensional joint row constrains.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -54,12 +55,11 @@ pub struct Workspace {
     pub body_acc: Vec<Vec6>,
     /// Spatial force scratch per body.
     pub body_force: Vec<Vec6>,
-    /// Mass matrix M(q) (block diagonal per tree).
-    pub mass_matrix: DMatrix<f64>,
-    /// Factor L of M̃ = M + dt·D = Lᵀ L (Featherstone's LTL factorization, RBDA §6.5): L is
-    /// lower triangular with the sparsity of M̃'s lower triangle (no fill-in), stored in the
-    /// lower triangle; the upper triangle holds stale values and is never read.
-    pub mass_factor: DMatrix<f64>,
+    /// Mass matrix M(q) (block diagonal per tree, branch-sparse within a tree).
+    pub mass_matrix: BranchMatrix,
+    /// Factor L of M̃ = M + dt·D = Lᵀ L (Featherstone's LTL factorization, RBDA §6.5): L has
+    /// the sparsity of M̃'s lower triangle (no fill-in).
+    pub mass_factor: BranchMatrix,
     /// Bias forces h(q, v) = C(q, v) v + g(q) (N·m or N).
     pub bias: DVector<f64>,
     /// Generalized force of this step, including implicit-PD terms (N·m or N).
@@ -113,7 +113,7 @@ pub struct Workspace {
 }
 
 /// [`Workspace::dof_parent`] of a root coordinate.
-pub const NO_DOF: usize = usize::MAX;
+pub const NO_DOF: usize = crate::dynamics::branch_matrix::NO_PARENT;
 
 impl Workspace {
     /// Allocates every buffer the step will use.
@@ -149,6 +149,8 @@ impl Workspace {
         }
         Workspace {
             subtree_end,
+            mass_matrix: BranchMatrix::new(&dof_parent),
+            mass_factor: BranchMatrix::new(&dof_parent),
             dof_parent,
             body_contact_force: vec![Vec6::zeros(); nb],
             acceleration: DVector::zeros(nv),
@@ -159,8 +161,6 @@ impl Workspace {
             composite_inertia: vec![Mat6::zeros(); nb],
             body_acc: vec![Vec6::zeros(); nb],
             body_force: vec![Vec6::zeros(); nb],
-            mass_matrix: DMatrix::zeros(nv, nv),
-            mass_factor: DMatrix::zeros(nv, nv),
             bias: DVector::zeros(nv),
             generalized_force: DVector::zeros(nv),
             applied_effort: DVector::zeros(nv),

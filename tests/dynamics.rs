@@ -80,7 +80,7 @@ fn mass_matrix_is_spd_and_crba_agrees_with_rnea_on_every_shipped_urdf() {
             dynamics::update_body_inertias(&model, &mut ws);
             dynamics::mass_matrix(&model, &mut ws);
             dynamics::bias_forces(&model, &mut ws, &state.v);
-            let m = ws.mass_matrix.clone();
+            let m = ws.mass_matrix.to_dense();
             // symmetric
             let asym = (&m - m.transpose()).abs().max();
             assert!(asym <= 1e-12 * m.abs().max(), "{urdf} trial {trial}: M not symmetric ({asym})");
@@ -102,10 +102,10 @@ fn mass_matrix_is_spd_and_crba_agrees_with_rnea_on_every_shipped_urdf() {
             assert!((ke_m - ke_bodies).abs() <= 1e-10 * ke_bodies.max(1.0), "{urdf}: kinetic energy {ke_m} vs {ke_bodies}");
             // the sparse LTL factor: Lᵀ L = M, L lower triangular with no fill-in, and the
             // solves invert M (checked against nalgebra's dense Cholesky)
-            ws.mass_factor.copy_from(&m);
-            assert!(dynamics::factorize(&model, &mut ws), "{urdf}: factorization failed");
+            ws.mass_factor.copy_from(&ws.mass_matrix);
+            assert!(dynamics::factorize(&mut ws), "{urdf}: factorization failed");
             let n = model.nv;
-            let l = nalgebra::DMatrix::from_fn(n, n, |i, j| if j <= i { ws.mass_factor[(i, j)] } else { 0.0 });
+            let l = ws.mass_factor.lower_to_dense();
             let ltl_err = (l.transpose() * &l - &m).abs().max();
             assert!(ltl_err <= 1e-12 * m.abs().max(), "{urdf} trial {trial}: |LᵀL − M| = {ltl_err:e}");
             for i in 0..n {
@@ -124,7 +124,7 @@ fn mass_matrix_is_spd_and_crba_agrees_with_rnea_on_every_shipped_urdf() {
             }
             let b: Vec<f64> = (0..n).map(|_| rng.uniform(-1.0, 1.0)).collect();
             let mut x = b.clone();
-            dynamics::solve(&model, &ws.mass_factor, &ws.dof_parent, &mut x);
+            dynamics::solve(&model, &ws.mass_factor, &mut x);
             let x_ref = m.clone().cholesky().unwrap().solve(&nalgebra::DVector::from_column_slice(&b));
             let x_scale = x_ref.abs().max();
             for k in 0..n {
@@ -156,7 +156,7 @@ fn double_pendulum_mass_matrix_matches_closed_form() {
         let m11 = 2.0 * i + m * c * c + m * (l * l + c * c + 2.0 * l * c * q2.cos());
         let m12 = i + m * (c * c + l * c * q2.cos());
         let m22 = i + m * c * c;
-        let mm = &ws.mass_matrix;
+        let mm = ws.mass_matrix.to_dense();
         for (got, want, what) in [(mm[(0, 0)], m11, "M11"), (mm[(0, 1)], m12, "M12"), (mm[(1, 1)], m22, "M22")] {
             assert!((got - want).abs() < 1e-9, "q2 = {q2}: {what} = {got}, closed form {want}");
         }

@@ -347,7 +347,7 @@ fn model(urdf: &Path, floating: bool, q: Option<Vec<f64>>, v: Option<Vec<f64>>, 
         dynamics::bias_forces(&model, &mut ws, &state.v);
         let mut tau = vec![0.0; model.nv];
         dynamics::inverse_dynamics(&model, &mut ws, &state.v, &acc, &mut tau);
-        let m: Vec<Vec<f64>> = (0..model.nv).map(|i| (0..model.nv).map(|j| ws.mass_matrix[(i, j)]).collect()).collect();
+        let m: Vec<Vec<f64>> = (0..model.nv).map(|i| (0..model.nv).map(|j| ws.mass_matrix.get(i, j)).collect()).collect();
         dyn_out = Some((m, ws.bias.as_slice().to_vec(), tau));
     }
     if json {
