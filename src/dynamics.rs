@@ -9,7 +9,7 @@ pub mod branch_matrix;
 
 pub use branch_matrix::BranchMatrix;
 
-use crate::math::{cross_force, cross_motion, spatial, spatial_inertia, Vec6};
+use crate::math::{cross_force, cross_motion, spatial, SpatialInertia, Vec6};
 use crate::model::Model;
 use crate::workspace::Workspace;
 
@@ -20,7 +20,7 @@ pub fn update_body_inertias(model: &Model, ws: &mut Workspace) {
         let r = x.rotation.to_rotation_matrix().into_inner();
         let c = x.translation.vector + r * body.com;
         let i_w = r * body.inertia_com * r.transpose();
-        ws.body_inertia[b] = spatial_inertia(body.mass, &c, &i_w);
+        ws.body_inertia[b] = SpatialInertia::from_com(body.mass, &c, &i_w);
     }
 }
 
@@ -43,7 +43,7 @@ pub fn mass_matrix(model: &Model, ws: &mut Workspace) {
     for (b, body) in model.bodies.iter().enumerate() {
         let j = &body.joint;
         for k in j.v_index..j.v_index + j.kind.nv() {
-            let f = composite_inertia[b] * dof_axis[k];
+            let f = composite_inertia[b].apply(&dof_axis[k]);
             let (cols, row) = mass_matrix.row_mut(k);
             for (v, &l) in row.iter_mut().zip(cols) {
                 *v = dof_axis[l].dot(&f);
@@ -75,7 +75,7 @@ pub fn rnea_forces(model: &Model, ws: &mut Workspace, v: &[f64], a: Option<&[f64
         ws.body_acc[b] = acc;
         let vel = ws.body_velocity[b];
         let inertia = &ws.body_inertia[b];
-        ws.body_force[b] = inertia * acc + cross_force(&vel, &(inertia * vel));
+        ws.body_force[b] = inertia.apply(&acc) + cross_force(&vel, &inertia.apply(&vel));
     }
     for b in (0..model.bodies.len()).rev() {
         if let Some(p) = model.bodies[b].parent {

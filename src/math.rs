@@ -63,16 +63,70 @@ pub fn cross_force(v: &Vec6, f: &Vec6) -> Vec6 {
 
 /// Spatial inertia (6x6, about the world origin, world coordinates) of a body of mass `m`
 /// whose centre of mass is at `c` (world) and whose rotational inertia about the centre of
-/// mass, in world axes, is `i_com` (Featherstone eq. 2.63).
+/// mass, in world axes, is `i_com` (Featherstone eq. 2.63). The dense form of
+/// [`SpatialInertia`], for tests and reports.
 pub fn spatial_inertia(m: f64, c: &Vec3, i_com: &Mat3) -> Mat6 {
-    let cx = skew(c);
-    let mut out = Mat6::zeros();
-    let top_left = i_com + m * cx * cx.transpose();
-    out.fixed_view_mut::<3, 3>(0, 0).copy_from(&top_left);
-    out.fixed_view_mut::<3, 3>(0, 3).copy_from(&(m * cx));
-    out.fixed_view_mut::<3, 3>(3, 0).copy_from(&(m * cx.transpose()));
-    out.fixed_view_mut::<3, 3>(3, 3).copy_from(&(m * Mat3::identity()));
-    out
+    SpatialInertia::from_com(m, c, i_com).to_matrix()
+}
+
+/// A rigid-body spatial inertia about the world origin in world coordinates, stored by its 10
+/// independent numbers (Featherstone *RBDA* §2.13, eq. 2.63):
+/// `I = [[Ī, [h]×], [[h]×ᵀ, m 1]]` with mass `m`, first moment `h = m c` (c: centre of mass)
+/// and rotational inertia about the origin `Ī = I_c + m [c]×[c]×ᵀ`. Applying it to a motion
+/// `[ω; v]` costs 24 multiplications instead of the 36 of the dense 6×6, and composite
+/// inertias add 10 numbers instead of 36.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SpatialInertia {
+    /// Mass m (kg).
+    pub mass: f64,
+    /// First moment h = m c about the world origin (kg·m).
+    pub first_moment: Vec3,
+    /// Rotational inertia about the world origin, world axes (kg·m²).
+    pub rotational: Mat3,
+}
+
+impl SpatialInertia {
+    /// The zero inertia (a massless body).
+    pub fn zeros() -> Self {
+        SpatialInertia { mass: 0.0, first_moment: Vec3::zeros(), rotational: Mat3::zeros() }
+    }
+
+    /// From mass `m` (kg), centre of mass `c` (m, world) and the rotational inertia about the
+    /// centre of mass in world axes `i_com` (kg·m²): `Ī = I_c + m (|c|² 1 − c cᵀ)`.
+    #[inline]
+    pub fn from_com(m: f64, c: &Vec3, i_com: &Mat3) -> Self {
+        let rotational = i_com + m * (Mat3::identity() * c.norm_squared() - c * c.transpose());
+        SpatialInertia { mass: m, first_moment: m * c, rotational }
+    }
+
+    /// `I · [ω; v] = [Ī ω + h × v; m v − h × ω]`: the momentum of a body moving with spatial
+    /// velocity `[ω; v]`, or the force for a spatial acceleration.
+    #[inline]
+    pub fn apply(&self, motion: &Vec6) -> Vec6 {
+        let (w, v) = (ang(motion), lin(motion));
+        let h = &self.first_moment;
+        spatial(&(self.rotational * w + h.cross(&v)), &(self.mass * v - h.cross(&w)))
+    }
+
+    /// The dense 6×6 matrix.
+    pub fn to_matrix(&self) -> Mat6 {
+        let hx = skew(&self.first_moment);
+        let mut out = Mat6::zeros();
+        out.fixed_view_mut::<3, 3>(0, 0).copy_from(&self.rotational);
+        out.fixed_view_mut::<3, 3>(0, 3).copy_from(&hx);
+        out.fixed_view_mut::<3, 3>(3, 0).copy_from(&hx.transpose());
+        out.fixed_view_mut::<3, 3>(3, 3).copy_from(&(self.mass * Mat3::identity()));
+        out
+    }
+}
+
+impl std::ops::AddAssign for SpatialInertia {
+    #[inline]
+    fn add_assign(&mut self, other: SpatialInertia) {
+        self.mass += other.mass;
+        self.first_moment += other.first_moment;
+        self.rotational += other.rotational;
+    }
 }
 
 /// Velocity of the material point at world position `p` for a body moving with spatial
@@ -159,6 +213,20 @@ mod tests {
         let ke = 0.5 * v.dot(&(inertia * v));
         let expected = 0.5 * 2.0 * w.cross(&c).norm_squared();
         assert!((ke - expected).abs() < 1e-12);
+    }
+
+    #[test]
+    fn structured_inertia_applies_like_the_dense_matrix() {
+        let i_c = Mat3::new(0.3, 0.01, -0.02, 0.01, 0.2, 0.03, -0.02, 0.03, 0.25);
+        let a = SpatialInertia::from_com(1.7, &Vec3::new(0.4, -0.1, 0.9), &i_c);
+        let b = SpatialInertia::from_com(0.6, &Vec3::new(-0.2, 0.5, 0.1), &(0.5 * i_c));
+        let mut sum = a;
+        sum += b;
+        let dense = a.to_matrix() + b.to_matrix();
+        let v = Vec6::new(0.3, -1.0, 2.0, 0.5, 0.1, -0.7);
+        assert!((sum.apply(&v) - dense * v).norm() < 1e-12);
+        assert!((a.apply(&v) - a.to_matrix() * v).norm() < 1e-12);
+        assert!((dense - dense.transpose()).norm() < 1e-15, "symmetric");
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 use crate::collision::CollisionScratch;
 use crate::contact::{Contact, ContactProblem, Solver, SolverConfig};
-use crate::math::{Mat6, Pose, Vec6};
+use crate::math::{Pose, SpatialInertia, Vec6};
 use crate::model::Model;
 use nalgebra::DVector;
 use crate::dynamics::BranchMatrix;
@@ -48,9 +48,9 @@ pub struct Workspace {
     /// origin).
     pub dof_axis: Vec<Vec6>,
     /// Spatial inertia of each body (world coordinates, about the world origin).
-    pub body_inertia: Vec<Mat6>,
+    pub body_inertia: Vec<SpatialInertia>,
     /// Composite (subtree) inertia scratch.
-    pub composite_inertia: Vec<Mat6>,
+    pub composite_inertia: Vec<SpatialInertia>,
     /// Spatial acceleration scratch per body.
     pub body_acc: Vec<Vec6>,
     /// Spatial force scratch per body.
@@ -157,8 +157,8 @@ impl Workspace {
             body_pose: vec![Pose::identity(); nb],
             body_velocity: vec![Vec6::zeros(); nb],
             dof_axis: vec![Vec6::zeros(); nv],
-            body_inertia: vec![Mat6::zeros(); nb],
-            composite_inertia: vec![Mat6::zeros(); nb],
+            body_inertia: vec![SpatialInertia::zeros(); nb],
+            composite_inertia: vec![SpatialInertia::zeros(); nb],
             body_acc: vec![Vec6::zeros(); nb],
             body_force: vec![Vec6::zeros(); nb],
             bias: DVector::zeros(nv),

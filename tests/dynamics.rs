@@ -98,7 +98,7 @@ fn mass_matrix_is_spd_and_crba_agrees_with_rnea_on_every_shipped_urdf() {
             }
             // ½ vᵀ M v equals the sum of body kinetic energies ½ V_bᵀ I_b V_b (independent of CRBA)
             let ke_m = dynamics::kinetic_energy(&ws, &state.v);
-            let ke_bodies: f64 = (0..model.bodies.len()).map(|b| 0.5 * ws.body_velocity[b].dot(&(ws.body_inertia[b] * ws.body_velocity[b]))).sum();
+            let ke_bodies: f64 = (0..model.bodies.len()).map(|b| 0.5 * ws.body_velocity[b].dot(&(ws.body_inertia[b].to_matrix() * ws.body_velocity[b]))).sum();
             assert!((ke_m - ke_bodies).abs() <= 1e-10 * ke_bodies.max(1.0), "{urdf}: kinetic energy {ke_m} vs {ke_bodies}");
             // the sparse LTL factor: Lᵀ L = M, L lower triangular with no fill-in, and the
             // solves invert M (checked against nalgebra's dense Cholesky)
