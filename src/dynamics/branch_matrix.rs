@@ -177,8 +177,9 @@ impl BranchMatrix {
                 let i = self.column[s + t];
                 let l_ki = row_k[t];
                 let row_i = &mut earlier[self.row_start[i]..self.row_start[i + 1]];
-                for (a, &b) in row_i.iter_mut().zip(&row_k[t..]) {
-                    *a -= l_ki * b;
+                let tail = &row_k[t..t + row_i.len()]; // same length: the bounds checks go away
+                for u in 0..row_i.len() {
+                    row_i[u] -= l_ki * tail[u];
                 }
             }
         }
