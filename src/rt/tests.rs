@@ -20,24 +20,9 @@ fn cfg(mode: TimeMode) -> RtConfig {
     RtConfig { time_mode: mode, sched: SchedConfig { policy: PolicyKind::Other, lock_memory: false, ..Default::default() }, sample_queue_size: 16384, ..Default::default() }
 }
 
-/// The pendulum of urdf/pendulum.urdf from rest under a constant torque: I θ'' = τ − m g L sin θ
-/// (RK4, fine steps).
-fn pendulum_reference(tau: f64, t: f64) -> f64 {
-    let (m, g, l, i) = (1.0, 9.81, 1.0, 1.00004);
-    let acc = |q: f64| (tau - m * g * l * f64::sin(q)) / i;
-    let n = ((t / 1e-4).ceil() as usize).max(1);
-    let h = t / n as f64;
-    let (mut q, mut v) = (0.0f64, 0.0f64);
-    for _ in 0..n {
-        let (k1q, k1v) = (v, acc(q));
-        let (k2q, k2v) = (v + 0.5 * h * k1v, acc(q + 0.5 * h * k1q));
-        let (k3q, k3v) = (v + 0.5 * h * k2v, acc(q + 0.5 * h * k2q));
-        let (k4q, k4v) = (v + h * k3v, acc(q + h * k3q));
-        q += h / 6.0 * (k1q + 2.0 * k2q + 2.0 * k3q + k4q);
-        v += h / 6.0 * (k1v + 2.0 * k2v + 2.0 * k3v + k4v);
-    }
-    q
-}
+#[path = "../../tests/common/pendulum.rs"]
+mod pendulum;
+use pendulum::pendulum_reference;
 
 struct Running {
     shared: Arc<RtShared>,
@@ -158,7 +143,7 @@ fn effort_from_rest_follows_the_pendulum_equation() {
         assert!((s.position[0] - theta).abs() < 0.02 * theta + 1e-4, "θ({t}) = {} vs closed form {theta}", s.position[0]);
     }
     // and the nonlinear equation at whatever time the sample has
-    let q_ref = pendulum_reference(tau, t);
+    let (q_ref, _) = pendulum_reference(tau, t);
     assert!((s.position[0] - q_ref).abs() < 2e-3, "θ({t}) = {} vs I θ'' = τ − m g L sin θ: {q_ref}", s.position[0]);
     assert!((s.effort[0] - tau).abs() < 1e-12, "measured effort {}", s.effort[0]);
 }
