@@ -124,6 +124,24 @@ impl BranchMatrix {
         d
     }
 
+    /// Writes the symmetric matrix into a dense column-major `n × n` buffer (no allocation; the
+    /// entries outside the pattern are set to zero).
+    ///
+    /// # Panics
+    /// If `out.len() != n²`.
+    pub fn write_dense(&self, out: &mut [f64]) {
+        let n = self.dim();
+        assert_eq!(out.len(), n * n, "write_dense: buffer of {} for a {n}×{n} matrix", out.len());
+        out.fill(0.0);
+        for k in 0..n {
+            let (cols, vals) = self.row(k);
+            for (&j, &v) in cols.iter().zip(vals) {
+                out[j * n + k] = v;
+                out[k * n + j] = v;
+            }
+        }
+    }
+
     /// The stored lower triangle as a dense matrix, zeros above the diagonal (allocates; for a
     /// factor `L`, this is `L`).
     pub fn lower_to_dense(&self) -> DMatrix<f64> {
@@ -268,6 +286,9 @@ mod tests {
         // LᵀL products of a tree pattern stay inside the pattern
         let back = a.to_dense();
         assert!((back - &dense).abs().max() < 1e-15);
+        let mut buf = vec![1.0; 49];
+        a.write_dense(&mut buf);
+        assert_eq!(buf.as_slice(), dense.as_slice());
         assert_eq!(a.get(2, 4), 0.0, "different branches");
         assert_eq!(a.get(0, 4), dense[(4, 0)]);
         let x = [0.3, -1.0, 2.0, 0.5, -0.2, 1.5, 0.7];
