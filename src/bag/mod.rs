@@ -9,6 +9,7 @@
 //! | [`reader`] | [`read_bag`]: reads what is readable, warns about the rest |
 //! | [`recorder`] | [`BagRecorder`]: a writer thread behind a bounded queue; producers never block |
 //! | [`topics`] | the node's topic names; [`topics::SampleTopics`] turns real-time samples into messages |
+//! | [`run`] | [`run::RunRecorder`]: records a headless run as the node would publish it |
 //! | [`replay`] | feeds a bag's recorded commands into a simulation and records the response |
 //!
 //! Times: MCAP log times and header stamps are nanoseconds. Bags recorded headless or in
@@ -19,6 +20,7 @@ pub mod msgs;
 pub mod reader;
 pub mod recorder;
 pub mod replay;
+pub mod run;
 pub mod topics;
 pub mod writer;
 

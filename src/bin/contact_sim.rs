@@ -289,7 +289,7 @@ fn run(scene: Option<PathBuf>, duration: Option<f64>, solver: Option<String>, su
     let mut csv_writer = CsvWriter::new(&csv, &sim)?;
     let steps = (duration / sim.model.timestep_s).round() as u64;
     let mut recorder = match &record {
-        Some((dir, rate)) => Some(Recording::start(dir, *rate, &sim)?),
+        Some((dir, rate)) => Some(RunRecorder::start(dir, *rate, &sim).with_context(|| "--record")?),
         None => None,
     };
     if let Some(r) = recorder.as_mut() {
@@ -377,7 +377,7 @@ fn run(scene: Option<PathBuf>, duration: Option<f64>, solver: Option<String>, su
     }
     if let Some(rec) = recorder {
         let dir = record.as_ref().unwrap().0.clone();
-        let summary = rec.finish()?;
+        let summary = rec.finish().with_context(|| "--record")?;
         println!("bag written to {} ({} messages on {} topics, {} dropped)", dir.display(), summary.bag.messages, summary.bag.topics.len(), summary.dropped);
     }
     if let Some(mut w) = csv_writer {
@@ -788,9 +788,7 @@ fn bench(scenes: Vec<PathBuf>, steps: usize, warmup: usize, solvers: Option<Vec<
 
 // ---- recording, replay, compare ---------------------------------------------------------------
 
-use contact_sim::bag::{self, msgs, topics::SampleTopics, BagRecorder, RecordHandle, RecorderOptions};
-use contact_sim::rt::messages::{JointLayout, Sample, StepSummary};
-use contact_sim::step::StepReport;
+use contact_sim::bag::{self, run::RunRecorder};
 
 static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
@@ -806,82 +804,6 @@ fn install_stop_handler() -> &'static std::sync::atomic::AtomicBool {
         libc::signal(libc::SIGTERM, on_stop_signal as *const () as libc::sighandler_t);
     }
     &STOP
-}
-
-/// A headless run's recording: the node's topics at `rate` Hz, the commands whenever they change,
-/// diagnostics at 1 Hz; stamps and log times are simulation time.
-struct Recording {
-    rec: BagRecorder,
-    h: RecordHandle,
-    topics: SampleTopics,
-    layout: JointLayout,
-    sample: Sample,
-    every: u64,
-    diag_every: u64,
-    last_cmd: Option<[Vec<f64>; 3]>,
-    names: Vec<String>,
-}
-
-impl Recording {
-    fn start(dir: &Path, rate: f64, sim: &Simulation) -> Result<Self> {
-        if !(rate > 0.0 && rate.is_finite()) {
-            bail!("--record-rate: must be positive, got {rate}");
-        }
-        let dt = sim.model.timestep_s;
-        let opts = RecorderOptions { lossless: true, ..Default::default() };
-        let mut rec = BagRecorder::start(dir, &opts).with_context(|| "--record")?;
-        let layout = JointLayout::new(&sim.model);
-        let topic_opts = bag::topics::SampleTopicOptions::default();
-        let topics = SampleTopics::register(&mut rec, &layout, &topic_opts);
-        let h = rec.handle();
-        Ok(Recording {
-            rec,
-            h,
-            topics,
-            sample: Sample::new(&layout),
-            names: layout.joints.iter().map(|j| j.name.clone()).collect(),
-            layout,
-            every: ((1.0 / (rate * dt)).round() as u64).max(1),
-            diag_every: ((1.0 / dt).round() as u64).max(1),
-            last_cmd: None,
-        })
-    }
-
-    fn tick(&mut self, sim: &Simulation, stepped: Option<(f64, &StepReport)>, rtf: f64) {
-        let ns = |t: f64| contact_sim::rt::clock::secs_to_ns(t);
-        if let Some((t_before, r)) = stepped {
-            let c = &sim.commands;
-            let cmd = [0, 1, 2].map(|a| self.layout.joints.iter().map(|j| [&c.position, &c.velocity, &c.effort][a][j.v_index]).collect::<Vec<f64>>());
-            if self.last_cmd.as_ref() != Some(&cmd) {
-                let msg = msgs::JointState { header: msgs::Header::new(ns(t_before), ""), name: self.names.clone(), position: cmd[0].clone(), velocity: cmd[1].clone(), effort: cmd[2].clone() };
-                self.h.record(self.topics.joint_commands, ns(t_before) as u64, msgs::Msg::JointState(msg));
-                self.last_cmd = Some(cmd);
-            }
-            self.sample.step = StepSummary {
-                contacts: r.contacts,
-                iterations: r.solve.iterations,
-                residual: r.solve.residual,
-                converged: r.solve.converged,
-                saturated_joints: r.saturated_joints,
-                max_penetration_m: r.max_penetration_m,
-                ..Default::default()
-            };
-        }
-        let k = sim.state.step_count;
-        if k % self.every == 0 {
-            self.sample.fill_physics(&self.layout, sim);
-            self.topics.record_sample(&self.h, &self.sample, ns(sim.state.time_s));
-        }
-        if k % self.diag_every == 0 && k > 0 {
-            let d = SampleTopics::headless_diagnostics(&self.sample, ns(sim.state.time_s), rtf);
-            self.topics.record_diagnostics(&self.h, ns(sim.state.time_s), d);
-        }
-    }
-
-    fn finish(self) -> Result<bag::RecordingSummary> {
-        drop(self.h);
-        Ok(self.rec.finish()?)
-    }
 }
 
 fn parse_joint_map(items: &[String]) -> Result<std::collections::BTreeMap<String, String>> {
