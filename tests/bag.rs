@@ -514,10 +514,10 @@ fn recorder_drops_instead_of_blocking() {
     assert!(bag.warnings.is_empty() && bag.messages.len() as u64 == ok);
 }
 
-/// `contact_sim run --record` stopped by SIGINT closes the bag properly (footer, metadata).
-#[test]
-fn cli_record_survives_sigint() {
-    let d = tmp("sigint");
+/// Starts `contact_sim run --record` on a long run, waits until the bag has been flushed once,
+/// sends `sig`, returns the run's output and the bag directory.
+fn record_and_signal(name: &str, sig: i32) -> (std::process::Output, PathBuf) {
+    let d = tmp(name);
     let bag_dir = d.join("bag");
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_contact_sim"))
         .args(["run"])
@@ -528,7 +528,6 @@ fn cli_record_survives_sigint() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // wait until the bag has flushed once (metadata with messages), then interrupt
     let t = std::time::Instant::now();
     loop {
         let meta = std::fs::read_to_string(bag_dir.join("metadata.yaml")).unwrap_or_default();
@@ -542,12 +541,30 @@ fn cli_record_survives_sigint() {
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("bag written to"), "{stdout}");
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, sig) };
+    (child.wait_with_output().unwrap(), bag_dir)
+}
+
+/// `contact_sim run --record` stopped by SIGINT or SIGTERM closes the bag properly (footer,
+/// metadata); killed by SIGKILL, its bag is still read, up to the last written chunk.
+#[test]
+fn cli_record_survives_signals() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let (out, bag_dir) = record_and_signal(&format!("sig{sig}"), sig);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(stdout.contains("bag written to"), "{stdout}");
+        let bag = read_bag(&bag_dir).unwrap();
+        assert!(bag.warnings.is_empty() && !bag.truncated, "{:?}", bag.warnings);
+        assert!(bag.messages.len() > 100);
+    }
+    let (out, bag_dir) = record_and_signal("sigkill", libc::SIGKILL);
+    assert!(!out.status.success());
     let bag = read_bag(&bag_dir).unwrap();
-    assert!(bag.warnings.is_empty() && !bag.truncated, "{:?}", bag.warnings);
-    assert!(bag.messages.len() > 100);
+    assert!(bag.truncated && bag.warnings.iter().any(|w| w.contains("bag_0.mcap")), "{:?}", bag.warnings);
+    assert!(bag.messages.len() > 100, "{} messages", bag.messages.len());
+    // what was read is a consistent prefix: joint states at 100 Hz without gaps
+    let js: Vec<u64> = bag.messages_on(bag.topic_index("/joint_states").unwrap()).map(|m| m.log_time_ns).collect();
+    assert!(js.windows(2).all(|w| w[1] - w[0] == 10_000_000), "gapless 100 Hz");
 }

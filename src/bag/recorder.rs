@@ -7,10 +7,11 @@
 //! runs where completeness matters more than latency). The writer thread serializes (CDR), writes
 //! chunks, and flushes every [`RecorderOptions::flush_period_s`].
 //!
-//! **What a killed process loses** (SIGKILL, power loss): the messages of the open MCAP chunk,
-//! that is at most [`super::writer::WriterOptions::chunk_size_bytes`] (256 KiB by default) and at
-//! most `flush_period_s` (1 s by default) of data, plus what sits in the queue. At 1 kHz with the
-//! default scene (about 1.5 kB per publish tick) the chunk limit is reached first: about 0.17 s.
+//! **What a killed process loses** (SIGKILL, a crash): the messages of the open MCAP chunk, that
+//! is at most [`super::writer::WriterOptions::chunk_size_bytes`] (256 KiB by default) and at most
+//! `flush_period_s` (1 s by default) of data, plus what sits in the queue. The default scene
+//! recorded at 1 kHz makes about 4.1 kB per publish tick, so the chunk limit comes first: about
+//! 64 ms of data.
 //! [`BagRecorder::finish`] (called on SIGINT/SIGTERM by the CLI and the node) drains the queue
 //! and closes the bag completely.
 
@@ -47,6 +48,8 @@ impl Default for RecorderOptions {
 enum Entry {
     Topic { id: u16, name: String, ty: MsgType },
     Message { topic: TopicId, log_time_ns: u64, msg: Msg },
+    /// Close the bag now (handles still alive elsewhere then see a disconnected queue).
+    Finish,
 }
 
 /// A cheap, cloneable, `Send` handle to record messages from any thread.
@@ -127,26 +130,25 @@ impl BagRecorder {
         self.handle.clone()
     }
 
-    /// Drains the queue, closes the bag (MCAP summary and footer, final `metadata.yaml`) and
-    /// joins the thread. Handles still held elsewhere only drop from now on.
+    /// Writes what is queued, closes the bag (MCAP summary and footer, final `metadata.yaml`) and
+    /// joins the thread. Handles still held elsewhere only drop (and count) from now on.
     pub fn finish(mut self) -> Result<RecordingSummary, BagError> {
-        let dropped = self.handle.dropped();
-        let RecordHandle { tx, .. } = self.handle.clone();
-        // The thread stops when every sender is gone: ours (two clones) go here; producers must
-        // have dropped theirs (the CLI and node do before finishing).
-        drop(tx);
+        // waits for room: the writer drains the queue in order, so everything queued before is
+        // written
+        let _ = self.handle.tx.send(Entry::Finish);
         let thread = self.thread.take().expect("running");
-        drop(self);
         let bag = thread.join().map_err(|_| BagError::Invalid { path: String::new(), reason: "bag writer thread panicked".into() })??;
-        Ok(RecordingSummary { bag, dropped })
+        Ok(RecordingSummary { bag, dropped: self.handle.dropped() })
     }
 }
 
 impl Drop for BagRecorder {
+    /// A recorder dropped without [`BagRecorder::finish`] (an error path) still closes its bag.
     fn drop(&mut self) {
-        // finish() took the thread; a recorder dropped otherwise detaches it, and the thread closes
-        // the bag once the last handle is gone.
-        let _ = self.thread.take();
+        if let Some(t) = self.thread.take() {
+            let _ = self.handle.tx.send(Entry::Finish);
+            let _ = t.join();
+        }
     }
 }
 
@@ -176,8 +178,8 @@ fn writer_loop(mut w: BagWriter, rx: Receiver<Entry>, period: Duration) -> Resul
                     }
                 }
             }
+            Ok(Entry::Finish) | Err(RecvTimeoutError::Disconnected) => break,
             Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => break,
         }
         if last_flush.elapsed() >= period {
             last_flush = Instant::now();

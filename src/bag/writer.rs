@@ -10,13 +10,14 @@
 //! message index) goes to the file and the file is flushed. `metadata.yaml` is written when the
 //! bag is created and rewritten at every flush, so an interrupted bag has a metadata file and an
 //! MCAP file that ends after the last complete chunk: [`super::reader::read_bag`] reads it (with a
-//! warning). A killed process loses the open chunk only.
+//! warning). A killed process loses the open chunk only: the file is not buffered in user space,
+//! so every completed chunk is in the OS's hands (a power loss can lose more: no `fsync`).
 
 use super::msgs::{Msg, MsgType};
 use super::BagError;
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Identifies a topic of a bag being written (index in registration order).
@@ -63,7 +64,9 @@ pub struct BagSummary {
 pub struct BagWriter {
     dir: PathBuf,
     file_name: String,
-    mcap: Option<mcap::Writer<BufWriter<File>>>,
+    /// Unbuffered file: a completed chunk goes straight to the OS (nothing of it is left in a
+    /// user-space buffer when the process is killed).
+    mcap: Option<mcap::Writer<File>>,
     topics: Vec<TopicEntry>,
     schemas: HashMap<MsgType, u16>,
     range: Option<(u64, u64)>,
@@ -91,7 +94,7 @@ impl BagWriter {
             .library(concat!("contact_sim ", env!("CARGO_PKG_VERSION")))
             .compression(None)
             .chunk_size(Some(opts.chunk_size_bytes.max(1024)))
-            .create(BufWriter::with_capacity(64 * 1024, f))
+            .create(f)
             .map_err(|e| BagError::mcap(&path, e))?;
         let bw = BagWriter { dir: dir.to_path_buf(), file_name, mcap: Some(w), topics: vec![], schemas: HashMap::new(), range: None, messages: 0, ros_distro: opts.ros_distro.clone() };
         bw.write_metadata()?;

@@ -27,7 +27,8 @@ fn bounds<'a>(vs: impl Iterator<Item = &'a f64>) -> (f64, f64) {
     if !lo.is_finite() {
         return (-1.0, 1.0);
     }
-    let pad = ((hi - lo) * 0.05).max(1e-9 + 1e-6 * hi.abs().max(lo.abs()));
+    // a flat signal (e.g. a zero error) gets a readable band around it
+    let pad = if hi > lo { (hi - lo) * 0.05 } else { 1e-3 * (1.0 + hi.abs()) };
     (lo - pad, hi + pad)
 }
 
@@ -60,15 +61,20 @@ fn svg_panels(t: &[f64], panels: &[Panel]) -> Result<String, String> {
             let (lo, hi) = bounds(lines.iter().flat_map(|l| l.2.iter()));
             let mut chart = ChartBuilder::on(area)
                 .margin(6)
-                .x_label_area_size(28)
-                .y_label_area_size(70)
+                .x_label_area_size(34)
+                .y_label_area_size(78)
                 .build_cartesian_2d(t0..t1, lo..hi)
                 .map_err(|e| e.to_string())?;
-            chart.configure_mesh().x_desc("t (s)").y_desc(*ylabel).light_line_style(RGBColor(235, 235, 235)).draw().map_err(|e| e.to_string())?;
-            for (label, color, v) in lines {
+            // as many decimals as the tick spacing needs
+            let prec = ((-((hi - lo) / 8.0).log10()).ceil().max(0.0) as usize).min(9);
+            let fmt = move |y: &f64| format!("{y:.prec$}");
+            chart.configure_mesh().x_desc("t (s)").y_desc(*ylabel).y_label_formatter(&fmt).light_line_style(RGBColor(235, 235, 235)).draw().map_err(|e| e.to_string())?;
+            for (k, (label, color, v)) in lines.iter().enumerate() {
+                // the first series drawn wider, so that identical curves both show
+                let width = if k == 0 && lines.len() > 1 { 3 } else { 1 };
                 let mut first = true;
                 for run in runs(t, v, stride) {
-                    let s = chart.draw_series(LineSeries::new(run, color.stroke_width(1))).map_err(|e| e.to_string())?;
+                    let s = chart.draw_series(LineSeries::new(run, color.stroke_width(width))).map_err(|e| e.to_string())?;
                     if first {
                         let c = *color;
                         s.label(*label).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
@@ -149,10 +155,10 @@ pub fn write_html(dir: &Path, report: &CompareReport, plot: &PlotData) -> Result
         let svg = svg_panels(
             &plot.t,
             &[
-                ("position", vec![("sim", SIM, &p[0][..]), ("hw", HW, &p[1][..])]),
-                ("velocity", vec![("sim", SIM, &v[0][..]), ("hw", HW, &v[1][..])]),
-                ("effort", vec![("sim", SIM, &e[0][..]), ("hw", HW, &e[1][..])]),
-                ("position error", vec![("sim − hw", ERR, &err[..])]),
+                ("position (rad | m)", vec![("sim", SIM, &p[0][..]), ("hw", HW, &p[1][..])]),
+                ("velocity (rad/s | m/s)", vec![("sim", SIM, &v[0][..]), ("hw", HW, &v[1][..])]),
+                ("effort (N·m | N)", vec![("sim", SIM, &e[0][..]), ("hw", HW, &e[1][..])]),
+                ("position error (rad | m)", vec![("sim − hw", ERR, &err[..])]),
             ],
         )?;
         h.push_str(&format!("<h2 id=\"j-{}\">{}</h2>{svg}", esc(name), esc(name)));
