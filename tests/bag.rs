@@ -461,6 +461,7 @@ fn replay_groups_trajectories_mapping_and_initial_state() {
         groups: Some(vec![GroupMap { topic: "/arm/position_commands".into(), joints: vec!["j2".into(), "j4".into()], interface: GroupInterface::Position }]),
         joint_map: names.iter().enumerate().map(|(i, n)| (n.to_string(), format!("arm_joint{}", i + 1))).collect(),
         initial_state: true,
+        interpolation: "linear".into(),
         ..Default::default()
     };
     let rep = replay(&hw, &scene("bag_arm"), &cfg, &d.join("sim")).unwrap();
@@ -480,8 +481,8 @@ fn replay_groups_trajectories_mapping_and_initial_state() {
     let last = states.last().unwrap();
     assert!((last.position[1] - 0.5).abs() < 0.08 && (last.position[3] - 1.2).abs() < 0.05, "{:?}", last.position);
     assert!((last.position[5] - 0.4).abs() < 0.03, "{:?}", last.position);
-    // the trajectory is followed in time: half-way (0.7 s after its start at 0.2 s), j6 is near
-    // its midpoint 0.65
+    // the trajectory is followed in time (linear interpolation): half-way (0.5 s after its start
+    // at 0.2 s), j6 is near its midpoint 0.65
     let mid = states.iter().find(|s| s.header.stamp.to_ns() as u64 >= t0 + 700_000_000).unwrap();
     assert!((mid.position[5] - 0.65).abs() < 0.05, "{:?}", mid.position);
     // compared with a renamed hardware bag through the joint map (relative time base not needed:

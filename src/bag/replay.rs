@@ -7,11 +7,15 @@
 //!   effort targets (empty arrays leave that target alone), held until the next command;
 //! - `std_msgs/Float64MultiArray` on each group's topic: one value per group joint, meaning
 //!   position, velocity or effort (the group's `interface`);
-//! - `trajectory_msgs/JointTrajectory` on `trajectory_topics`: positions interpolated linearly
-//!   between points, velocities the segment slopes, from the header stamp (or, when zero, the
-//!   log time); a later joint command releases the joints it names.
+//! - `trajectory_msgs/JointTrajectory` on `trajectory_topics`: followed from the header stamp
+//!   (or, when zero, the log time), interpolated as the node does ([`ReplayConfig::interpolation`]),
+//!   with the node's implicit start point; a later joint command releases the joints it names.
 //!
-//! The scene's own command script is not applied. The step sequence is the headless run's: the
+//! Commands go through the node's own validation ([`crate::rt::validate::CommandValidator`]:
+//! unknown joints, inconsistent lengths, NaN and values beyond limits are rejected or clamped per
+//! [`ReplayConfig::limit_policy`]) and trajectory follower ([`crate::rt::trajectory`]), so a bag
+//! recorded from the node replays with the node's semantics. The scene's own command script is
+//! not applied. The step sequence is the headless run's: the
 //! commands whose time is ≤ the current simulation time are applied, then the step is taken.
 
 use super::msgs::{JointState, Msg, MsgType};
@@ -20,7 +24,10 @@ use super::recorder::{BagRecorder, RecorderOptions, RecordingSummary};
 use super::topics::{SampleTopicOptions, SampleTopics};
 use super::BagError;
 use crate::config::Scene;
-use crate::rt::messages::{JointLayout, Sample};
+use crate::model::ControlMode;
+use crate::rt::messages::{Interpolation, JointCommand, JointLayout, Sample, TrajectoryCommand, HAS_EFFORT, HAS_POSITION, HAS_VELOCITY};
+use crate::rt::trajectory::ActiveTrajectory;
+use crate::rt::validate::{CommandGroup, CommandValidator, LimitPolicy, TrajectoryPointView};
 use crate::sim::{Script, Simulation};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -78,6 +85,10 @@ pub struct ReplayConfig {
     pub rate_hz: Option<f64>,
     /// Simulated duration (s); default: the hardware bag's.
     pub duration_s: Option<f64>,
+    /// Trajectory interpolation: `cubic` (the node's default) or `linear`.
+    pub interpolation: String,
+    /// Commands beyond joint limits: `reject` (the node's default) or `clamp`.
+    pub limit_policy: String,
 }
 
 impl Default for ReplayConfig {
@@ -92,6 +103,8 @@ impl Default for ReplayConfig {
             initial_state: false,
             rate_hz: None,
             duration_s: None,
+            interpolation: "cubic".into(),
+            limit_policy: "reject".into(),
         }
     }
 }
@@ -103,7 +116,8 @@ pub struct ReplayReport {
     pub commands_applied: usize,
     /// Trajectories followed.
     pub trajectories: usize,
-    /// Joint names in commands that are not in the scene (after mapping); skipped.
+    /// Joint names in commands that are not in the scene (after mapping): such commands are
+    /// rejected whole, as the node rejects them.
     pub unknown_joints: Vec<String>,
     /// Simulated time (s).
     pub sim_duration_s: f64,
@@ -119,43 +133,17 @@ pub struct ReplayReport {
     pub warnings: Vec<String>,
 }
 
-/// One resolved command: per slot optional position / velocity / effort.
-struct JointEvent {
+/// A validated command at its (hardware) time.
+struct Event {
     t_ns: u64,
-    set: Vec<(usize, Option<f64>, Option<f64>, Option<f64>)>,
+    cmd: Command,
     topic: String,
     msg: Msg,
 }
 
-struct Trajectory {
-    start_ns: u64,
-    slots: Vec<usize>,
-    /// (time from start s, positions per slot, velocities per slot if given)
-    points: Vec<(f64, Vec<f64>, Option<Vec<f64>>)>,
-    active: Vec<bool>,
-}
-
-impl Trajectory {
-    fn sample(&self, t_ns: u64, k: usize) -> Option<(f64, f64)> {
-        if t_ns < self.start_ns || self.points.is_empty() {
-            return None;
-        }
-        let t = (t_ns - self.start_ns) as f64 * 1e-9;
-        let i = self.points.partition_point(|p| p.0 <= t);
-        if i == 0 {
-            // before the first point: hold it (no current state to blend from)
-            return Some((self.points[0].1[k], 0.0));
-        }
-        if i >= self.points.len() {
-            let last = &self.points[self.points.len() - 1];
-            return Some((last.1[k], 0.0));
-        }
-        let (t0, p0, _) = &self.points[i - 1];
-        let (t1, p1, _) = &self.points[i];
-        let dt = (t1 - t0).max(1e-12);
-        let s = (t - t0) / dt;
-        Some((p0[k] + s * (p1[k] - p0[k]), (p1[k] - p0[k]) / dt))
-    }
+enum Command {
+    Joint(JointCommand),
+    Trajectory(Box<TrajectoryCommand>),
 }
 
 /// Replays `hw`'s commands into `scene` and records the response in a new bag at `out`.
@@ -203,76 +191,75 @@ pub fn replay(hw: &Bag, scene: &Scene, cfg: &ReplayConfig, out: &Path) -> Result
         warnings.push(format!("{hw_name}: no command topic found (looked for {:?}, {:?}, groups {:?}); the robot holds its initial targets", cfg.joint_command_topics, cfg.trajectory_topics, groups.iter().map(|g| &g.topic).collect::<Vec<_>>()));
     }
 
-    let mut events: Vec<JointEvent> = Vec::new();
-    let mut trajectories: Vec<(u64, Trajectory, String, Msg)> = Vec::new();
-    let slot_of = |hw_joint: &str, unknown: &mut BTreeSet<String>| -> Option<usize> {
-        let n = map(hw_joint);
-        let s = layout.slot(&n);
-        if s.is_none() {
-            unknown.insert(n);
+    let interpolation = Interpolation::parse(&cfg.interpolation)
+        .ok_or_else(|| BagError::Invalid { path: "replay config".into(), reason: format!("interpolation: '{}' is not cubic or linear", cfg.interpolation) })?;
+    let policy = LimitPolicy::parse(&cfg.limit_policy)
+        .ok_or_else(|| BagError::Invalid { path: "replay config".into(), reason: format!("limit_policy: '{}' is not reject or clamp", cfg.limit_policy) })?;
+    let validator = CommandValidator::new(&layout, policy);
+    let mut cmd_groups: Vec<Option<CommandGroup>> = Vec::new();
+    for gm in &groups {
+        let names: Vec<String> = gm.joints.iter().map(|n| map(n)).collect();
+        let iface = match gm.interface {
+            GroupInterface::Position => crate::rt::validate::GroupInterface::Position,
+            GroupInterface::Velocity => crate::rt::validate::GroupInterface::Velocity,
+            GroupInterface::Effort => crate::rt::validate::GroupInterface::Effort,
+        };
+        match validator.make_group(&gm.topic, &names, iface) {
+            Ok(g) => cmd_groups.push(Some(g)),
+            Err(e) => {
+                if cfg.groups.is_some() {
+                    warnings.push(format!("replay config: group '{}': {e}; its commands are not replayed", gm.topic));
+                }
+                cmd_groups.push(None);
+            }
         }
-        s
-    };
+    }
+    let mut events: Vec<Event> = Vec::new();
+    let mut rejected: BTreeMap<String, (usize, String)> = BTreeMap::new();
+    let n = layout.len();
     for m in &hw.messages {
         let Some(&(role, g)) = topic_role.get(&m.topic) else { continue };
         let topic = hw.topics[m.topic].name.clone();
-        match (&m.msg, role) {
+        let result = match (&m.msg, role) {
             (Msg::JointState(js), 0) => {
-                let mut set = Vec::new();
-                for (i, name) in js.name.iter().enumerate() {
-                    if let Some(s) = slot_of(name, &mut unknown) {
-                        set.push((s, js.position.get(i).copied(), js.velocity.get(i).copied(), js.effort.get(i).copied()));
-                    }
-                }
-                events.push(JointEvent { t_ns: m.log_time_ns, set, topic, msg: m.msg.clone() });
+                let names: Vec<String> = js.name.iter().map(|n| map(n)).collect();
+                let mut c = JointCommand::new(n);
+                validator.joint_state(&names, &js.position, &js.velocity, &js.effort, &mut c).map(|_| Command::Joint(c))
             }
             (Msg::Float64MultiArray(a), 1) => {
-                let gm = &groups[g];
-                if a.data.len() != gm.joints.len() {
-                    warnings.push(format!("{hw_name}: topic '{topic}': a command has {} values for {} joints; skipped", a.data.len(), gm.joints.len()));
-                    continue;
-                }
-                let mut set = Vec::new();
-                for (name, &x) in gm.joints.iter().zip(&a.data) {
-                    if let Some(s) = slot_of(name, &mut unknown) {
-                        set.push(match gm.interface {
-                            GroupInterface::Position => (s, Some(x), None, None),
-                            GroupInterface::Velocity => (s, None, Some(x), None),
-                            GroupInterface::Effort => (s, None, None, Some(x)),
-                        });
-                    }
-                }
-                events.push(JointEvent { t_ns: m.log_time_ns, set, topic, msg: m.msg.clone() });
+                let Some(group) = &cmd_groups[g] else { continue };
+                let mut c = JointCommand::new(n);
+                validator.group(group, &a.data, &mut c).map(|_| Command::Joint(c))
             }
             (Msg::JointTrajectory(jt), 2) => {
-                let cols: Vec<(usize, Option<usize>)> = jt.joint_names.iter().enumerate().map(|(i, n)| (i, slot_of(n, &mut unknown))).collect();
-                let slots: Vec<usize> = cols.iter().filter_map(|c| c.1).collect();
-                let mut points = Vec::new();
-                let mut bad = false;
-                for p in &jt.points {
-                    if p.positions.len() != jt.joint_names.len() {
-                        bad = true;
-                        break;
-                    }
-                    let pos = cols.iter().filter(|c| c.1.is_some()).map(|c| p.positions[c.0]).collect();
-                    points.push((p.time_from_start.to_s(), pos, None));
-                }
-                if bad {
-                    warnings.push(format!("{hw_name}: topic '{topic}': a trajectory point has the wrong number of positions; trajectory skipped"));
-                    continue;
-                }
+                let names: Vec<String> = jt.joint_names.iter().map(|n| map(n)).collect();
+                let points: Vec<TrajectoryPointView<'_>> =
+                    jt.points.iter().map(|p| TrajectoryPointView { time_from_start_s: p.time_from_start.to_s(), positions: &p.positions, velocities: &p.velocities }).collect();
                 let stamp = jt.header.stamp.to_ns();
-                let start = if stamp > 0 { stamp as u64 } else { m.log_time_ns };
-                let n = slots.len();
-                trajectories.push((m.log_time_ns, Trajectory { start_ns: start, slots, points, active: vec![true; n] }, topic, m.msg.clone()));
+                // the node starts a stamped trajectory at its stamp, measured on its own clock
+                let delay = if stamp == 0 { 0.0 } else { (stamp - m.log_time_ns as i64) as f64 * 1e-9 };
+                let mut c = Box::new(TrajectoryCommand::new(n, points.len()));
+                validator.trajectory(&names, &points, delay, &mut c).map(|_| Command::Trajectory(c))
             }
-            _ => {}
+            _ => continue,
+        };
+        match result {
+            Ok(cmd) => events.push(Event { t_ns: m.log_time_ns, cmd, topic, msg: m.msg.clone() }),
+            Err(e) => {
+                if let crate::rt::validate::Rejection::UnknownJoint(name) = &e {
+                    unknown.insert(name.clone());
+                }
+                let r = rejected.entry(topic).or_insert((0, e.to_string()));
+                r.0 += 1;
+            }
         }
     }
     events.sort_by_key(|e| e.t_ns);
-    trajectories.sort_by_key(|t| t.0);
+    for (topic, (count, first)) in &rejected {
+        warnings.push(format!("{hw_name}: topic '{topic}': {count} commands rejected as the node would (first: {first})"));
+    }
     for n in &unknown {
-        warnings.push(format!("{hw_name}: commands name joint '{n}', not in the scene (map it with joint_map); ignored"));
+        warnings.push(format!("{hw_name}: commands name joint '{n}', not in the scene (map it with joint_map)"));
     }
 
     // ---- initial state ---------------------------------------------------------------------
@@ -318,61 +305,64 @@ pub fn replay(hw: &Bag, scene: &Scene, cfg: &ReplayConfig, out: &Path) -> Result
             cmd_topics.insert(e.topic.clone(), rec.add_topic(&normalize_topic(&e.topic), e.msg.msg_type()));
         }
     }
-    for (_, _, topic, msg) in &trajectories {
-        if !cmd_topics.contains_key(topic) {
-            cmd_topics.insert(topic.clone(), rec.add_topic(&normalize_topic(topic), msg.msg_type()));
-        }
-    }
     let h = rec.handle();
     let mut sample = Sample::new(&layout);
     let stamp = |t_s: f64| hw_start as i64 + crate::rt::clock::secs_to_ns(t_s);
-    let (mut ei, mut ti) = (0usize, 0usize);
-    let mut active: Option<Trajectory> = None;
-    let mut applied = 0usize;
+    let mut ei = 0usize;
+    let mut traj = ActiveTrajectory::new(TrajectoryCommand::new(n, 1));
+    let (mut applied, mut trajectories) = (0usize, 0usize);
     for k in 0..=steps {
         let now_ns = stamp(sim.state.time_s) as u64;
         while ei < events.len() && events[ei].t_ns <= now_ns {
             let e = &events[ei];
-            for &(s, p, v, f) in &e.set {
-                let vi = layout.joints[s].v_index;
-                if let Some(p) = p {
-                    sim.commands.position[vi] = p;
-                    if v.is_none() {
-                        sim.commands.velocity[vi] = 0.0;
+            match &e.cmd {
+                Command::Joint(cmd) => {
+                    // as the node's real-time loop applies a command
+                    let c = &mut sim.commands;
+                    for (slot, j) in layout.joints.iter().enumerate() {
+                        let m = cmd.mask[slot];
+                        if m == 0 {
+                            continue;
+                        }
+                        let v = j.v_index;
+                        if m & HAS_POSITION != 0 {
+                            c.position[v] = cmd.position[slot];
+                            if m & HAS_VELOCITY == 0 && matches!(c.mode[v], ControlMode::Position { .. }) {
+                                c.velocity[v] = 0.0;
+                            }
+                        }
+                        if m & HAS_VELOCITY != 0 {
+                            c.velocity[v] = cmd.velocity[slot];
+                        }
+                        if m & HAS_EFFORT != 0 {
+                            c.effort[v] = cmd.effort[slot];
+                        }
+                        traj.release(slot);
                     }
+                    applied += 1;
                 }
-                if let Some(v) = v {
-                    sim.commands.velocity[vi] = v;
-                }
-                if let Some(f) = f {
-                    sim.commands.effort[vi] = f;
-                }
-                if let Some(t) = active.as_mut() {
-                    if let Some(j) = t.slots.iter().position(|&x| x == s) {
-                        t.active[j] = false;
-                    }
+                Command::Trajectory(t) => {
+                    let (q, v) = (&sim.state.q, &sim.state.v);
+                    let _ = traj.start(t.clone(), sim.state.time_s, interpolation, |s| q[layout.joints[s].q_index], |s| v[layout.joints[s].v_index]);
+                    trajectories += 1;
                 }
             }
             h.record(cmd_topics[&e.topic], e.t_ns, e.msg.clone());
-            applied += 1;
             ei += 1;
         }
-        while ti < trajectories.len() && trajectories[ti].0 <= now_ns {
-            let (t, traj, topic, msg) = &trajectories[ti];
-            h.record(cmd_topics[topic], *t, msg.clone());
-            active = Some(Trajectory { start_ns: traj.start_ns, slots: traj.slots.clone(), points: traj.points.clone(), active: traj.active.clone() });
-            ti += 1;
-        }
-        if let Some(t) = &active {
-            for (j, &s) in t.slots.iter().enumerate() {
-                if t.active[j] {
-                    if let Some((p, v)) = t.sample(now_ns, j) {
-                        let vi = layout.joints[s].v_index;
-                        sim.commands.position[vi] = p;
-                        sim.commands.velocity[vi] = v;
+        {
+            let cmds = &mut sim.commands;
+            traj.sample(sim.state.time_s, interpolation, |slot, p, v| {
+                let j = &layout.joints[slot];
+                match cmds.mode[j.v_index] {
+                    ControlMode::Position { .. } => {
+                        cmds.position[j.v_index] = p;
+                        cmds.velocity[j.v_index] = v;
                     }
+                    ControlMode::Velocity { .. } => cmds.velocity[j.v_index] = v,
+                    _ => {}
                 }
-            }
+            });
         }
         if sim.state.step_count % every == 0 {
             sample.fill_physics(&layout, &sim);
@@ -386,7 +376,7 @@ pub fn replay(hw: &Bag, scene: &Scene, cfg: &ReplayConfig, out: &Path) -> Result
     let recording = rec.finish()?;
     Ok(ReplayReport {
         commands_applied: applied,
-        trajectories: trajectories.len(),
+        trajectories,
         unknown_joints: unknown.into_iter().collect(),
         sim_duration_s: sim.state.time_s,
         rate_hz: 1.0 / (every as f64 * dt),
