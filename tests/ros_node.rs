@@ -545,7 +545,7 @@ fn record_bag_records_topics_and_commands_and_replays() {
     let p = r.joints[0].position.unwrap();
     eprintln!("node vs replay: offset {:.1} ms, position RMSE {:.4} rad, max {:.4} rad", r.alignment.offset_s * 1e3, p.rmse, p.max_abs);
     assert!(r.alignment.offset_s.abs() < 0.05, "{:?}", r.alignment);
-    assert!(p.rmse < 0.05 && p.correlation.unwrap() > 0.95, "{p:?}");
+    assert!(p.rmse < 0.02 && p.correlation.unwrap() > 0.99, "{p:?}");
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&sim_dir);
 }
