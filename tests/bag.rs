@@ -569,3 +569,42 @@ fn cli_record_survives_signals() {
     let js: Vec<u64> = bag.messages_on(bag.topic_index("/joint_states").unwrap()).map(|m| m.log_time_ns).collect();
     assert!(js.windows(2).all(|w| w[1] - w[0] == 10_000_000), "gapless 100 Hz");
 }
+
+/// The command line end to end: run --record, replay, compare with --report and --json; bad
+/// input stops with one line naming the file, exit code 2.
+#[test]
+fn cli_run_replay_compare() {
+    let d = tmp("cli");
+    let exe = env!("CARGO_BIN_EXE_contact_sim");
+    let run = |args: &[&std::ffi::OsStr]| std::process::Command::new(exe).args(args).current_dir(&d).output().unwrap();
+    let os = |s: &str| std::ffi::OsString::from(s);
+    let scene = repo("tests/data/bag_push.yaml");
+    let o = run(&[&os("run"), scene.as_os_str(), &os("--duration"), &os("1.5"), &os("--quiet"), &os("--record-rate"), &os("200"), &os("--record"), &os("hw")]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = run(&[&os("replay"), &os("hw"), scene.as_os_str(), &os("--out"), &os("sim")]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("at 200 Hz"), "{}", String::from_utf8_lossy(&o.stdout));
+    let o = run(&[&os("compare"), &os("sim"), &os("hw"), &os("--report"), &os("report"), &os("--json"), &os("out.json")]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout.contains("time offset +0.0 ms") && stdout.contains("arm_joint2") && stdout.contains("/contact_wrenches/hand"), "{stdout}");
+    assert!(d.join("report/index.html").exists() && d.join("report/compare.json").exists());
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("out.json")).unwrap()).unwrap();
+    assert_eq!(json["joints"].as_array().unwrap().len(), 9);
+    assert_eq!(json["joints"][1]["position"]["rmse"].as_f64().unwrap(), 0.0);
+    // the node's limit checks on request: this scene's scripted arm_joint4 starts at 2.00392 rad,
+    // beyond the URDF limit of 2 rad, so the node would reject those commands
+    let o = run(&[&os("replay"), &os("hw"), scene.as_os_str(), &os("--out"), &os("sim_reject"), &os("--limit-policy"), &os("reject")]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success() && err.contains("'/joint_commands'") && err.contains("rejected as the node would") && err.contains("arm_joint4"), "{err}");
+    // bad input: one line, the file named, exit code 2
+    for args in [vec![os("compare"), os("nope"), os("hw")], vec![os("replay"), os("hw"), os("missing.yaml"), os("--out"), os("x")], vec![os("run"), scene.clone().into_os_string(), os("--record"), os("hw")]] {
+        let refs: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+        let o = run(&refs);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains("nope") || err.contains("missing.yaml") || err.contains("hw"), "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -12,8 +12,8 @@
 //!   with the node's implicit start point; a later joint command releases the joints it names.
 //!
 //! Commands go through the node's own validation ([`crate::rt::validate::CommandValidator`]:
-//! unknown joints, inconsistent lengths, NaN and values beyond limits are rejected or clamped per
-//! [`ReplayConfig::limit_policy`]) and trajectory follower ([`crate::rt::trajectory`]), so a bag
+//! unknown joints, inconsistent lengths and NaN are rejected; values beyond limits are applied,
+//! rejected or clamped per [`ReplayConfig::limit_policy`]) and trajectory follower ([`crate::rt::trajectory`]), so a bag
 //! recorded from the node replays with the node's semantics. The scene's own command script is
 //! not applied. The step sequence is the headless run's: the
 //! commands whose time is ≤ the current simulation time are applied, then the step is taken.
@@ -87,7 +87,9 @@ pub struct ReplayConfig {
     pub duration_s: Option<f64>,
     /// Trajectory interpolation: `cubic` (the node's default) or `linear`.
     pub interpolation: String,
-    /// Commands beyond joint limits: `reject` (the node's default) or `clamp`.
+    /// Commands beyond joint limits: `none` (default: applied as recorded, as the hardware
+    /// received them; the physics still enforces limits and effort saturation), or the node's
+    /// `reject` / `clamp`.
     pub limit_policy: String,
 }
 
@@ -104,7 +106,7 @@ impl Default for ReplayConfig {
             rate_hz: None,
             duration_s: None,
             interpolation: "cubic".into(),
-            limit_policy: "reject".into(),
+            limit_policy: "none".into(),
         }
     }
 }
@@ -193,9 +195,21 @@ pub fn replay(hw: &Bag, scene: &Scene, cfg: &ReplayConfig, out: &Path) -> Result
 
     let interpolation = Interpolation::parse(&cfg.interpolation)
         .ok_or_else(|| BagError::Invalid { path: "replay config".into(), reason: format!("interpolation: '{}' is not cubic or linear", cfg.interpolation) })?;
-    let policy = LimitPolicy::parse(&cfg.limit_policy)
-        .ok_or_else(|| BagError::Invalid { path: "replay config".into(), reason: format!("limit_policy: '{}' is not reject or clamp", cfg.limit_policy) })?;
-    let validator = CommandValidator::new(&layout, policy);
+    let mut check_layout = layout.clone();
+    let policy = match cfg.limit_policy.as_str() {
+        "none" => {
+            // structure still checked (names, lengths, NaN); values as recorded
+            for j in &mut check_layout.joints {
+                j.position_limits = None;
+                j.velocity_limit = f64::INFINITY;
+                j.effort_limit = f64::INFINITY;
+            }
+            LimitPolicy::Reject
+        }
+        other => LimitPolicy::parse(other)
+            .ok_or_else(|| BagError::Invalid { path: "replay config".into(), reason: format!("limit_policy: '{other}' is not none, reject or clamp") })?,
+    };
+    let validator = CommandValidator::new(&check_layout, policy);
     let mut cmd_groups: Vec<Option<CommandGroup>> = Vec::new();
     for gm in &groups {
         let names: Vec<String> = gm.joints.iter().map(|n| map(n)).collect();

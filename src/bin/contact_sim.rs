@@ -83,6 +83,10 @@ enum Command {
         /// Rate of the recorded response (Hz); default: the hardware joint-state rate.
         #[arg(long)]
         rate: Option<f64>,
+        /// Commands beyond joint limits: none (applied as recorded), reject or clamp (as the
+        /// node would).
+        #[arg(long)]
+        limit_policy: Option<String>,
     },
     /// Compare a simulated bag with a hardware bag: time offset, per-joint and per-wrench
     /// errors, contact events. Prints a table; writes JSON; with --report an HTML page.
@@ -94,7 +98,8 @@ enum Command {
         /// Write index.html (plots) and compare.json into this directory.
         #[arg(long)]
         report: Option<PathBuf>,
-        /// Write the JSON here (default: compare.json in --report, else nothing).
+        /// Write the JSON here (`-`: standard output). Default: compare.json in the --report
+        /// directory, else ./compare.json.
         #[arg(long)]
         json: Option<PathBuf>,
         /// Joint name mapping `hw_name=sim_name` (comma separated).
@@ -159,8 +164,8 @@ fn main() {
         Command::Run { scene, duration, solver, summary, quiet, csv, wrench_bodies, csv_every, record, record_rate } => {
             run(scene, duration, solver, summary, quiet, CsvOptions { path: csv, bodies: wrench_bodies, every: csv_every }, record.map(|d| (d, record_rate)))
         }
-        Command::Replay { hw_bag, scene, out, config, joint_map, initial_state, command_topics, rate } => {
-            replay(&hw_bag, &scene, &out, config, joint_map, initial_state, command_topics, rate)
+        Command::Replay { hw_bag, scene, out, config, joint_map, initial_state, command_topics, rate, limit_policy } => {
+            replay(&hw_bag, &scene, &out, config, joint_map, initial_state, command_topics, rate, limit_policy)
         }
         Command::Compare { sim_bag, hw_bag, report, json, joint_map, joint_states_topic, max_lag, time_base, contact_threshold } => {
             compare(&sim_bag, &hw_bag, report, json, joint_map, joint_states_topic, max_lag, &time_base, contact_threshold)
@@ -824,7 +829,7 @@ fn read_bag_warn(path: &Path) -> Result<bag::Bag> {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn replay(hw_bag: &Path, scene: &Path, out: &Path, config: Option<PathBuf>, joint_map: Vec<String>, initial_state: bool, command_topics: Vec<String>, rate: Option<f64>) -> Result<()> {
+fn replay(hw_bag: &Path, scene: &Path, out: &Path, config: Option<PathBuf>, joint_map: Vec<String>, initial_state: bool, command_topics: Vec<String>, rate: Option<f64>, limit_policy: Option<String>) -> Result<()> {
     let mut cfg: bag::replay::ReplayConfig = match &config {
         Some(p) => {
             let text = std::fs::read_to_string(p).with_context(|| format!("--config: cannot read {}", p.display()))?;
@@ -839,6 +844,9 @@ fn replay(hw_bag: &Path, scene: &Path, out: &Path, config: Option<PathBuf>, join
     }
     if rate.is_some() {
         cfg.rate_hz = rate;
+    }
+    if let Some(p) = limit_policy {
+        cfg.limit_policy = p;
     }
     let scene = load(scene)?;
     let hw = read_bag_warn(hw_bag)?;
@@ -883,13 +891,23 @@ fn compare(sim_bag: &Path, hw_bag: &Path, report: Option<PathBuf>, json: Option<
     if rep.joints.is_empty() && rep.wrenches.is_empty() {
         bail!("nothing to compare: no joint or wrench topic in both bags");
     }
-    if let Some(dir) = report {
-        let page = contact_sim::compare::report::write_html(&dir, &rep, &plot).map_err(|e| anyhow::anyhow!("--report: {e}"))?;
+    let json_text = serde_json::to_string_pretty(&rep)?;
+    if let Some(dir) = &report {
+        let page = contact_sim::compare::report::write_html(dir, &rep, &plot).map_err(|e| anyhow::anyhow!("--report: {e}"))?;
         println!("report written to {} (and compare.json)", page.display());
     }
-    if let Some(p) = json {
-        std::fs::write(&p, serde_json::to_string_pretty(&rep)?).with_context(|| format!("--json: cannot write {}", p.display()))?;
-        println!("JSON written to {}", p.display());
+    match (json, &report) {
+        (Some(p), _) if p.as_os_str() == "-" => println!("{json_text}"),
+        (Some(p), _) => {
+            std::fs::write(&p, &json_text).with_context(|| format!("--json: cannot write {}", p.display()))?;
+            println!("JSON written to {}", p.display());
+        }
+        (None, Some(_)) => {}
+        (None, None) => {
+            let p = PathBuf::from("compare.json");
+            std::fs::write(&p, &json_text).with_context(|| format!("cannot write {}", p.display()))?;
+            println!("JSON written to {}", p.display());
+        }
     }
     Ok(())
 }
