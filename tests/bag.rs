@@ -99,7 +99,8 @@ fn all_messages() -> Vec<Msg> {
 /// type and log time; metadata.yaml lists the topics and counts.
 #[test]
 fn round_trip_message_for_message() {
-    let d = tmp("roundtrip").join("bag");
+    let root = tmp("roundtrip");
+    let d = root.join("bag");
     let mut w = BagWriter::create(&d, &WriterOptions::default()).unwrap();
     let msgs = all_messages();
     let mut written = vec![];
@@ -129,12 +130,14 @@ fn round_trip_message_for_message() {
         assert_eq!(m.log_time_ns, *t);
         assert_eq!(&m.msg, msg);
     }
+    let _ = std::fs::remove_dir_all(&root);
 }
 
 /// A headless recording has the node's topics with the expected counts and contents.
 #[test]
 fn headless_recording_has_the_node_topics() {
-    let d = tmp("headless").join("bag");
+    let root = tmp("headless");
+    let d = root.join("bag");
     let bag = record(&scene("bag_push"), &d, 0.5);
     let names: Vec<&str> = bag.topics.iter().map(|t| t.name.as_str()).collect();
     for t in ["/joint_states", "/clock", "/joint_commands", "/wrist_ft/wrench", "/wrist_ft/wrench_ideal", "/contact_wrenches/hand", "/contact_wrenches/box/local"] {
@@ -150,6 +153,7 @@ fn headless_recording_has_the_node_topics() {
     let Msg::WrenchStamped(w) = &bag.messages_on(bi).nth(20).unwrap().msg else { panic!() };
     assert!((w.wrench.force[2] - 0.5 * 9.81).abs() < 0.05, "{:?}", w.wrench);
     assert_eq!(w.header.frame_id, "odom");
+    let _ = std::fs::remove_dir_all(&root);
 }
 
 /// The `rosbags` Python package (an independent reader) opens a bag we wrote and decodes
@@ -167,7 +171,8 @@ fn rosbags_python_reads_our_bag() {
         eprintln!("SKIPPED rosbags_python_reads_our_bag: no python with the rosbags package (run scripts/setup-ros.sh or set CONTACT_SIM_PYTHON)");
         return;
     };
-    let d = tmp("rosbags").join("bag");
+    let root = tmp("rosbags");
+    let d = root.join("bag");
     record(&scene("bag_arm"), &d, 0.3);
     let bag = read_bag(&d).unwrap();
     let script = r#"
@@ -209,12 +214,14 @@ print('COUNT', n['/joint_states'], n['/wrist_ft/wrench_ideal'])
     assert_eq!(l[4].parse::<f64>().unwrap(), w.wrench.torque[2]);
     let l = line("COUNT");
     assert_eq!(l[0].parse::<u64>().unwrap(), bag.topics[js].count);
+    let _ = std::fs::remove_dir_all(&root);
 }
 
 /// A bag compared with itself: zero offset, zero error, correlation 1.
 #[test]
 fn self_compare_gives_zero_error() {
-    let d = tmp("self").join("bag");
+    let root = tmp("self");
+    let d = root.join("bag");
     let bag = record(&scene("bag_push"), &d, 2.0);
     let (r, _) = compare(&bag, &bag, &CompareOptions::default());
     assert_eq!(r.alignment.offset_s, 0.0);
@@ -237,13 +244,15 @@ fn self_compare_gives_zero_error() {
     // the hand touches the box: one onset in both
     let hand = r.contact_events.iter().find(|e| e.topic == "/contact_wrenches/hand").unwrap();
     assert!(!hand.sim_onsets_s.is_empty());
+    let _ = std::fs::remove_dir_all(&root);
 }
 
 /// A copy shifted by 37 ms: the offset is found within one sample (5 ms at 200 Hz), and after
 /// alignment the errors are small.
 #[test]
 fn shift_of_37_ms_is_found_within_one_sample() {
-    let d = tmp("shift");
+    let root = tmp("shift");
+    let d = root.clone();
     let bag = record(&scene("bag_arm"), &d.join("orig"), 3.0);
     let shift = 37_000_000i64;
     let shifted = rewrite(&bag, &d.join("shifted"), |_, t, m| Some((t + shift as u64, shift_stamp(m, shift))));
@@ -257,13 +266,15 @@ fn shift_of_37_ms_is_found_within_one_sample() {
     // the other way round: -37 ms
     let (r2, _) = compare(&shifted, &bag, &CompareOptions::default());
     assert!((r2.alignment.offset_s + 0.037).abs() <= dt, "offset {} s", r2.alignment.offset_s);
+    let _ = std::fs::remove_dir_all(&root);
 }
 
 /// A copy with joint 3 (arm_joint3) offset by 0.01 rad shows exactly that on joint 3 and
 /// nothing elsewhere.
 #[test]
 fn joint3_offset_shows_on_joint3_only() {
-    let d = tmp("j3");
+    let root = tmp("j3");
+    let d = root.clone();
     let bag = record(&scene("bag_arm"), &d.join("orig"), 2.0);
     let copy = rewrite(&bag, &d.join("j3"), |topic, t, m| {
         let mut m = m.clone();
@@ -285,6 +296,7 @@ fn joint3_offset_shows_on_joint3_only() {
         assert_eq!(j.velocity.unwrap().rmse, 0.0);
         assert_eq!(j.effort.unwrap().rmse, 0.0);
     }
+    let _ = std::fs::remove_dir_all(&root);
 }
 
 /// A synthetic "hardware" bag: the scene with more mass on arm_link3 (+60 %, felt by joints
@@ -293,7 +305,8 @@ fn joint3_offset_shows_on_joint3_only() {
 /// joints (2 and 6) and stay small on joint 4; replayed with the perturbed scene, they vanish.
 #[test]
 fn perturbed_hardware_bag_shows_error_on_affected_joints() {
-    let d = tmp("perturbed");
+    let root = tmp("perturbed");
+    let d = root.clone();
     let nominal = scene("bag_arm");
     let commands = record(&nominal, &d.join("commands"), 3.0);
     let mut hw_scene = nominal.clone();
@@ -332,6 +345,7 @@ fn perturbed_hardware_bag_shows_error_on_affected_joints() {
     assert!(html.contains("arm_joint6") && html.contains("class=\"bad\""));
     let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("report/compare.json")).unwrap()).unwrap();
     assert!(json["alignment"]["offset_s"].is_number());
+    let _ = std::fs::remove_dir_all(&root);
 }
 
 /// A file cut in the middle is read up to the cut with a warning; a file cut before any
@@ -339,7 +353,8 @@ fn perturbed_hardware_bag_shows_error_on_affected_joints() {
 /// last flushed chunk.
 #[test]
 fn truncated_and_interrupted_bags() {
-    let d = tmp("trunc");
+    let root = tmp("trunc");
+    let d = root.clone();
     let full = record(&scene("bag_arm"), &d.join("full"), 3.0);
     let mcap = d.join("full/full_0.mcap");
     let bytes = std::fs::read(&mcap).unwrap();
@@ -382,13 +397,15 @@ fn truncated_and_interrupted_bags() {
     assert!(bag.truncated, "{:?}", bag.warnings);
     assert_eq!(bag.messages.len(), 500, "everything up to the last flush, nothing after it");
     assert_eq!(bag.messages[499].msg, msg(499));
+    let _ = std::fs::remove_dir_all(&root);
 }
 
 /// Unknown topic types are listed and skipped; a topic with the wrong type is reported by
 /// name; undecodable messages are counted; the rest is used.
 #[test]
 fn unknown_topics_wrong_types_and_garbage_are_reported() {
-    let d = tmp("mixed");
+    let root = tmp("mixed");
+    let d = root.clone();
     let path = d.join("mixed.mcap");
     {
         let f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
@@ -427,13 +444,15 @@ fn unknown_topics_wrong_types_and_garbage_are_reported() {
     let out = read_bag(&d.join("out")).unwrap();
     let Msg::JointState(last) = &out.messages_on(out.topic_index("/joint_states").unwrap()).last().unwrap().msg else { panic!() };
     assert!((last.position[1] - 0.29).abs() < 0.06, "{:?}", last.position);
+    let _ = std::fs::remove_dir_all(&root);
 }
 
 /// Float64MultiArray group commands and a JointTrajectory, with a joint-name mapping, are
 /// replayed at their recorded times, and the initial state can come from the bag.
 #[test]
 fn replay_groups_trajectories_mapping_and_initial_state() {
-    let d = tmp("groups");
+    let root = tmp("groups");
+    let d = root.clone();
     let hw_path = d.join("hw");
     let mut w = BagWriter::create(&hw_path, &WriterOptions::default()).unwrap();
     let js = w.add_topic("/joint_states", MsgType::JointState).unwrap();
@@ -491,13 +510,15 @@ fn replay_groups_trajectories_mapping_and_initial_state() {
     let (r, _) = compare(&sim, &hw, &opts);
     assert_eq!(r.alignment.time_base, "absolute");
     assert_eq!(r.joints.len(), 7, "{:?}", r.unmatched_joints);
+    let _ = std::fs::remove_dir_all(&root);
 }
 
 /// The recorder never blocks its producers: a tiny queue flooded from a loop drops and counts
 /// what does not fit; written + dropped = sent, and the bag is complete.
 #[test]
 fn recorder_drops_instead_of_blocking() {
-    let d = tmp("flood").join("bag");
+    let root = tmp("flood");
+    let d = root.join("bag");
     let mut rec = BagRecorder::start(&d, &RecorderOptions { queue_capacity: 8, ..Default::default() }).unwrap();
     let id = rec.add_topic("/joint_states", MsgType::JointState);
     let h = rec.handle();
@@ -513,6 +534,7 @@ fn recorder_drops_instead_of_blocking() {
     assert_eq!(s.bag.messages + s.dropped, n);
     let bag = read_bag(&d).unwrap();
     assert!(bag.warnings.is_empty() && bag.messages.len() as u64 == ok);
+    let _ = std::fs::remove_dir_all(&root);
 }
 
 /// Starts `contact_sim run --record` on a long run, waits until the bag has been flushed once,
@@ -559,6 +581,7 @@ fn cli_record_survives_signals() {
         let bag = read_bag(&bag_dir).unwrap();
         assert!(bag.warnings.is_empty() && !bag.truncated, "{:?}", bag.warnings);
         assert!(bag.messages.len() > 100);
+        let _ = std::fs::remove_dir_all(bag_dir.parent().unwrap());
     }
     let (out, bag_dir) = record_and_signal("sigkill", libc::SIGKILL);
     assert!(!out.status.success());
@@ -568,13 +591,15 @@ fn cli_record_survives_signals() {
     // what was read is a consistent prefix: joint states at 100 Hz without gaps
     let js: Vec<u64> = bag.messages_on(bag.topic_index("/joint_states").unwrap()).map(|m| m.log_time_ns).collect();
     assert!(js.windows(2).all(|w| w[1] - w[0] == 10_000_000), "gapless 100 Hz");
+    let _ = std::fs::remove_dir_all(bag_dir.parent().unwrap());
 }
 
 /// The command line end to end: run --record, replay, compare with --report and --json; bad
 /// input stops with one line naming the file, exit code 2.
 #[test]
 fn cli_run_replay_compare() {
-    let d = tmp("cli");
+    let root = tmp("cli");
+    let d = root.clone();
     let exe = env!("CARGO_BIN_EXE_contact_sim");
     let run = |args: &[&std::ffi::OsStr]| std::process::Command::new(exe).args(args).current_dir(&d).output().unwrap();
     let os = |s: &str| std::ffi::OsString::from(s);
