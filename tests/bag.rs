@@ -266,6 +266,11 @@ fn shift_of_37_ms_is_found_within_one_sample() {
     // the other way round: -37 ms
     let (r2, _) = compare(&shifted, &bag, &CompareOptions::default());
     assert!((r2.alignment.offset_s + 0.037).abs() <= dt, "offset {} s", r2.alignment.offset_s);
+    // a long shift goes through the coarse search first
+    let long = 412_000_000i64;
+    let shifted = rewrite(&bag, &d.join("long"), |_, t, m| Some((t + long as u64, shift_stamp(m, long))));
+    let (r3, _) = compare(&bag, &shifted, &CompareOptions::default());
+    assert!((r3.alignment.offset_s - 0.412).abs() <= dt, "offset {} s", r3.alignment.offset_s);
     let _ = std::fs::remove_dir_all(&root);
 }
 

@@ -399,44 +399,55 @@ pub fn compare(sim: &Bag, hw: &Bag, opts: &CompareOptions) -> (CompareReport, Pl
             continue;
         }
         signal = label;
-        let corr = |lag: isize| -> Option<f64> {
+        // mean normalized correlation at `lag` (grid steps), every `stride`-th sample
+        let corr = |lag: isize, stride: usize| -> Option<f64> {
             let mut total = 0.0;
             for (zs, zh) in &pairs {
                 let (mut sum, mut cnt) = (0.0, 0usize);
-                for (i, &x) in zs.iter().enumerate() {
-                    let y = zh[(i as isize + lag + lag_max) as usize];
+                for i in (0..zs.len()).step_by(stride) {
+                    let (x, y) = (zs[i], zh[(i as isize + lag + lag_max) as usize]);
                     if x.is_finite() && y.is_finite() {
                         sum += x * y;
                         cnt += 1;
                     }
                 }
-                if cnt * 4 < n.max(4) {
+                if cnt * stride * 4 < n.max(4) {
                     return None;
                 }
                 total += sum / cnt as f64;
             }
             Some(total / pairs.len() as f64)
         };
-        let c: Vec<Option<f64>> = (-lag_max..=lag_max).map(corr).collect();
-        let mut k_best = None;
-        for (j, v) in c.iter().enumerate() {
-            if let Some(v) = v {
-                if k_best.is_none_or(|(_, b)| *v > b) {
-                    k_best = Some((j, *v));
+        let argmax = |lags: &mut dyn Iterator<Item = isize>, stride: usize| -> Option<(isize, f64)> {
+            let mut best: Option<(isize, f64)> = None;
+            for lag in lags {
+                if let Some(v) = corr(lag, stride) {
+                    if best.is_none_or(|(_, b)| v > b) {
+                        best = Some((lag, v));
+                    }
                 }
             }
-        }
-        if let Some((j, peak)) = k_best {
+            best
+        };
+        // coarse to fine: long searches first on a decimated grid (about 200 lags), then every
+        // lag within two coarse steps of the coarse peak
+        let d = ((lag_max as usize).div_ceil(100)).max(1) as isize;
+        let coarse = if d > 1 { argmax(&mut (-lag_max / d..=lag_max / d).map(|k| k * d), d as usize) } else { None };
+        let (lo, hi) = match coarse {
+            Some((k, _)) => ((k - 2 * d).max(-lag_max), (k + 2 * d).min(lag_max)),
+            None => (-lag_max, lag_max),
+        };
+        if let Some((k, peak)) = argmax(&mut (lo..=hi), 1) {
             let mut frac = 0.0;
-            if j > 0 && j + 1 < c.len() {
-                if let (Some(cm), Some(cp)) = (c[j - 1], c[j + 1]) {
+            if k > -lag_max && k < lag_max {
+                if let (Some(cm), Some(cp)) = (corr(k - 1, 1), corr(k + 1, 1)) {
                     let den = cm - 2.0 * peak + cp;
                     if den < 0.0 {
                         frac = (0.5 * (cm - cp) / den).clamp(-0.5, 0.5);
                     }
                 }
             }
-            best = (j as isize - lag_max, frac, peak);
+            best = (k, frac, peak);
         }
         break;
     }
