@@ -9,10 +9,12 @@
 //! the shorter one, else relative.
 //!
 //! **Alignment.** Both bags' joint velocities (positions when no joint moves) are resampled on a
-//! common grid (the finer of the two median joint-state periods), normalized per joint
-//! (zero mean, unit variance), and cross-correlated over lags up to
-//! [`CompareOptions::max_lag_s`]; the peak, refined by a parabola through its neighbours, is the
-//! offset: `hw(t + offset_s) ≈ sim(t)` (positive: the hardware bag is late).
+//! common grid (the finer of the two median joint-state periods), centred, and cross-correlated
+//! over lags up to
+//! [`CompareOptions::max_lag_s`]: at each lag the Pearson correlation over the overlap with all
+//! joints together (`Σ cov / √(Σ var_sim Σ var_hw)`, each joint centred on the overlap, so
+//! joints weigh by how much they move); the peak, refined by a parabola through its
+//! neighbours, is the offset: `hw(t + offset_s) ≈ sim(t)` (positive: the hardware bag is late).
 //!
 //! **Metrics** are taken at the grid times of the simulated bag within the overlap, the hardware
 //! signal linearly interpolated at `t + offset_s`; errors are `sim − hw`.
@@ -134,7 +136,7 @@ pub struct Alignment {
     pub time_base: String,
     /// What was cross-correlated (`velocity`, `position`, or `none`).
     pub signal: String,
-    /// Mean normalized correlation at the peak (1 = identical shapes).
+    /// Normalized cross-correlation at the peak, all joints together (1 = identical shapes).
     pub peak_correlation: f64,
     /// Grid step (s).
     pub grid_dt_s: f64,
@@ -306,8 +308,8 @@ fn metric(a: &[f64], b: &[f64]) -> Option<Metric> {
     Some(Metric { rmse: (se / n).sqrt(), max_abs: mx, mean: me / n, correlation, samples: pairs.len() })
 }
 
-/// z-scored copy (NaN stays NaN); `None` when (nearly) constant.
-fn zscore(x: &[f64]) -> Option<Vec<f64>> {
+/// Zero-mean copy and variance (NaN stays NaN); `None` when (nearly) constant.
+fn centered(x: &[f64]) -> Option<(Vec<f64>, f64)> {
     let v: Vec<f64> = x.iter().copied().filter(|x| x.is_finite()).collect();
     if v.len() < 3 {
         return None;
@@ -317,8 +319,7 @@ fn zscore(x: &[f64]) -> Option<Vec<f64>> {
     if var < 1e-14 {
         return None;
     }
-    let s = var.sqrt();
-    Some(x.iter().map(|x| (x - m) / s).collect())
+    Some((x.iter().map(|x| x - m).collect(), var))
 }
 
 /// Compares a simulated bag with a hardware (reference) bag. See the module docs.
@@ -387,36 +388,52 @@ pub fn compare(sim: &Bag, hw: &Bag, opts: &CompareOptions) -> (CompareReport, Pl
     let mut signal = "none";
     let mut best = (0isize, 0.0f64, 0.0f64); // lag, refined fraction, peak
     for (a, label) in [(1usize, "velocity"), (0usize, "position")] {
+        // normalized cross-correlation over all joints together: Σ cov / √(Σ var_x Σ var_y) over
+        // the overlapping samples, each joint centred on the overlap. Joints weigh by how much they move (a joint that
+        // barely moves, mostly noise, counts little); by Cauchy–Schwarz a shifted copy peaks at
+        // exactly 1 at its shift.
         let mut pairs: Vec<(Vec<f64>, Vec<f64>)> = vec![];
         for &(i, k) in &matched {
             let s: Vec<f64> = grid.iter().map(|&t| sj.series[i][a].at(t)).collect();
             let h: Vec<f64> = (-lag_max..n as isize + lag_max).map(|j| hj.series[k][a].at(j as f64 * dt)).collect();
-            if let (Some(zs), Some(zh)) = (zscore(&s), zscore(&h)) {
-                pairs.push((zs, zh));
+            if let (Some((cs, _)), Some((ch, _))) = (centered(&s), centered(&h)) {
+                pairs.push((cs, ch));
             }
         }
         if pairs.is_empty() {
             continue;
         }
         signal = label;
-        // mean normalized correlation at `lag` (grid steps), every `stride`-th sample
+        // at `lag` (grid steps), every `stride`-th sample; `None` when the overlap is short
         let corr = |lag: isize, stride: usize| -> Option<f64> {
-            let mut total = 0.0;
+            // per joint, centred on the overlap's means (a bag cut short has other means)
+            let (mut cov, mut vx, mut vy, mut total) = (0.0, 0.0, 0.0, 0usize);
             for (zs, zh) in &pairs {
-                let (mut sum, mut cnt) = (0.0, 0usize);
+                let (mut sxy, mut sxx, mut syy, mut sx, mut sy, mut cnt) = (0.0, 0.0, 0.0, 0.0, 0.0, 0usize);
                 for i in (0..zs.len()).step_by(stride) {
                     let (x, y) = (zs[i], zh[(i as isize + lag + lag_max) as usize]);
                     if x.is_finite() && y.is_finite() {
-                        sum += x * y;
+                        sxy += x * y;
+                        sxx += x * x;
+                        syy += y * y;
+                        sx += x;
+                        sy += y;
                         cnt += 1;
                     }
                 }
-                if cnt * stride * 4 < n.max(4) {
-                    return None;
+                if cnt == 0 {
+                    continue;
                 }
-                total += sum / cnt as f64;
+                let c = cnt as f64;
+                cov += sxy - sx * sy / c;
+                vx += sxx - sx * sx / c;
+                vy += syy - sy * sy / c;
+                total += cnt;
             }
-            Some(total / pairs.len() as f64)
+            if total * stride * 4 < n.max(4) * pairs.len() || vx <= 0.0 || vy <= 0.0 {
+                return None;
+            }
+            Some(cov / (vx * vy).sqrt())
         };
         let argmax = |lags: &mut dyn Iterator<Item = isize>, stride: usize| -> Option<(isize, f64)> {
             let mut best: Option<(isize, f64)> = None;
