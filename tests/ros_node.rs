@@ -528,6 +528,10 @@ fn record_bag_records_topics_and_commands_and_replays() {
     assert!(count("/diagnostics") >= 30, "diagnostics: {}", count("/diagnostics"));
     assert!(count("/pendulum/commands") >= 100, "group commands: {}", count("/pendulum/commands"));
     assert_eq!(count("/joint_trajectory"), 1);
+    // the recorder's drop count is in /diagnostics (and so in the bag)
+    let diag = bag.messages_on(bag.topic_index("/diagnostics").unwrap()).last().unwrap();
+    let contact_sim::bag::msgs::Msg::DiagnosticArray(da) = &diag.msg else { panic!("{diag:?}") };
+    assert!(da.status.iter().flat_map(|s| &s.values).any(|kv| kv.key == "bag_messages_dropped"), "{da:?}");
     // rosbags reads it
     let script = "import sys\nfrom pathlib import Path\nfrom rosbags.rosbag2 import Reader\nfrom rosbags.typesys import Stores, get_typestore\nts = get_typestore(Stores.ROS2_JAZZY)\nn = 0\nwith Reader(Path(sys.argv[1])) as r:\n    for c, t, raw in r.messages():\n        if c.topic == '/joint_states':\n            m = ts.deserialize_cdr(raw, c.msgtype); n += 1\nprint('JS', n)\n";
     let out = Command::new(python()).args(["-c", script]).arg(&dir).output().unwrap();

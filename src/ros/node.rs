@@ -550,7 +550,10 @@ fn publisher_loop(mut ctx: PublisherCtx) {
                 ctx.front.trajectories_rejected.load(Ordering::Relaxed),
                 ctx.shared.commands.dropped() + ctx.shared.trajectories.dropped(),
             );
-            let msg = diagnostics(&ctx, &latest, &prev, front, prev_front);
+            let mut msg = diagnostics(&ctx, &latest, &prev, front, prev_front);
+            if let (Some((_, h)), Some(st)) = (&ctx.bag, msg.status.first_mut()) {
+                st.values.push(r2r::diagnostic_msgs::msg::KeyValue { key: "bag_messages_dropped".into(), value: h.dropped().to_string() });
+            }
             if ctx.diagnostics.publish(&msg).is_err() {
                 errors += 1;
             }
