@@ -518,6 +518,16 @@ fn replay_groups_trajectories_mapping_and_initial_state() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+/// The shipped example replay configuration parses, every key known.
+#[test]
+fn example_replay_config_parses() {
+    let text = std::fs::read_to_string(repo("config/replay.example.yaml")).unwrap();
+    let cfg: ReplayConfig = serde_yaml::from_str(&text).unwrap();
+    assert!(cfg.initial_state && cfg.joint_map["j4"] == "arm_joint4" && cfg.groups.unwrap()[0].interface == GroupInterface::Position);
+    let bad: Result<ReplayConfig, _> = serde_yaml::from_str("joint_mapp: {}");
+    assert!(bad.unwrap_err().to_string().contains("joint_mapp"));
+}
+
 /// The recorder never blocks its producers: a tiny queue flooded from a loop drops and counts
 /// what does not fit; written + dropped = sent, and the bag is complete.
 #[test]
