@@ -6,7 +6,8 @@
 
 Arguments: scene (scene YAML), solver (scene | pgs | bisection), time_mode (realtime | sim_time |
 lockstep), use_sim_time (for the node; controllers that follow /clock set it themselves),
-params_file (a `contact_sim_node: ros__parameters:` file, default config/contact_sim_node.params.yaml).
+params_file (a `contact_sim_node: ros__parameters:` file, default config/contact_sim_node.params.yaml),
+record_bag (a new directory: record a rosbag2 MCAP bag of every topic and command; empty = off).
 The launch arguments override the parameter file.
 """
 
@@ -45,6 +46,11 @@ def generate_launch_description():
             description="use_sim_time of the node",
         ),
         DeclareLaunchArgument(
+            "record_bag",
+            default_value="",
+            description="Record a rosbag2 (MCAP) bag of all published topics and received commands into this new directory; empty = off",
+        ),
+        DeclareLaunchArgument(
             "params_file",
             default_value=PathJoinSubstitution([share, "config", "contact_sim_node.params.yaml"]),
             description="Parameter file (contact_sim_node: ros__parameters: ...)",
@@ -63,6 +69,7 @@ def generate_launch_description():
                 "solver": ParameterValue(LaunchConfiguration("solver"), value_type=str),
                 "time_mode": ParameterValue(LaunchConfiguration("time_mode"), value_type=str),
                 "use_sim_time": ParameterValue(LaunchConfiguration("use_sim_time"), value_type=bool),
+                "record_bag": ParameterValue(LaunchConfiguration("record_bag"), value_type=str),
             },
         ],
     )

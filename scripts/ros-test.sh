@@ -21,5 +21,8 @@ echo "== ROS node unit tests (rt::, ros::)"
 cargo test "${profile[@]}" --features ros --lib -- rt:: ros::
 echo "== allocation-free RT loop"
 cargo test "${profile[@]}" --features ros --test rt_no_alloc
+echo "== bags: the rosbags Python package reads what we write (tests/bag.rs)"
+CONTACT_SIM_REQUIRE_ROSBAGS=1 CONTACT_SIM_PYTHON="${CONTACT_SIM_ROS_PREFIX:-$PWD/.ros/prefix}/bin/python3" \
+    cargo test "${profile[@]}" --features ros --test bag rosbags
 echo "== contact_sim_node over DDS (tests/ros_node.rs)"
 cargo test "${profile[@]}" --features ros --test ros_node -- --test-threads=1

@@ -16,6 +16,8 @@
 //! | [`sim`] | a convenient bundle of the above with the scene's command script |
 //! | [`report`] | run summaries (JSON) and model inspection |
 //! | [`sensors`] | F/T sensor emulation from the dynamics, contact wrenches |
+//! | [`bag`] | rosbag2 (MCAP) bags: CDR messages, writer, tolerant reader, background recorder, replay |
+//! | [`compare`] | sim-to-real comparison of two bags: time alignment, metrics, HTML report |
 //! | [`rt`] | the ROS node's real-time side without ROS types: deadline loop, lock-free queues, validation, watchdog, trajectories |
 //! | `ros` | (feature `ros`) the r2r node: topics, services, parameters; no physics |
 //!
@@ -25,7 +27,9 @@
 
 #![warn(missing_docs)]
 
+pub mod bag;
 pub mod collision;
+pub mod compare;
 pub mod config;
 pub mod contact;
 pub mod dynamics;

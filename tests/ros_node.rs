@@ -489,3 +489,53 @@ fn launch_and_parameter_files_name_only_declared_parameters() {
     assert_eq!(pkg["version"], env!("CARGO_PKG_VERSION"));
     assert!(Path::new(&repo().join("launch/sim.launch.py")).exists());
 }
+
+/// `record_bag`: the node records everything it publishes and every command it receives into a
+/// rosbag2 (MCAP) bag that SIGINT closes properly; our reader and the `rosbags` package read it;
+/// replaying its commands headless reproduces the node's motion (the node's bag plays the part
+/// of a hardware bag).
+#[test]
+fn record_bag_records_topics_and_commands_and_replays() {
+    let _g = lock();
+    let d = domain();
+    let dir = std::env::temp_dir().join(format!("contact_sim_node_bag_{}_{d}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let param = format!("record_bag:={}", dir.display());
+    let mut node = NodeProc::start("tests/data/ros_pendulum_position.yaml", &["watchdog_timeout_s:=1.0", &param], &d);
+    let _ = peer(&mut node, "position", &d);
+    let st = node.signal_and_wait(libc::SIGINT, Duration::from_secs(15)).expect("exit after SIGINT");
+    assert!(st.success());
+    let log = node.log();
+    assert!(log.contains("recording a rosbag2") && log.contains("closed:"), "{log}");
+    let bag = contact_sim::bag::read_bag(&dir).unwrap();
+    assert!(bag.warnings.is_empty() && !bag.truncated, "{:?}", bag.warnings);
+    let count = |t: &str| bag.topic_index(t).map(|i| bag.topics[i].count).unwrap_or(0);
+    assert!(count("/joint_states") > 3000, "joint_states: {}", count("/joint_states"));
+    assert!(count("/diagnostics") >= 30, "diagnostics: {}", count("/diagnostics"));
+    assert!(count("/pendulum/commands") >= 100, "group commands: {}", count("/pendulum/commands"));
+    assert_eq!(count("/joint_trajectory"), 1);
+    // the recorder's drop count is in /diagnostics (and so in the bag)
+    let diag = bag.messages_on(bag.topic_index("/diagnostics").unwrap()).last().unwrap();
+    let contact_sim::bag::msgs::Msg::DiagnosticArray(da) = &diag.msg else { panic!("{diag:?}") };
+    assert!(da.status.iter().flat_map(|s| &s.values).any(|kv| kv.key == "bag_messages_dropped"), "{da:?}");
+    // rosbags reads it
+    let script = "import sys\nfrom pathlib import Path\nfrom rosbags.rosbag2 import Reader\nfrom rosbags.typesys import Stores, get_typestore\nts = get_typestore(Stores.ROS2_JAZZY)\nn = 0\nwith Reader(Path(sys.argv[1])) as r:\n    for c, t, raw in r.messages():\n        if c.topic == '/joint_states':\n            m = ts.deserialize_cdr(raw, c.msgtype); n += 1\nprint('JS', n)\n";
+    let out = Command::new(python()).args(["-c", script]).arg(&dir).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("JS {}", count("/joint_states")));
+    // replay the recorded commands headless and compare with what the node did
+    let scene = contact_sim::config::load_scene(&repo().join("tests/data/ros_pendulum_position.yaml")).unwrap();
+    let sim_dir = dir.with_extension("replayed");
+    let _ = std::fs::remove_dir_all(&sim_dir);
+    let cfg = contact_sim::bag::replay::ReplayConfig { initial_state: true, ..Default::default() };
+    let rep = contact_sim::bag::replay::replay(&bag, &scene, &cfg, &sim_dir).unwrap();
+    assert!(rep.commands_applied >= 100 && rep.trajectories == 1, "{rep:?}");
+    let sim = contact_sim::bag::read_bag(&sim_dir).unwrap();
+    let (r, _) = contact_sim::compare::compare(&sim, &bag, &Default::default());
+    let p = r.joints[0].position.unwrap();
+    eprintln!("node vs replay: offset {:.1} ms, position RMSE {:.4} rad, max {:.4} rad", r.alignment.offset_s * 1e3, p.rmse, p.max_abs);
+    assert!(r.alignment.offset_s.abs() < 0.05, "{:?}", r.alignment);
+    assert!(p.rmse < 0.02 && p.correlation.unwrap() > 0.99, "{p:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&sim_dir);
+}

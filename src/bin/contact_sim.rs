@@ -48,6 +48,75 @@ enum Command {
         /// Write every N-th step to the CSV.
         #[arg(long, default_value_t = 1)]
         csv_every: u64,
+        /// Record a rosbag2 bag (MCAP storage) in this new directory: the topics the node
+        /// publishes (joint states, odometry, F/T and contact wrenches, diagnostics, clock) and the
+        /// scripted commands (joint_commands). Ctrl-C / SIGTERM stop the run and close the bag.
+        #[arg(long)]
+        record: Option<PathBuf>,
+        /// Publish rate of the recorded topics (Hz, simulation time).
+        #[arg(long, default_value_t = 1000.0)]
+        record_rate: f64,
+    },
+    /// Replay a (hardware) bag's recorded commands into a scene and record the simulated
+    /// response, in the hardware bag's time base.
+    Replay {
+        /// The bag whose commands are replayed (directory or .mcap).
+        hw_bag: PathBuf,
+        /// Scene (YAML).
+        scene: PathBuf,
+        /// Output bag directory (must not exist).
+        #[arg(long)]
+        out: PathBuf,
+        /// Replay settings (YAML: topics, command groups, joint_map, initial_state, rate_hz,
+        /// duration_s; see `bag::replay::ReplayConfig`).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Joint name mapping `hw_name=sim_name` (comma separated; adds to the config's).
+        #[arg(long, value_delimiter = ',')]
+        joint_map: Vec<String>,
+        /// Start from the first recorded joint state (and odometry) instead of the scene's.
+        #[arg(long)]
+        initial_state: bool,
+        /// JointState command topics (comma separated; default /joint_commands).
+        #[arg(long, value_delimiter = ',')]
+        command_topics: Vec<String>,
+        /// Rate of the recorded response (Hz); default: the hardware joint-state rate.
+        #[arg(long)]
+        rate: Option<f64>,
+        /// Commands beyond joint limits: none (applied as recorded), reject or clamp (as the
+        /// node would).
+        #[arg(long)]
+        limit_policy: Option<String>,
+    },
+    /// Compare a simulated bag with a hardware bag: time offset, per-joint and per-wrench
+    /// errors, contact events. Prints a table; writes JSON; with --report an HTML page.
+    Compare {
+        /// The simulated bag.
+        sim_bag: PathBuf,
+        /// The hardware (reference) bag.
+        hw_bag: PathBuf,
+        /// Write index.html (plots) and compare.json into this directory.
+        #[arg(long)]
+        report: Option<PathBuf>,
+        /// Write the JSON here (`-`: standard output). Default: compare.json in the --report
+        /// directory, else ./compare.json.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Joint name mapping `hw_name=sim_name` (comma separated).
+        #[arg(long, value_delimiter = ',')]
+        joint_map: Vec<String>,
+        /// JointState topic compared.
+        #[arg(long, default_value = "/joint_states")]
+        joint_states_topic: String,
+        /// Largest time offset searched (s).
+        #[arg(long, default_value_t = 1.0)]
+        max_lag: f64,
+        /// Time base: auto, absolute or relative.
+        #[arg(long, default_value = "auto")]
+        time_base: String,
+        /// Contact force threshold for onset/loss events (N).
+        #[arg(long, default_value_t = 1.0)]
+        contact_threshold: f64,
     },
     /// Inspect a URDF: DOF, joints, masses, limits; with a state, M(q), h(q,v) and RNEA torques.
     Model {
@@ -92,8 +161,14 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run { scene, duration, solver, summary, quiet, csv, wrench_bodies, csv_every } => {
-            run(scene, duration, solver, summary, quiet, CsvOptions { path: csv, bodies: wrench_bodies, every: csv_every })
+        Command::Run { scene, duration, solver, summary, quiet, csv, wrench_bodies, csv_every, record, record_rate } => {
+            run(scene, duration, solver, summary, quiet, CsvOptions { path: csv, bodies: wrench_bodies, every: csv_every }, record.map(|d| (d, record_rate)))
+        }
+        Command::Replay { hw_bag, scene, out, config, joint_map, initial_state, command_topics, rate, limit_policy } => {
+            replay(&hw_bag, &scene, &out, config, joint_map, initial_state, command_topics, rate, limit_policy)
+        }
+        Command::Compare { sim_bag, hw_bag, report, json, joint_map, joint_states_topic, max_lag, time_base, contact_threshold } => {
+            compare(&sim_bag, &hw_bag, report, json, joint_map, joint_states_topic, max_lag, &time_base, contact_threshold)
         }
         Command::Model { urdf, floating, q, v, a, json } => model(&urdf, floating, q, v, a, json),
         Command::Bench { scenes, steps, warmup, solver, json } => bench(scenes, steps, warmup, solver, json),
@@ -204,7 +279,7 @@ impl CsvWriter {
     }
 }
 
-fn run(scene: Option<PathBuf>, duration: Option<f64>, solver: Option<String>, summary: Option<PathBuf>, quiet: bool, csv: CsvOptions) -> Result<()> {
+fn run(scene: Option<PathBuf>, duration: Option<f64>, solver: Option<String>, summary: Option<PathBuf>, quiet: bool, csv: CsvOptions, record: Option<(PathBuf, f64)>) -> Result<()> {
     let path = scene.unwrap_or_else(|| repo_path("config/default.yaml"));
     let scene = load(&path)?;
     let solver_cfg = match &solver {
@@ -218,13 +293,29 @@ fn run(scene: Option<PathBuf>, duration: Option<f64>, solver: Option<String>, su
     let mut sim = Simulation::from_scene(&scene, solver_cfg.as_ref());
     let mut csv_writer = CsvWriter::new(&csv, &sim)?;
     let steps = (duration / sim.model.timestep_s).round() as u64;
+    let mut recorder = match &record {
+        Some((dir, rate)) => Some(RunRecorder::start(dir, *rate, &sim).with_context(|| "--record")?),
+        None => None,
+    };
+    if let Some(r) = recorder.as_mut() {
+        r.tick(&sim, None, 0.0);
+    }
+    let stop = install_stop_handler();
     let mut stats = RunStats::default();
     let start = Instant::now();
     let mut last_print = Instant::now();
     let interactive = !quiet;
     for i in 0..steps {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            eprintln!("\ninterrupted at t = {:.3} s: closing", sim.state.time_s);
+            break;
+        }
+        let t_before = sim.state.time_s;
         let r = sim.step();
         stats.add(&r);
+        if let Some(rec) = recorder.as_mut() {
+            rec.tick(&sim, Some((t_before, &r)), sim.state.time_s / start.elapsed().as_secs_f64().max(1e-9));
+        }
         if let Some(w) = csv_writer.as_mut() {
             w.row(&sim)?;
         }
@@ -288,6 +379,11 @@ fn run(scene: Option<PathBuf>, duration: Option<f64>, solver: Option<String>, su
             b.rpy_rad[2],
             (b.linear_velocity_m_s.iter().map(|x| x * x).sum::<f64>()).sqrt()
         );
+    }
+    if let Some(rec) = recorder {
+        let dir = record.as_ref().unwrap().0.clone();
+        let summary = rec.finish().with_context(|| "--record")?;
+        println!("bag written to {} ({} messages on {} topics, {} dropped)", dir.display(), summary.bag.messages, summary.bag.topics.len(), summary.dropped);
     }
     if let Some(mut w) = csv_writer {
         w.out.flush()?;
@@ -691,6 +787,127 @@ fn bench(scenes: Vec<PathBuf>, steps: usize, warmup: usize, solvers: Option<Vec<
             "step: the whole step; solve: the solver call alone (the step's problem re-solved from the same warm start), per step and per contact; \
              1-contact: one single-contact solve of the bisection (slip: share of sliding samples, and their mean)"
         );
+    }
+    Ok(())
+}
+
+// ---- recording, replay, compare ---------------------------------------------------------------
+
+use contact_sim::bag::{self, run::RunRecorder};
+
+static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_stop_signal(_sig: libc::c_int) {
+    STOP.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// SIGINT / SIGTERM set a flag the run loop polls, so that a recording closes its bag.
+fn install_stop_handler() -> &'static std::sync::atomic::AtomicBool {
+    // SAFETY: the handler only stores to an atomic (async-signal-safe).
+    unsafe {
+        libc::signal(libc::SIGINT, on_stop_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_stop_signal as *const () as libc::sighandler_t);
+    }
+    &STOP
+}
+
+fn parse_joint_map(items: &[String]) -> Result<std::collections::BTreeMap<String, String>> {
+    let mut m = std::collections::BTreeMap::new();
+    for it in items {
+        let Some((a, b)) = it.split_once('=') else { bail!("--joint-map: '{it}' is not hw_name=sim_name") };
+        m.insert(a.trim().to_string(), b.trim().to_string());
+    }
+    Ok(m)
+}
+
+fn read_bag_warn(path: &Path) -> Result<bag::Bag> {
+    let b = bag::read_bag(path)?;
+    for w in &b.warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(b)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn replay(hw_bag: &Path, scene: &Path, out: &Path, config: Option<PathBuf>, joint_map: Vec<String>, initial_state: bool, command_topics: Vec<String>, rate: Option<f64>, limit_policy: Option<String>) -> Result<()> {
+    let mut cfg: bag::replay::ReplayConfig = match &config {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).with_context(|| format!("--config: cannot read {}", p.display()))?;
+            serde_yaml::from_str(&text).with_context(|| format!("{}", p.display()))?
+        }
+        None => Default::default(),
+    };
+    cfg.joint_map.extend(parse_joint_map(&joint_map)?);
+    cfg.initial_state |= initial_state;
+    if !command_topics.is_empty() {
+        cfg.joint_command_topics = command_topics;
+    }
+    if rate.is_some() {
+        cfg.rate_hz = rate;
+    }
+    if let Some(p) = limit_policy {
+        cfg.limit_policy = p;
+    }
+    let scene = load(scene)?;
+    let hw = read_bag_warn(hw_bag)?;
+    let start = Instant::now();
+    let r = bag::replay::replay(&hw, &scene, &cfg, out)?;
+    for w in &r.warnings {
+        eprintln!("warning: {w}");
+    }
+    println!(
+        "replayed {} commands and {} trajectories from {} into '{}' over {:.3} s ({:.2} s wall){}",
+        r.commands_applied,
+        r.trajectories,
+        hw_bag.display(),
+        scene.name,
+        r.sim_duration_s,
+        start.elapsed().as_secs_f64(),
+        if r.initial_state_from_bag { ", initial state from the bag" } else { "" }
+    );
+    println!("simulated response written to {} ({} messages at {:.0} Hz)", out.display(), r.recording.bag.messages, r.rate_hz);
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn compare(sim_bag: &Path, hw_bag: &Path, report: Option<PathBuf>, json: Option<PathBuf>, joint_map: Vec<String>, joint_states_topic: String, max_lag: f64, time_base: &str, contact_threshold: f64) -> Result<()> {
+    let time_base = match time_base {
+        "auto" => contact_sim::compare::TimeBase::Auto,
+        "absolute" => contact_sim::compare::TimeBase::Absolute,
+        "relative" => contact_sim::compare::TimeBase::Relative,
+        other => bail!("--time-base: '{other}' is not one of auto, absolute, relative"),
+    };
+    if !(max_lag >= 0.0 && max_lag.is_finite()) {
+        bail!("--max-lag: must be ≥ 0, got {max_lag}");
+    }
+    let opts = contact_sim::compare::CompareOptions { joint_states_topic, max_lag_s: max_lag, time_base, contact_threshold_n: contact_threshold, joint_map: parse_joint_map(&joint_map)? };
+    let sim = read_bag_warn(sim_bag)?;
+    let hw = read_bag_warn(hw_bag)?;
+    let (rep, plot) = contact_sim::compare::compare(&sim, &hw, &opts);
+    for w in rep.warnings.iter().filter(|w| !sim.warnings.contains(w) && !hw.warnings.contains(w)) {
+        eprintln!("warning: {w}");
+    }
+    print!("{}", contact_sim::compare::format_table(&rep));
+    if rep.joints.is_empty() && rep.wrenches.is_empty() {
+        bail!("nothing to compare: no joint or wrench topic in both bags");
+    }
+    let json_text = serde_json::to_string_pretty(&rep)?;
+    if let Some(dir) = &report {
+        let page = contact_sim::compare::report::write_html(dir, &rep, &plot).map_err(|e| anyhow::anyhow!("--report: {e}"))?;
+        println!("report written to {} (and compare.json)", page.display());
+    }
+    match (json, &report) {
+        (Some(p), _) if p.as_os_str() == "-" => println!("{json_text}"),
+        (Some(p), _) => {
+            std::fs::write(&p, &json_text).with_context(|| format!("--json: cannot write {}", p.display()))?;
+            println!("JSON written to {}", p.display());
+        }
+        (None, Some(_)) => {}
+        (None, None) => {
+            let p = PathBuf::from("compare.json");
+            std::fs::write(&p, &json_text).with_context(|| format!("cannot write {}", p.display()))?;
+            println!("JSON written to {}", p.display());
+        }
     }
     Ok(())
 }

@@ -147,3 +147,64 @@ mod tests {
         assert_eq!((t.sec, t.nanosec), (0, 0));
     }
 }
+
+/// r2r messages → [`crate::bag::msgs`] messages, for recording (`record_bag`). Allocates: call
+/// on the ROS or publisher thread, never the real-time one.
+pub mod to_bag {
+    use crate::bag::msgs as b;
+    use r2r::builtin_interfaces::msg::Time;
+
+    fn time(t: &Time) -> b::Time {
+        b::Time { sec: t.sec, nanosec: t.nanosec }
+    }
+    fn header(h: &r2r::std_msgs::msg::Header) -> b::Header {
+        b::Header { stamp: time(&h.stamp), frame_id: h.frame_id.clone() }
+    }
+    /// `sensor_msgs/JointState`.
+    pub fn joint_state(m: &r2r::sensor_msgs::msg::JointState) -> b::Msg {
+        b::Msg::JointState(b::JointState { header: header(&m.header), name: m.name.clone(), position: m.position.clone(), velocity: m.velocity.clone(), effort: m.effort.clone() })
+    }
+    /// `std_msgs/Float64MultiArray`.
+    pub fn float64_multi_array(m: &r2r::std_msgs::msg::Float64MultiArray) -> b::Msg {
+        b::Msg::Float64MultiArray(b::Float64MultiArray {
+            dim: m.layout.dim.iter().map(|d| b::MultiArrayDimension { label: d.label.clone(), size: d.size, stride: d.stride }).collect(),
+            data_offset: m.layout.data_offset,
+            data: m.data.clone(),
+        })
+    }
+    /// `trajectory_msgs/JointTrajectory`.
+    pub fn joint_trajectory(m: &r2r::trajectory_msgs::msg::JointTrajectory) -> b::Msg {
+        b::Msg::JointTrajectory(b::JointTrajectory {
+            header: header(&m.header),
+            joint_names: m.joint_names.clone(),
+            points: m
+                .points
+                .iter()
+                .map(|p| b::JointTrajectoryPoint {
+                    positions: p.positions.clone(),
+                    velocities: p.velocities.clone(),
+                    accelerations: p.accelerations.clone(),
+                    effort: p.effort.clone(),
+                    time_from_start: b::Time { sec: p.time_from_start.sec, nanosec: p.time_from_start.nanosec },
+                })
+                .collect(),
+        })
+    }
+    /// `diagnostic_msgs/DiagnosticArray`.
+    pub fn diagnostic_array(m: &r2r::diagnostic_msgs::msg::DiagnosticArray) -> b::Msg {
+        b::Msg::DiagnosticArray(b::DiagnosticArray {
+            header: header(&m.header),
+            status: m
+                .status
+                .iter()
+                .map(|s| b::DiagnosticStatus {
+                    level: s.level,
+                    name: s.name.clone(),
+                    message: s.message.clone(),
+                    hardware_id: s.hardware_id.clone(),
+                    values: s.values.iter().map(|kv| b::KeyValue { key: kv.key.clone(), value: kv.value.clone() }).collect(),
+                })
+                .collect(),
+        })
+    }
+}

@@ -217,6 +217,16 @@ struct Frontend {
     mode: TimeMode,
     logger: String,
     store: Arc<Mutex<ParamStore>>,
+    /// Recording of received commands (`record_bag`).
+    bag: Option<CommandRecording>,
+}
+
+/// Where the ROS thread records the commands it receives.
+struct CommandRecording {
+    handle: crate::bag::RecordHandle,
+    joint_commands: crate::bag::TopicId,
+    joint_trajectory: crate::bag::TopicId,
+    groups: Vec<crate::bag::TopicId>,
 }
 
 fn copy_command(dst: &mut JointCommand, src: &JointCommand) {
@@ -243,6 +253,15 @@ fn copy_trajectory(dst: &mut TrajectoryCommand, src: &TrajectoryCommand) {
 }
 
 impl Frontend {
+    /// Log time of a received command: the node's clock (wall clock in realtime mode, sim time
+    /// otherwise), as its published stamps.
+    fn now_ns(&self) -> u64 {
+        match self.mode {
+            TimeMode::Realtime => realtime_ns().max(0) as u64,
+            _ => crate::rt::clock::secs_to_ns(f64::from_bits(self.counters.sim_time_bits.load(Ordering::Relaxed))).max(0) as u64,
+        }
+    }
+
     fn reject(&mut self, topic: &str, why: &dyn std::fmt::Display) {
         let now = Instant::now();
         match self.throttle.last {
@@ -269,6 +288,9 @@ impl Frontend {
 
     fn on_joint_state(&mut self, msg: &JointState) {
         self.counters.received.fetch_add(1, Ordering::Relaxed);
+        if let Some(b) = &self.bag {
+            b.handle.record(b.joint_commands, self.now_ns(), convert::to_bag::joint_state(msg));
+        }
         match self.validator.joint_state(&msg.name, &msg.position, &msg.velocity, &msg.effort, &mut self.scratch_cmd) {
             Ok(a) => {
                 self.counters.clamped.fetch_add(a.clamped as u64, Ordering::Relaxed);
@@ -283,6 +305,9 @@ impl Frontend {
 
     fn on_group(&mut self, g: usize, msg: &Float64MultiArray) {
         self.counters.received.fetch_add(1, Ordering::Relaxed);
+        if let Some(b) = &self.bag {
+            b.handle.record(b.groups[g], self.now_ns(), convert::to_bag::float64_multi_array(msg));
+        }
         let group = &self.groups[g];
         match self.validator.group(group, &msg.data, &mut self.scratch_cmd) {
             Ok(a) => {
@@ -299,6 +324,9 @@ impl Frontend {
 
     fn on_trajectory(&mut self, msg: &JointTrajectory) {
         self.counters.trajectories_received.fetch_add(1, Ordering::Relaxed);
+        if let Some(b) = &self.bag {
+            b.handle.record(b.joint_trajectory, self.now_ns(), convert::to_bag::joint_trajectory(msg));
+        }
         let points: Vec<TrajectoryPointView<'_>> = msg
             .points
             .iter()
@@ -434,6 +462,8 @@ struct PublisherCtx {
     solver_kind: String,
     logger: String,
     stop: Arc<AtomicBool>,
+    /// Recording of everything published (`record_bag`).
+    bag: Option<(crate::bag::topics::SampleTopics, crate::bag::RecordHandle)>,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -498,6 +528,13 @@ fn publisher_loop(mut ctx: PublisherCtx) {
                     last_error_log = Some(Instant::now());
                 }
             }
+            if let Some((topics, h)) = &ctx.bag {
+                let ns = match ctx.mode {
+                    TimeMode::Realtime => s.realtime_ns,
+                    _ => crate::rt::clock::secs_to_ns(s.sim_time_s),
+                };
+                topics.record_sample(h, &s, ns);
+            }
             ctx.front.sim_time_bits.store(s.sim_time_s.to_bits(), Ordering::Relaxed);
             latest = Latest { sim_time_s: s.sim_time_s, step: s.step, stats: s.stats, counters: s.counters, paused: s.paused, watchdog_active: s.watchdog_active, trajectory_active: s.trajectory_active, have: true };
             let _ = ctx.shared.samples.recycle(s);
@@ -513,9 +550,17 @@ fn publisher_loop(mut ctx: PublisherCtx) {
                 ctx.front.trajectories_rejected.load(Ordering::Relaxed),
                 ctx.shared.commands.dropped() + ctx.shared.trajectories.dropped(),
             );
-            let msg = diagnostics(&ctx, &latest, &prev, front, prev_front);
+            let mut msg = diagnostics(&ctx, &latest, &prev, front, prev_front);
+            if let (Some((_, h)), Some(st)) = (&ctx.bag, msg.status.first_mut()) {
+                st.values.push(r2r::diagnostic_msgs::msg::KeyValue { key: "bag_messages_dropped".into(), value: h.dropped().to_string() });
+            }
             if ctx.diagnostics.publish(&msg).is_err() {
                 errors += 1;
+            }
+            if let Some((topics, h)) = &ctx.bag {
+                let ns = (msg.header.stamp.sec as i64) * 1_000_000_000 + msg.header.stamp.nanosec as i64;
+                let crate::bag::msgs::Msg::DiagnosticArray(d) = convert::to_bag::diagnostic_array(&msg) else { unreachable!() };
+                topics.record_diagnostics(h, ns, d);
             }
             prev = latest;
             prev_front = front;
@@ -813,6 +858,26 @@ fn run_node(cli: CliArgs) -> Result<()> {
     }
     let markers = if cfg.contact_markers_rate_hz > 0.0 { Some(node.create_publisher::<MarkerArray>("contact_markers", qos.clone())?) } else { None };
 
+    // ---- bag recording (record_bag) -------------------------------------------------------
+    let mut bag_recorder = None;
+    let mut bag_sample = None;
+    let mut bag_commands = None;
+    if !cfg.record_bag.is_empty() {
+        let dir = PathBuf::from(&cfg.record_bag);
+        let mut rec = crate::bag::BagRecorder::start(&dir, &crate::bag::RecorderOptions::default()).map_err(|e| anyhow!("parameter record_bag: {e}"))?;
+        let opts = crate::bag::topics::SampleTopicOptions {
+            namespace: node.namespace().unwrap_or_else(|_| "/".into()),
+            clock: cfg.rt.time_mode != TimeMode::Realtime,
+            odom_frame: cfg.odom_frame.clone(),
+            groups: groups.iter().map(|g| g.name.clone()).collect(),
+        };
+        let topics = crate::bag::topics::SampleTopics::register(&mut rec, &layout, &opts);
+        bag_commands = Some(CommandRecording { handle: rec.handle(), joint_commands: topics.joint_commands, joint_trajectory: topics.joint_trajectory, groups: topics.group_commands.clone() });
+        bag_sample = Some((topics, rec.handle()));
+        r2r::log_info!(&logger, "recording a rosbag2 (MCAP) bag into {}", dir.display());
+        bag_recorder = Some((dir, rec));
+    }
+
     // ---- subscriptions and services ------------------------------------------------------
     let js_stream = node.subscribe::<JointState>("joint_commands", qos.clone())?;
     let traj_stream = node.subscribe::<JointTrajectory>("joint_trajectory", qos.clone())?;
@@ -844,6 +909,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
         mode: cfg.rt.time_mode,
         logger: logger.clone(),
         store: store.clone(),
+        bag: bag_commands,
     }));
 
     let mut pool = LocalPool::new();
@@ -982,6 +1048,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
         solver_kind: solver.kind().to_string(),
         logger: logger.clone(),
         stop: pub_stop.clone(),
+        bag: bag_sample,
     };
     let publisher = std::thread::Builder::new().name("contact_sim_pub".into()).spawn(move || publisher_loop(pctx))?;
     let mut rt = rt;
@@ -1051,6 +1118,12 @@ fn run_node(cli: CliArgs) -> Result<()> {
     for p in frontend.borrow_mut().pending.drain(..) {
         (p.respond)(false);
     }
+    if let Some((dir, rec)) = bag_recorder {
+        match rec.finish() {
+            Ok(s) => r2r::log_info!(&logger, "bag {} closed: {} messages on {} topics, {} dropped (queue full)", dir.display(), s.bag.messages, s.bag.topics.len(), s.dropped),
+            Err(e) => r2r::log_error!(&logger, "bag {}: {e}", dir.display()),
+        }
+    }
     if let Some(x) = exit {
         r2r::log_info!(&logger, "stopped after {} steps ({} overruns, {} watchdog trips)", x.counters.steps, x.counters.overruns, x.counters.watchdog_trips);
     }
@@ -1077,6 +1150,8 @@ pub struct NodeConfig {
     pub contact_marker_scale: f64,
     /// SCHED_FIFO priority of the non-RT threads (0 = normal).
     pub ros_thread_priority: i32,
+    /// Bag directory to record into (empty = no recording).
+    pub record_bag: String,
 }
 
 impl NodeConfig {
@@ -1125,6 +1200,7 @@ impl NodeConfig {
             contact_markers_rate_hz: s.f64("contact_markers_rate_hz"),
             contact_marker_scale: s.f64("contact_marker_scale"),
             ros_thread_priority: s.i64("ros_thread_priority") as i32,
+            record_bag: s.str("record_bag").to_string(),
         })
     }
 }

@@ -105,6 +105,7 @@ pub const STATIC_PARAMS: &[(&str, Kind, bool, &str)] = &[
     row("command_queue_size", Kind::Int { min: 1, max: 4096 }, true, "Joint commands in flight to the loop (the oldest is dropped when full)."),
     row("sample_queue_size", Kind::Int { min: 1, max: 65536 }, true, "States in flight from the loop (the oldest is dropped when full)."),
     row("max_trajectory_points", Kind::Int { min: 1, max: 100_000 }, true, "Points a JointTrajectory may have (preallocated)."),
+    row("record_bag", Kind::Str { choices: &[] }, true, "Record a rosbag2 bag (MCAP) of every published topic and every received command into this new directory; empty = off. Written by a background thread (never the loop); closed on SIGINT/SIGTERM."),
     row("use_sim_time", Kind::Bool, false, "Standard ROS parameter; the node's stamps come from its own clock either way."),
 ];
 
@@ -144,6 +145,7 @@ pub fn default_value(name: &str, solver_iterations: i64, solver_tolerance: f64) 
         "command_queue_size" => V::Integer(16),
         "sample_queue_size" => V::Integer(256),
         "max_trajectory_points" => V::Integer(256),
+        "record_bag" => V::String(String::new()),
         "use_sim_time" => V::Bool(false),
         _ => V::NotSet,
     }

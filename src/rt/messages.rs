@@ -505,3 +505,46 @@ impl Sample {
         }
     }
 }
+
+impl Sample {
+    /// Copies the physical state of `sim` into the sample (fixed-size buffers: no allocation):
+    /// time, joint positions / velocities / applied efforts, floating bases, F/T readings, the
+    /// configured contact wrenches and the contact points of the last step. Timing, counters and
+    /// flags are left to the caller.
+    pub fn fill_physics(&mut self, layout: &JointLayout, sim: &crate::sim::Simulation) {
+        let (model, ws, st) = (&sim.model, &sim.workspace, &sim.state);
+        self.sim_time_s = st.time_s;
+        let effort = &ws.applied_effort;
+        for (k, j) in layout.joints.iter().enumerate() {
+            self.position[k] = st.q[j.q_index];
+            self.velocity[k] = st.v[j.v_index];
+            self.effort[k] = effort[j.v_index];
+        }
+        for (b, base) in layout.bases.iter().enumerate() {
+            let (qi, vi) = (base.q_index, base.v_index);
+            self.bases[b] = BaseState {
+                position: [st.q[qi], st.q[qi + 1], st.q[qi + 2]],
+                orientation_xyzw: [st.q[qi + 3], st.q[qi + 4], st.q[qi + 5], st.q[qi + 6]],
+                linear_velocity: [st.v[vi], st.v[vi + 1], st.v[vi + 2]],
+                angular_velocity: [st.v[vi + 3], st.v[vi + 4], st.v[vi + 5]],
+            };
+        }
+        for (out, sensor) in self.sensors.iter_mut().zip(&st.sensors) {
+            *out = SensorReading { ideal: sensor.ideal, measured: sensor.measured, saturated: sensor.saturated };
+        }
+        for (out, link) in self.contact_wrenches.iter_mut().zip(&layout.wrench_links) {
+            let w = &ws.body_contact_force[link.body];
+            let x = &ws.body_pose[link.body];
+            let origin = crate::math::Pose::from_parts(x.translation, nalgebra::UnitQuaternion::identity());
+            *out = ContactWrench { world: crate::sensors::wrench_in_frame(w, &origin), local: crate::sensors::wrench_in_frame(w, x) };
+        }
+        let n = ws.contacts.len().min(self.contact_points.len());
+        for (i, out) in self.contact_points.iter_mut().take(n).enumerate() {
+            let c = &ws.contacts[i];
+            out.position = c.position.into();
+            out.normal = c.normal.into();
+            out.force = crate::step::contact_force_world(model, ws, i).into();
+        }
+        self.num_contact_points = n;
+    }
+}

@@ -756,22 +756,7 @@ impl RtLoop {
         s.sim_time_s = self.sim.state.time_s;
         s.monotonic_ns = monotonic_ns();
         s.realtime_ns = realtime_ns();
-        let st = &self.sim.state;
-        let effort = &self.sim.workspace.applied_effort;
-        for (k, j) in self.layout.joints.iter().enumerate() {
-            s.position[k] = st.q[j.q_index];
-            s.velocity[k] = st.v[j.v_index];
-            s.effort[k] = effort[j.v_index];
-        }
-        for (b, base) in self.layout.bases.iter().enumerate() {
-            let (qi, vi) = (base.q_index, base.v_index);
-            s.bases[b] = BaseState {
-                position: [st.q[qi], st.q[qi + 1], st.q[qi + 2]],
-                orientation_xyzw: [st.q[qi + 3], st.q[qi + 4], st.q[qi + 5], st.q[qi + 6]],
-                linear_velocity: [st.v[vi], st.v[vi + 1], st.v[vi + 2]],
-                angular_velocity: [st.v[vi + 3], st.v[vi + 4], st.v[vi + 5]],
-            };
-        }
+        s.fill_physics(&self.layout, &self.sim);
         s.step = StepSummary {
             contacts: self.last.contacts,
             iterations: self.last.solve.iterations,
@@ -789,7 +774,6 @@ impl RtLoop {
         s.trajectory_active = self.traj.is_active();
         s.last_command_seq = self.last_command_seq;
         s.stepped = stepped;
-        self.fill_forces(&mut s);
         let _ = self.shared.samples.push(s);
         if let Some(t) = &self.notify {
             t.unpark();
@@ -797,27 +781,3 @@ impl RtLoop {
     }
 }
 
-impl RtLoop {
-    /// Copies the F/T readings, the configured contact wrenches and the contact points of the
-    /// last step into `s` (fixed-size buffers: no allocation).
-    fn fill_forces(&self, s: &mut Sample) {
-        let (model, ws, st) = (&self.sim.model, &self.sim.workspace, &self.sim.state);
-        for (out, sensor) in s.sensors.iter_mut().zip(&st.sensors) {
-            *out = SensorReading { ideal: sensor.ideal, measured: sensor.measured, saturated: sensor.saturated };
-        }
-        for (out, link) in s.contact_wrenches.iter_mut().zip(&self.layout.wrench_links) {
-            let w = &ws.body_contact_force[link.body];
-            let x = &ws.body_pose[link.body];
-            let origin = crate::math::Pose::from_parts(x.translation, nalgebra::UnitQuaternion::identity());
-            *out = ContactWrench { world: crate::sensors::wrench_in_frame(w, &origin), local: crate::sensors::wrench_in_frame(w, x) };
-        }
-        let n = ws.contacts.len().min(s.contact_points.len());
-        for (i, out) in s.contact_points.iter_mut().take(n).enumerate() {
-            let c = &ws.contacts[i];
-            out.position = c.position.into();
-            out.normal = c.normal.into();
-            out.force = crate::step::contact_force_world(model, ws, i).into();
-        }
-        s.num_contact_points = n;
-    }
-}

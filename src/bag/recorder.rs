@@ -1,0 +1,196 @@
+//! [`BagRecorder`]: a writer thread fed through a bounded channel, so that recording never
+//! blocks the thread that produces the messages.
+//!
+//! Producers hold a [`RecordHandle`] and call [`RecordHandle::record`], which uses `try_send`:
+//! when the queue is full the message is dropped and counted ([`RecordHandle::dropped`]), never
+//! waited for (unless the recorder was started with [`RecorderOptions::lossless`], for batch
+//! runs where completeness matters more than latency). The writer thread serializes (CDR), writes
+//! chunks, and flushes every [`RecorderOptions::flush_period_s`].
+//!
+//! **What a killed process loses** (SIGKILL, a crash): the messages of the open MCAP chunk, that
+//! is at most [`super::writer::WriterOptions::chunk_size_bytes`] (256 KiB by default) and at most
+//! `flush_period_s` (1 s by default) of data, plus what sits in the queue. The default scene
+//! recorded at 1 kHz makes about 4.1 kB per publish tick, so the chunk limit comes first: about
+//! 64 ms of data.
+//! [`BagRecorder::finish`] (called on SIGINT/SIGTERM by the CLI and the node) drains the queue
+//! and closes the bag completely.
+
+use super::msgs::{Msg, MsgType};
+use super::writer::{BagSummary, BagWriter, TopicId, WriterOptions};
+use super::BagError;
+use crossbeam::channel::{bounded, Receiver, RecvTimeoutError, Sender, TrySendError};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Options of a [`BagRecorder`].
+#[derive(Clone, Debug)]
+pub struct RecorderOptions {
+    /// Messages the queue holds before producers drop (default 16384).
+    pub queue_capacity: usize,
+    /// The open chunk is written at least this often (s; default 1.0).
+    pub flush_period_s: f64,
+    /// Producers wait instead of dropping when the queue is full (batch runs only; never on a
+    /// real-time path).
+    pub lossless: bool,
+    /// Writer options (chunk size).
+    pub writer: WriterOptions,
+}
+
+impl Default for RecorderOptions {
+    fn default() -> Self {
+        RecorderOptions { queue_capacity: 16384, flush_period_s: 1.0, lossless: false, writer: WriterOptions::default() }
+    }
+}
+
+enum Entry {
+    Topic { id: u16, name: String, ty: MsgType },
+    Message { topic: TopicId, log_time_ns: u64, msg: Msg },
+    /// Close the bag now (handles still alive elsewhere then see a disconnected queue).
+    Finish,
+}
+
+/// A cheap, cloneable, `Send` handle to record messages from any thread.
+#[derive(Clone)]
+pub struct RecordHandle {
+    tx: Sender<Entry>,
+    dropped: Arc<AtomicU64>,
+    lossless: bool,
+}
+
+impl RecordHandle {
+    /// Queues a message; returns `false` (and counts it) when it was dropped because the queue is
+    /// full or the recorder has stopped. Never blocks unless the recorder is lossless.
+    pub fn record(&self, topic: TopicId, log_time_ns: u64, msg: Msg) -> bool {
+        let e = Entry::Message { topic, log_time_ns, msg };
+        let ok = if self.lossless {
+            self.tx.send(e).is_ok()
+        } else {
+            match self.tx.try_send(e) {
+                Ok(()) => true,
+                Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => false,
+            }
+        };
+        if !ok {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        ok
+    }
+
+    /// Messages dropped so far (queue full).
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+/// Records a bag on a background thread. See the module docs.
+pub struct BagRecorder {
+    handle: RecordHandle,
+    thread: Option<JoinHandle<Result<BagSummary, BagError>>>,
+    topics: Vec<(String, MsgType)>,
+}
+
+/// What a recording wrote and dropped.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordingSummary {
+    /// What was written.
+    pub bag: BagSummary,
+    /// Messages dropped because the queue was full.
+    pub dropped: u64,
+}
+
+impl BagRecorder {
+    /// Creates the bag (errors such as an existing directory are reported here, synchronously)
+    /// and starts the writer thread.
+    pub fn start(dir: &Path, opts: &RecorderOptions) -> Result<Self, BagError> {
+        let writer = BagWriter::create(dir, &opts.writer)?;
+        let (tx, rx) = bounded(opts.queue_capacity.max(1));
+        let period = Duration::from_secs_f64(opts.flush_period_s.clamp(0.01, 3600.0));
+        let thread = std::thread::Builder::new().name("bag_recorder".into()).spawn(move || writer_loop(writer, rx, period)).map_err(|e| BagError::io(dir, e))?;
+        Ok(BagRecorder { handle: RecordHandle { tx, dropped: Arc::new(AtomicU64::new(0)), lossless: opts.lossless }, thread: Some(thread), topics: vec![] })
+    }
+
+    /// Adds a topic (fully qualified name) and returns its id. Call before recording on it
+    /// (setup time: this may wait for room in the queue). The same name and type twice give the
+    /// same id.
+    pub fn add_topic(&mut self, name: &str, ty: MsgType) -> TopicId {
+        if let Some(i) = self.topics.iter().position(|(n, t)| n == name && *t == ty) {
+            return TopicId(i as u16);
+        }
+        let id = self.topics.len() as u16;
+        self.topics.push((name.to_string(), ty));
+        let _ = self.handle.tx.send(Entry::Topic { id, name: name.to_string(), ty });
+        TopicId(id)
+    }
+
+    /// A handle for producers.
+    pub fn handle(&self) -> RecordHandle {
+        self.handle.clone()
+    }
+
+    /// Writes what is queued, closes the bag (MCAP summary and footer, final `metadata.yaml`) and
+    /// joins the thread. Handles still held elsewhere only drop (and count) from now on.
+    pub fn finish(mut self) -> Result<RecordingSummary, BagError> {
+        // waits for room: the writer drains the queue in order, so everything queued before is
+        // written
+        let _ = self.handle.tx.send(Entry::Finish);
+        let thread = self.thread.take().expect("running");
+        let bag = thread.join().map_err(|_| BagError::Invalid { path: String::new(), reason: "bag writer thread panicked".into() })??;
+        Ok(RecordingSummary { bag, dropped: self.handle.dropped() })
+    }
+}
+
+impl Drop for BagRecorder {
+    /// A recorder dropped without [`BagRecorder::finish`] (an error path) still closes its bag.
+    fn drop(&mut self) {
+        if let Some(t) = self.thread.take() {
+            let _ = self.handle.tx.send(Entry::Finish);
+            let _ = t.join();
+        }
+    }
+}
+
+fn writer_loop(mut w: BagWriter, rx: Receiver<Entry>, period: Duration) -> Result<BagSummary, BagError> {
+    let mut ids: Vec<Option<TopicId>> = Vec::new();
+    let mut last_flush = Instant::now();
+    let mut first_error: Option<BagError> = None;
+    loop {
+        let timeout = period.saturating_sub(last_flush.elapsed());
+        match rx.recv_timeout(timeout) {
+            Ok(Entry::Topic { id, name, ty }) => {
+                let r = w.add_topic(&name, ty);
+                if ids.len() <= id as usize {
+                    ids.resize(id as usize + 1, None);
+                }
+                match r {
+                    Ok(t) => ids[id as usize] = Some(t),
+                    Err(e) => {
+                        first_error.get_or_insert(e);
+                    }
+                }
+            }
+            Ok(Entry::Message { topic, log_time_ns, msg }) => {
+                if let Some(Some(t)) = ids.get(topic.0 as usize) {
+                    if let Err(e) = w.write(*t, log_time_ns, &msg) {
+                        first_error.get_or_insert(e);
+                    }
+                }
+            }
+            Ok(Entry::Finish) | Err(RecvTimeoutError::Disconnected) => break,
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        if last_flush.elapsed() >= period {
+            last_flush = Instant::now();
+            if let Err(e) = w.flush() {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    let summary = w.finish()?;
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(summary),
+    }
+}

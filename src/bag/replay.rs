@@ -1,0 +1,430 @@
+//! Replay: feed a (hardware) bag's recorded commands into a simulation at their recorded times
+//! and record the simulated response as a new bag, in the hardware bag's time base (sim time 0
+//! = the first message of the hardware bag), so that [`crate::compare`] can overlay the two.
+//!
+//! Commands understood (topics and joint names configurable in [`ReplayConfig`]):
+//! - `sensor_msgs/JointState` on `joint_command_topics`: name-indexed position / velocity /
+//!   effort targets (empty arrays leave that target alone), held until the next command;
+//! - `std_msgs/Float64MultiArray` on each group's topic: one value per group joint, meaning
+//!   position, velocity or effort (the group's `interface`);
+//! - `trajectory_msgs/JointTrajectory` on `trajectory_topics`: followed from the header stamp
+//!   (or, when zero, the log time), interpolated as the node does ([`ReplayConfig::interpolation`]),
+//!   with the node's implicit start point; a later joint command releases the joints it names.
+//!
+//! Commands go through the node's own validation ([`crate::rt::validate::CommandValidator`]:
+//! unknown joints, inconsistent lengths and NaN are rejected; values beyond limits are applied,
+//! rejected or clamped per [`ReplayConfig::limit_policy`]) and trajectory follower ([`crate::rt::trajectory`]), so a bag
+//! recorded from the node replays with the node's semantics. The scene's own command script is
+//! not applied. The step sequence is the headless run's: the
+//! commands whose time is ≤ the current simulation time are applied, then the step is taken.
+
+use super::msgs::{JointState, Msg, MsgType};
+use super::reader::{normalize_topic, Bag};
+use super::recorder::{BagRecorder, RecorderOptions, RecordingSummary};
+use super::topics::{SampleTopicOptions, SampleTopics};
+use super::BagError;
+use crate::config::Scene;
+use crate::model::ControlMode;
+use crate::rt::messages::{Interpolation, JointCommand, JointLayout, Sample, TrajectoryCommand, HAS_EFFORT, HAS_POSITION, HAS_VELOCITY};
+use crate::rt::trajectory::ActiveTrajectory;
+use crate::rt::validate::{CommandGroup, CommandValidator, LimitPolicy, TrajectoryPointView};
+use crate::sim::{Script, Simulation};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// What the values of a command group mean.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GroupInterface {
+    /// Position targets (rad or m).
+    Position,
+    /// Velocity targets (rad/s or m/s).
+    Velocity,
+    /// Efforts (N·m or N).
+    Effort,
+}
+
+/// A `Float64MultiArray` command group.
+#[derive(Clone, Debug, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupMap {
+    /// Topic, e.g. `/arm/commands`.
+    pub topic: String,
+    /// Joint names (as in the bag; [`ReplayConfig::joint_map`] applies), in array order.
+    pub joints: Vec<String>,
+    /// What the values command.
+    #[serde(default = "default_interface")]
+    pub interface: GroupInterface,
+}
+
+fn default_interface() -> GroupInterface {
+    GroupInterface::Position
+}
+
+/// Replay settings (a YAML file for `contact_sim replay --config`; every key optional).
+#[derive(Clone, Debug, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReplayConfig {
+    /// Measured joint states in the hardware bag (for the initial state).
+    pub joint_states_topic: String,
+    /// Odometry of the (first) floating base in the hardware bag (for the initial state).
+    pub odom_topic: String,
+    /// JointState command topics.
+    pub joint_command_topics: Vec<String>,
+    /// JointTrajectory topics.
+    pub trajectory_topics: Vec<String>,
+    /// Float64MultiArray groups; `None`: one position group per robot, `/<robot>/commands`,
+    /// with the robot's joints (the node's default).
+    pub groups: Option<Vec<GroupMap>>,
+    /// Hardware joint name → simulation joint name (names not listed are used as they are).
+    pub joint_map: BTreeMap<String, String>,
+    /// Start from the first recorded joint state (and floating-base odometry) instead of the
+    /// scene's initial state.
+    pub initial_state: bool,
+    /// Rate of the recorded response (Hz); default: the hardware joint-state rate, else 1000.
+    pub rate_hz: Option<f64>,
+    /// Simulated duration (s); default: the hardware bag's.
+    pub duration_s: Option<f64>,
+    /// Trajectory interpolation: `cubic` (the node's default) or `linear`.
+    pub interpolation: String,
+    /// Commands beyond joint limits: `none` (default: applied as recorded, as the hardware
+    /// received them; the physics still enforces limits and effort saturation), or the node's
+    /// `reject` / `clamp`.
+    pub limit_policy: String,
+}
+
+impl Default for ReplayConfig {
+    fn default() -> Self {
+        ReplayConfig {
+            joint_states_topic: "/joint_states".into(),
+            odom_topic: "/odom".into(),
+            joint_command_topics: vec!["/joint_commands".into()],
+            trajectory_topics: vec!["/joint_trajectory".into()],
+            groups: None,
+            joint_map: BTreeMap::new(),
+            initial_state: false,
+            rate_hz: None,
+            duration_s: None,
+            interpolation: "cubic".into(),
+            limit_policy: "none".into(),
+        }
+    }
+}
+
+/// What a replay did.
+#[derive(Clone, Debug)]
+pub struct ReplayReport {
+    /// Command messages applied.
+    pub commands_applied: usize,
+    /// Trajectories followed.
+    pub trajectories: usize,
+    /// Joint names in commands that are not in the scene (after mapping): such commands are
+    /// rejected whole, as the node rejects them.
+    pub unknown_joints: Vec<String>,
+    /// Simulated time (s).
+    pub sim_duration_s: f64,
+    /// Rate of the recorded response (Hz).
+    pub rate_hz: f64,
+    /// The hardware bag's start (ns): sim time 0.
+    pub hw_start_ns: u64,
+    /// The initial state was taken from the bag.
+    pub initial_state_from_bag: bool,
+    /// What was recorded.
+    pub recording: RecordingSummary,
+    /// Problems met (named topics), not fatal.
+    pub warnings: Vec<String>,
+}
+
+/// A validated command at its (hardware) time.
+struct Event {
+    t_ns: u64,
+    cmd: Command,
+    topic: String,
+    msg: Msg,
+}
+
+enum Command {
+    Joint(JointCommand),
+    Trajectory(Box<TrajectoryCommand>),
+}
+
+/// Replays `hw`'s commands into `scene` and records the response in a new bag at `out`.
+pub fn replay(hw: &Bag, scene: &Scene, cfg: &ReplayConfig, out: &Path) -> Result<ReplayReport, BagError> {
+    let mut sim = Simulation::from_scene(scene, None);
+    sim.script = Script::default();
+    sim.reset_period_steps = None;
+    let layout = JointLayout::new(&sim.model);
+    let hw_name = hw.path.display().to_string();
+    let mut warnings = Vec::new();
+    let mut unknown = BTreeSet::new();
+    let map = |n: &str| cfg.joint_map.get(n).cloned().unwrap_or_else(|| n.to_string());
+    let Some(hw_start) = hw.start_ns() else {
+        return Err(BagError::Invalid { path: hw_name, reason: "the bag has no readable message".into() });
+    };
+    let hw_end = hw.end_ns().unwrap_or(hw_start);
+
+    // ---- command topics ------------------------------------------------------------------
+    let groups: Vec<GroupMap> = match &cfg.groups {
+        Some(g) => g.clone(),
+        None => layout
+            .robots
+            .iter()
+            .map(|r| GroupMap { topic: format!("/{}/commands", r.robot), joints: r.slots.iter().map(|&s| layout.joints[s].name.clone()).collect(), interface: GroupInterface::Position })
+            .collect(),
+    };
+    let mut topic_role: BTreeMap<usize, (u8, usize)> = BTreeMap::new(); // topic → (0 js, 1 group g, 2 traj)
+    let mut check = |name: &str, ty: MsgType, role: (u8, usize), warnings: &mut Vec<String>| match hw.expect_topic(name, ty) {
+        Ok(Some(i)) => {
+            topic_role.insert(i, role);
+        }
+        Ok(None) => {}
+        Err(e) => warnings.push(format!("{e}; its commands are not replayed")),
+    };
+    for t in &cfg.joint_command_topics {
+        check(t, MsgType::JointState, (0, 0), &mut warnings);
+    }
+    for (g, gm) in groups.iter().enumerate() {
+        check(&gm.topic, MsgType::Float64MultiArray, (1, g), &mut warnings);
+    }
+    for t in &cfg.trajectory_topics {
+        check(t, MsgType::JointTrajectory, (2, 0), &mut warnings);
+    }
+    if topic_role.is_empty() {
+        warnings.push(format!("{hw_name}: no command topic found (looked for {:?}, {:?}, groups {:?}); the robot holds its initial targets", cfg.joint_command_topics, cfg.trajectory_topics, groups.iter().map(|g| &g.topic).collect::<Vec<_>>()));
+    }
+
+    let interpolation = Interpolation::parse(&cfg.interpolation)
+        .ok_or_else(|| BagError::Invalid { path: "replay config".into(), reason: format!("interpolation: '{}' is not cubic or linear", cfg.interpolation) })?;
+    let mut check_layout = layout.clone();
+    let policy = match cfg.limit_policy.as_str() {
+        "none" => {
+            // structure still checked (names, lengths, NaN); values as recorded
+            for j in &mut check_layout.joints {
+                j.position_limits = None;
+                j.velocity_limit = f64::INFINITY;
+                j.effort_limit = f64::INFINITY;
+            }
+            LimitPolicy::Reject
+        }
+        other => LimitPolicy::parse(other)
+            .ok_or_else(|| BagError::Invalid { path: "replay config".into(), reason: format!("limit_policy: '{other}' is not none, reject or clamp") })?,
+    };
+    let validator = CommandValidator::new(&check_layout, policy);
+    let mut cmd_groups: Vec<Option<CommandGroup>> = Vec::new();
+    for gm in &groups {
+        let names: Vec<String> = gm.joints.iter().map(|n| map(n)).collect();
+        let iface = match gm.interface {
+            GroupInterface::Position => crate::rt::validate::GroupInterface::Position,
+            GroupInterface::Velocity => crate::rt::validate::GroupInterface::Velocity,
+            GroupInterface::Effort => crate::rt::validate::GroupInterface::Effort,
+        };
+        match validator.make_group(&gm.topic, &names, iface) {
+            Ok(g) => cmd_groups.push(Some(g)),
+            Err(e) => {
+                if cfg.groups.is_some() {
+                    warnings.push(format!("replay config: group '{}': {e}; its commands are not replayed", gm.topic));
+                }
+                cmd_groups.push(None);
+            }
+        }
+    }
+    let mut events: Vec<Event> = Vec::new();
+    let mut rejected: BTreeMap<String, (usize, String)> = BTreeMap::new();
+    let n = layout.len();
+    for m in &hw.messages {
+        let Some(&(role, g)) = topic_role.get(&m.topic) else { continue };
+        let topic = hw.topics[m.topic].name.clone();
+        let result = match (&m.msg, role) {
+            (Msg::JointState(js), 0) => {
+                let names: Vec<String> = js.name.iter().map(|n| map(n)).collect();
+                let mut c = JointCommand::new(n);
+                validator.joint_state(&names, &js.position, &js.velocity, &js.effort, &mut c).map(|_| Command::Joint(c))
+            }
+            (Msg::Float64MultiArray(a), 1) => {
+                let Some(group) = &cmd_groups[g] else { continue };
+                let mut c = JointCommand::new(n);
+                validator.group(group, &a.data, &mut c).map(|_| Command::Joint(c))
+            }
+            (Msg::JointTrajectory(jt), 2) => {
+                let names: Vec<String> = jt.joint_names.iter().map(|n| map(n)).collect();
+                let points: Vec<TrajectoryPointView<'_>> =
+                    jt.points.iter().map(|p| TrajectoryPointView { time_from_start_s: p.time_from_start.to_s(), positions: &p.positions, velocities: &p.velocities }).collect();
+                let stamp = jt.header.stamp.to_ns();
+                // the node starts a stamped trajectory at its stamp, measured on its own clock
+                let delay = if stamp == 0 { 0.0 } else { (stamp - m.log_time_ns as i64) as f64 * 1e-9 };
+                let mut c = Box::new(TrajectoryCommand::new(n, points.len()));
+                validator.trajectory(&names, &points, delay, &mut c).map(|_| Command::Trajectory(c))
+            }
+            _ => continue,
+        };
+        match result {
+            Ok(cmd) => events.push(Event { t_ns: m.log_time_ns, cmd, topic, msg: m.msg.clone() }),
+            Err(e) => {
+                if let crate::rt::validate::Rejection::UnknownJoint(name) = &e {
+                    unknown.insert(name.clone());
+                }
+                let r = rejected.entry(topic).or_insert((0, e.to_string()));
+                r.0 += 1;
+            }
+        }
+    }
+    events.sort_by_key(|e| e.t_ns);
+    for (topic, (count, first)) in &rejected {
+        warnings.push(format!("{hw_name}: topic '{topic}': {count} commands rejected as the node would (first: {first})"));
+    }
+    for n in &unknown {
+        warnings.push(format!("{hw_name}: commands name joint '{n}', not in the scene (map it with joint_map)"));
+    }
+
+    // ---- initial state ---------------------------------------------------------------------
+    let mut initial_from_bag = false;
+    if cfg.initial_state {
+        match hw.expect_topic(&cfg.joint_states_topic, MsgType::JointState) {
+            Ok(Some(ti)) => {
+                if let Some(Msg::JointState(js)) = hw.messages_on(ti).next().map(|m| &m.msg) {
+                    set_initial_joints(&mut sim, &layout, js, &map);
+                    initial_from_bag = true;
+                }
+            }
+            Ok(None) => warnings.push(format!("{hw_name}: no topic '{}': starting from the scene's initial state", cfg.joint_states_topic)),
+            Err(e) => warnings.push(format!("{e}: starting from the scene's initial state")),
+        }
+        if let Some(base) = layout.bases.first() {
+            if let Ok(Some(ti)) = hw.expect_topic(&cfg.odom_topic, MsgType::Odometry) {
+                if let Some(Msg::Odometry(o)) = hw.messages_on(ti).next().map(|m| &m.msg) {
+                    let (qi, vi) = (base.q_index, base.v_index);
+                    sim.state.q[qi..qi + 3].copy_from_slice(&o.position);
+                    sim.state.q[qi + 3..qi + 7].copy_from_slice(&o.orientation_xyzw);
+                    sim.state.v[vi..vi + 3].copy_from_slice(&o.linear);
+                    sim.state.v[vi + 3..vi + 6].copy_from_slice(&o.angular);
+                }
+            }
+        }
+    }
+
+    // ---- rate and duration -------------------------------------------------------------------
+    let dt = sim.model.timestep_s;
+    let rate_hz = cfg.rate_hz.or_else(|| hw_rate(hw, &cfg.joint_states_topic)).unwrap_or(1000.0).clamp(0.01, 1.0 / dt);
+    let every = ((1.0 / (rate_hz * dt)).round() as u64).max(1);
+    let duration = cfg.duration_s.unwrap_or((hw_end - hw_start) as f64 * 1e-9);
+    let steps = (duration / dt).round().max(0.0) as u64;
+
+    // ---- record ------------------------------------------------------------------------------
+    let opts = RecorderOptions { lossless: true, ..Default::default() };
+    let mut rec = BagRecorder::start(out, &opts)?;
+    let topics = SampleTopics::register(&mut rec, &layout, &SampleTopicOptions::default());
+    let mut cmd_topics: BTreeMap<String, super::TopicId> = BTreeMap::new();
+    for e in &events {
+        if !cmd_topics.contains_key(&e.topic) {
+            cmd_topics.insert(e.topic.clone(), rec.add_topic(&normalize_topic(&e.topic), e.msg.msg_type()));
+        }
+    }
+    let h = rec.handle();
+    let mut sample = Sample::new(&layout);
+    let stamp = |t_s: f64| hw_start as i64 + crate::rt::clock::secs_to_ns(t_s);
+    let mut ei = 0usize;
+    let mut traj = ActiveTrajectory::new(TrajectoryCommand::new(n, 1));
+    let (mut applied, mut trajectories) = (0usize, 0usize);
+    for k in 0..=steps {
+        let now_ns = stamp(sim.state.time_s) as u64;
+        while ei < events.len() && events[ei].t_ns <= now_ns {
+            let e = &events[ei];
+            match &e.cmd {
+                Command::Joint(cmd) => {
+                    // as the node's real-time loop applies a command
+                    let c = &mut sim.commands;
+                    for (slot, j) in layout.joints.iter().enumerate() {
+                        let m = cmd.mask[slot];
+                        if m == 0 {
+                            continue;
+                        }
+                        let v = j.v_index;
+                        if m & HAS_POSITION != 0 {
+                            c.position[v] = cmd.position[slot];
+                            if m & HAS_VELOCITY == 0 && matches!(c.mode[v], ControlMode::Position { .. }) {
+                                c.velocity[v] = 0.0;
+                            }
+                        }
+                        if m & HAS_VELOCITY != 0 {
+                            c.velocity[v] = cmd.velocity[slot];
+                        }
+                        if m & HAS_EFFORT != 0 {
+                            c.effort[v] = cmd.effort[slot];
+                        }
+                        traj.release(slot);
+                    }
+                    applied += 1;
+                }
+                Command::Trajectory(t) => {
+                    let (q, v) = (&sim.state.q, &sim.state.v);
+                    let _ = traj.start(t.clone(), sim.state.time_s, interpolation, |s| q[layout.joints[s].q_index], |s| v[layout.joints[s].v_index]);
+                    trajectories += 1;
+                }
+            }
+            h.record(cmd_topics[&e.topic], e.t_ns, e.msg.clone());
+            ei += 1;
+        }
+        {
+            let cmds = &mut sim.commands;
+            traj.sample(sim.state.time_s, interpolation, |slot, p, v| {
+                let j = &layout.joints[slot];
+                match cmds.mode[j.v_index] {
+                    ControlMode::Position { .. } => {
+                        cmds.position[j.v_index] = p;
+                        cmds.velocity[j.v_index] = v;
+                    }
+                    ControlMode::Velocity { .. } => cmds.velocity[j.v_index] = v,
+                    _ => {}
+                }
+            });
+        }
+        if sim.state.step_count % every == 0 {
+            sample.fill_physics(&layout, &sim);
+            topics.record_sample(&h, &sample, stamp(sim.state.time_s));
+        }
+        if k < steps {
+            sim.step();
+        }
+    }
+    drop(h);
+    let recording = rec.finish()?;
+    Ok(ReplayReport {
+        commands_applied: applied,
+        trajectories,
+        unknown_joints: unknown.into_iter().collect(),
+        sim_duration_s: sim.state.time_s,
+        rate_hz: 1.0 / (every as f64 * dt),
+        hw_start_ns: hw_start,
+        initial_state_from_bag: initial_from_bag,
+        recording,
+        warnings,
+    })
+}
+
+/// Sets positions and velocities (and holds the position targets there) from a joint state.
+fn set_initial_joints(sim: &mut Simulation, layout: &JointLayout, js: &JointState, map: &dyn Fn(&str) -> String) {
+    for (i, name) in js.name.iter().enumerate() {
+        let Some(s) = layout.slot(&map(name)) else { continue };
+        let j = &layout.joints[s];
+        if let Some(&p) = js.position.get(i) {
+            sim.state.q[j.q_index] = p;
+            sim.commands.position[j.v_index] = p;
+        }
+        if let Some(&v) = js.velocity.get(i) {
+            sim.state.v[j.v_index] = v;
+        }
+    }
+}
+
+/// Median rate (Hz) of a JointState topic.
+fn hw_rate(hw: &Bag, topic: &str) -> Option<f64> {
+    let ti = hw.expect_topic(topic, MsgType::JointState).ok().flatten()?;
+    let mut t: Vec<u64> = hw.messages_on(ti).map(|m| m.log_time_ns).collect();
+    t.sort_unstable();
+    let mut d: Vec<u64> = t.windows(2).map(|w| w[1] - w[0]).filter(|&d| d > 0).collect();
+    if d.is_empty() {
+        return None;
+    }
+    d.sort_unstable();
+    Some(1e9 / d[d.len() / 2] as f64)
+}
