@@ -629,6 +629,8 @@ fn cli_run_replay_compare() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(stdout.contains("time offset +0.0 ms") && stdout.contains("arm_joint2") && stdout.contains("/contact_wrenches/hand"), "{stdout}");
     assert!(d.join("report/index.html").exists() && d.join("report/compare.json").exists());
+    let html = std::fs::read_to_string(d.join("report/index.html")).unwrap();
+    assert!(html.contains("<h2>Contact events</h2>") && html.contains("/contact_wrenches/hand"));
     let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("out.json")).unwrap()).unwrap();
     assert_eq!(json["joints"].as_array().unwrap().len(), 9);
     assert_eq!(json["joints"][1]["position"]["rmse"].as_f64().unwrap(), 0.0);

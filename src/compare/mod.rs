@@ -478,7 +478,7 @@ pub fn compare(sim: &Bag, hw: &Bag, opts: &CompareOptions) -> (CompareReport, Pl
     for &(i, k) in &matched {
         let mut jm = JointMetrics { name: sj.names[i].clone(), position: None, velocity: None, effort: None };
         let mut pd: [[Vec<f64>; 2]; 3] = Default::default();
-        for a in 0..3 {
+        for (a, out) in pd.iter_mut().enumerate() {
             let s: Vec<f64> = grid.iter().map(|&t| sj.series[i][a].at(t)).collect();
             let h: Vec<f64> = grid.iter().map(|&t| hj.series[k][a].at(t + offset)).collect();
             let m = metric(&s, &h);
@@ -487,7 +487,7 @@ pub fn compare(sim: &Bag, hw: &Bag, opts: &CompareOptions) -> (CompareReport, Pl
                 1 => jm.velocity = m,
                 _ => jm.effort = m,
             }
-            pd[a] = [s, h];
+            *out = [s, h];
         }
         plot.joints.push((jm.name.clone(), pd));
         report.joints.push(jm);

@@ -1,4 +1,4 @@
-//! The HTML comparison page: the metrics table, then per joint the position, velocity and
+//! The HTML comparison page: the metrics tables (joints, wrenches, contact events), then per joint the position, velocity and
 //! effort of both bags overlaid with the position error below, and per wrench topic the force
 //! norms overlaid with their difference. Plots are inline SVG (plotters), so the page is one
 //! self-contained file.
@@ -141,6 +141,23 @@ pub fn write_html(dir: &Path, report: &CompareReport, plot: &PlotData) -> Result
             h.push_str(&format!("<tr><td>{}</td><td>{:.3}</td><td>{:.3}</td><td>{}</td><td>{:.4}</td><td>{}</td></tr>", esc(&w.topic), w.force_rmse_n, w.force_max_n, v3(w.force_bias_n), w.torque_rmse_nm, v3(w.torque_bias_nm)));
         }
         h.push_str("</table>");
+    }
+    if !report.contact_events.is_empty() {
+        h.push_str("<h2>Contact events</h2><table><tr><th>topic</th><th>onsets sim (s)</th><th>onsets hw (s)</th><th>Δt (ms)</th><th>losses sim (s)</th><th>losses hw (s)</th><th>Δt (ms)</th></tr>");
+        let list = |v: &[f64], scale: f64| if v.is_empty() { "-".to_string() } else { v.iter().map(|x| format!("{:.3}", x * scale)).collect::<Vec<_>>().join(", ") };
+        for e in &report.contact_events {
+            h.push_str(&format!(
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&e.topic),
+                list(&e.sim_onsets_s, 1.0),
+                list(&e.hw_onsets_s, 1.0),
+                list(&e.onset_errors_s, 1e3),
+                list(&e.sim_losses_s, 1.0),
+                list(&e.hw_losses_s, 1.0),
+                list(&e.loss_errors_s, 1e3)
+            ));
+        }
+        h.push_str(&format!("</table><p>In contact while the force exceeds {} N; hardware times aligned; Δt = hardware − simulation, nearest event.</p>", report.contact_events[0].threshold_n));
     }
     h.push_str(&format!("<h2>Summary</h2><pre>{}</pre>", esc(&format_table(report))));
     if !report.warnings.is_empty() {
