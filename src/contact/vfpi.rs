@@ -365,7 +365,8 @@ pub fn solve_nodal(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &mu
     s.x_prev[..n].copy_from_slice(&s.x[..n]);
 
     let u = params.under_relaxation;
-    let (mut nu, mut theta_prev, mut theta_prev2) = (1.0f64, 0.0f64, 0.0f64);
+    let (mut nu, mut theta_prev) = (1.0f64, 0.0f64);
+    let mut rho_max = 0.0f64;
     let nchunks = nf.div_ceil(CHUNK);
     for l in 0..params.max_iterations {
         // ---- (20) x* = x − W (A x − b) ----
@@ -536,8 +537,13 @@ pub fn solve_nodal(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &mu
         // ---- (39) spectral radius estimate and the next Chebyshev weight ----
         if params.chebyshev {
             let ls = params.chebyshev_start.max(3);
-            let rho = if theta_prev > 0.0 { (theta / theta_prev).min(1.0) } else { 0.0 };
-            let _ = theta_prev2;
+            // ρ (eq. 39) is the ratio θ_l / θ_{l−1}, but kept as the largest value seen so far
+            // (capped at 0.9999) instead of the latest: with the live ratio ν chattered and the
+            // iteration stalled on our FEM scenes (digest §8.10 [N]); a monotone ρ gives a
+            // monotone ν → 2 / (1 + √(1 − ρ²)).
+            let ratio = if theta_prev > 0.0 { (theta / theta_prev).min(0.9999) } else { 0.0 };
+            rho_max = rho_max.max(ratio);
+            let rho = rho_max;
             nu = if l + 1 < ls {
                 1.0
             } else if l + 1 == ls {
@@ -545,12 +551,7 @@ pub fn solve_nodal(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &mu
             } else {
                 4.0 / (4.0 - rho * rho * nu)
             };
-            // restart when the iteration stops contracting (digest §8.10 [N])
-            if theta > theta_prev && l + 1 > ls {
-                nu = 1.0;
-            }
         }
-        theta_prev2 = theta_prev;
         theta_prev = theta;
     }
     if sys.constraints.is_empty() && n == 0 {
