@@ -705,17 +705,19 @@ fn solve_coupled(model: &Model, state: &mut State, ws: &mut Workspace, m: usize)
     let bias_of = |d: f64| if d >= 0.0 { d / dt } else { -erp * (-d - slop).max(0.0) / dt };
     f.constraints.clear();
     let nc = contacts.len();
+    let kt = vs.params.virtual_node_gain * dt;
     for r in 0..m {
         let row = &jacobian[r * nv..(r + 1) * nv];
         let jvs: f64 = row.iter().zip(free_velocity.iter()).map(|(a, b)| a * b).sum();
-        let bias = free_constraint_velocity[r] - jvs;
+        let bias = free_constraint_velocity[r] - jvs - impulse[r] / kt;
         if r < 3 * nc {
             if r % 3 == 0 {
-                f.constraints.push(NodalConstraint { i: base + r, i_is_fem: false, j: None, dim: 3, frame: crate::math::Mat3::identity(), bias, mu: friction[r / 3], lo: 0.0, hi: 0.0 });
+                let b = [bias, -impulse[r + 1] / kt, -impulse[r + 2] / kt];
+                f.constraints.push(NodalConstraint { i: base + r, i_is_fem: false, j: None, dim: 3, frame: crate::math::Mat3::identity(), bias: b, mu: friction[r / 3], lo: 0.0, hi: 0.0 });
             }
         } else {
             let jr = r - 3 * nc;
-            f.constraints.push(NodalConstraint { i: base + r, i_is_fem: false, j: None, dim: 1, frame: crate::math::Mat3::identity(), bias, mu: 0.0, lo: row_lower[jr], hi: row_upper[jr] });
+            f.constraints.push(NodalConstraint { i: base + r, i_is_fem: false, j: None, dim: 1, frame: crate::math::Mat3::identity(), bias: [bias, 0.0, 0.0], mu: 0.0, lo: row_lower[jr], hi: row_upper[jr] });
         }
     }
     f.jv[..m * nv].copy_from_slice(&jacobian[..m * nv]);
@@ -736,7 +738,7 @@ fn solve_coupled(model: &Model, state: &mut State, ws: &mut Workspace, m: usize)
             }
         }
         let mu = model.deformables.iter().find(|d| c.node >= d.node_start && c.node < d.node_start + d.num_nodes()).map(|d| d.friction).unwrap_or(0.5);
-        f.constraints.push(NodalConstraint { i: 3 * c.node, i_is_fem: true, j, dim: 3, frame: c.frame, bias: bias_of(c.distance), mu, lo: 0.0, hi: 0.0 });
+        f.constraints.push(NodalConstraint { i: 3 * c.node, i_is_fem: true, j, dim: 3, frame: c.frame, bias: [bias_of(c.distance), 0.0, 0.0], mu, lo: 0.0, hi: 0.0 });
     }
     for i in 0..nv {
         let mut s = 0.0;

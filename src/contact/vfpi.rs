@@ -110,8 +110,11 @@ pub struct NodalConstraint {
     /// World → contact rotation, rows `n, t1, t2` (FEM side only). The normal points from j
     /// (or the static geometry) toward i.
     pub frame: Mat3,
-    /// Normal offset φ_n (m/s): the condition is `n·(v_i − v_j) + φ_n ≥ 0`.
-    pub bias: f64,
+    /// Offset φ (m/s, contact coordinates `[n, t1, t2]`; entry 0 for a joint row): the
+    /// Signorini–Coulomb conditions act on `R (v_i − v_j) + φ`. The normal entry is the gap /
+    /// Baumgarte term (digest §2.9 [N]); rigid rows add the virtual-node drift compensation
+    /// `−λ_warm / k̃` (see [`VfpiSolver`]).
+    pub bias: [f64; 3],
     /// Friction coefficient (contacts).
     pub mu: f64,
     /// Impulse bounds of a joint row (N·s).
@@ -414,7 +417,7 @@ pub fn solve_nodal(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &mu
                 if k.dim == 1 {
                     let eta = xi[0] - k.j.map(|j| xs[j]).unwrap_or(0.0);
                     let gamma = w[k.i] + k.j.map(|j| w[j]).unwrap_or(0.0);
-                    out[0] = if gamma > 0.0 { (-(eta + k.bias) / gamma).clamp(k.lo, k.hi) } else { 0.0 };
+                    out[0] = if gamma > 0.0 { (-(eta + k.bias[0]) / gamma).clamp(k.lo, k.hi) } else { 0.0 };
                     return;
                 }
                 let vi = nalgebra::Vector3::new(xi[0], xi[1], xi[2]);
@@ -427,7 +430,7 @@ pub fn solve_nodal(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &mu
                     out[..3].fill(0.0);
                     return;
                 }
-                let mut lam = [-(eta[0] + k.bias) / gamma, -eta[1] / gamma, -eta[2] / gamma];
+                let mut lam = [-(eta[0] + k.bias[0]) / gamma, -(eta[1] + k.bias[1]) / gamma, -(eta[2] + k.bias[2]) / gamma];
                 project_cone(op, k.mu, &mut lam);
                 out[..3].copy_from_slice(&lam);
             };
@@ -564,6 +567,12 @@ impl ContactSolver for VfpiSolver {
     /// Rigid scenes: every contact and joint row becomes a virtual node on the problem's primal
     /// view (`M̃`, `J`, `v*`); the impulses are the virtual nodes' λ. Without a primal view
     /// (hand-built problems) the solve falls back to PGS.
+    ///
+    /// Virtual-node drift compensation [N]: at convergence a virtual node's body point moves at
+    /// `ν − λ/k̃` (digest §2.10), so a resting contact sinks and a sticking one creeps at
+    /// `λ/k̃`. The warm-start impulse (the previous step's λ, which equals this step's at rest)
+    /// is added to the offset, `φ −= λ_warm / k̃`, which cancels the drift at steady state and
+    /// leaves the converged λ unchanged elsewhere up to `(λ − λ_warm)/k̃`.
     fn solve(&mut self, p: &ContactProblem, impulse: &mut [f64]) -> SolveStats {
         let Some(pr) = p.primal else {
             return self.fallback.solve(p, impulse);
@@ -571,6 +580,7 @@ impl ContactSolver for VfpiSolver {
         let nv = pr.nv;
         let m = p.dim();
         let h = pr.timestep_s;
+        let kt = self.params.virtual_node_gain * h;
         self.constraints.clear();
         // bias b = u_free − J v*
         for c in 0..p.num_contacts {
@@ -583,7 +593,7 @@ impl ContactSolver for VfpiSolver {
                 j: None,
                 dim: 3,
                 frame: Mat3::identity(),
-                bias: p.free_velocity[i] - jv,
+                bias: [p.free_velocity[i] - jv - impulse[i] / kt, -impulse[i + 1] / kt, -impulse[i + 2] / kt],
                 mu: p.friction[c],
                 lo: 0.0,
                 hi: 0.0,
@@ -599,7 +609,7 @@ impl ContactSolver for VfpiSolver {
                 j: None,
                 dim: 1,
                 frame: Mat3::identity(),
-                bias: p.free_velocity[i] - jv,
+                bias: [p.free_velocity[i] - jv - impulse[i] / kt, 0.0, 0.0],
                 mu: 0.0,
                 lo: p.row_lower[r],
                 hi: p.row_upper[r],
@@ -624,7 +634,7 @@ impl ContactSolver for VfpiSolver {
             jv: &pr.jacobian[..m * nv],
             num_virtual: m,
             constraints: &self.constraints,
-            k_tilde: self.params.virtual_node_gain * h,
+            k_tilde: kt,
         };
         let stats = solve_nodal(&self.params, self.pool.as_ref(), &mut self.scratch, &sys);
         // λ in row order equals the constraint order (3 per contact, then 1 per joint row)
