@@ -42,3 +42,39 @@ fn resting_ball_carries_its_weight() {
     assert!(f.x.hypot(f.y) < 0.01 * m * G, "friction on a resting ball: {f:?}");
     assert!(worst_pen < 5e-4, "penetration {worst_pen} m");
 }
+
+/// Mean node position (m) of the first deformable.
+fn centroid(sim: &Simulation) -> Vec3 {
+    let x = &sim.state.fem_x;
+    let n = x.len() / 3;
+    (0..n).map(|i| Vec3::new(x[3 * i], x[3 * i + 1], x[3 * i + 2])).sum::<Vec3>() / n as f64
+}
+
+fn run_grasp(mu: f64) -> (Vec3, Vec3, f64) {
+    let mut s = scene_file("config/examples/fem_gripper_ball.yaml");
+    s.model.deformables[0].friction = mu;
+    let mut sim = Simulation::from_scene(&s, None);
+    let c0 = centroid(&sim);
+    let mut worst_pen: f64 = 0.0;
+    while sim.state.time_s < 1.5 - 1e-9 {
+        let r = sim.step();
+        if sim.state.time_s > 0.3 {
+            worst_pen = worst_pen.max(r.max_penetration_m);
+        }
+    }
+    (c0, centroid(&sim), worst_pen)
+}
+
+#[test]
+fn gripper_lifts_the_ball_when_friction_suffices_and_it_slips_otherwise() {
+    // squeeze 5 N per finger: holding needs μ ≥ m g / (2 · 5 N) = 0.29
+    let (c0, c1, pen) = run_grasp(0.8);
+    println!("μ = 0.8: centroid {c0:?} -> {c1:?}, penetration {pen:.2e} m");
+    let lift = c1.z - c0.z;
+    assert!(lift > 0.045 && lift < 0.055, "μ = 0.8: the ball rose {lift} m, the gripper 0.05 m");
+    assert!(pen < 2e-3, "penetration {pen} m");
+    let (c0, c1, _) = run_grasp(0.1);
+    let lift = c1.z - c0.z;
+    println!("μ = 0.1: centroid {c0:?} -> {c1:?}");
+    assert!(lift < 0.01, "μ = 0.1: the ball should slip out, rose {lift} m");
+}
