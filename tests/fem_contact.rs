@@ -78,3 +78,102 @@ fn gripper_lifts_the_ball_when_friction_suffices_and_it_slips_otherwise() {
     println!("μ = 0.1: centroid {c0:?} -> {c1:?}");
     assert!(lift < 0.01, "μ = 0.1: the ball should slip out, rose {lift} m");
 }
+
+fn small_ball_scene(threads: usize) -> String {
+    let dir = std::env::temp_dir().join(format!("contact_sim_small_ball_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mesh = dir.join("ball.msh");
+    if !mesh.exists() {
+        contact_sim::config::write_gmsh41(&contact_sim::fem::TetMesh::ball(0.04, 4), &mesh).unwrap();
+    }
+    format!(
+        "timestep_s: 0.01\nsolver: {{kind: vfpi, tolerance: 1.0e-12, residual_tolerance: 1.0e-10, max_iterations: 20000, threads: {threads}}}\ndeformables:\n  - name: ball\n    mesh: {}\n    position: [0, 0, 0.0405]\n    linear_velocity: [0.05, 0, 0]\n    material: {{density_kg_m3: 1100, youngs_modulus_pa: 2.0e5, poisson_ratio: 0.35}}\n    friction: 0.3\n",
+        mesh.display()
+    )
+}
+
+#[test]
+fn vfpi_impulses_agree_with_pgs_on_the_same_problem() {
+    // A small ball (125 nodes) lands and rolls/slides on the ground: at each checked step, the
+    // converged V-FPI contact impulses are compared with PGS (run to 1e-14 N·s) on the same
+    // contact problem, G = J A⁻¹ Jᵀ and u_free = J A⁻¹ b + φ built densely from the step's
+    // FEM system. Measure: max_i |λ_vfpi − λ_pgs| / max_i |λ_pgs|.
+    use contact_sim::contact::{ContactProblem, ContactSolver, PgsParams, PgsSolver};
+    let s = scene(&small_ball_scene(1));
+    let mut sim = Simulation::from_scene(&s, None);
+    let dt = sim.model.timestep_s;
+    let (erp, slop) = (sim.model.contact.erp, sim.model.contact.slop_m);
+    let mut checked = 0;
+    let mut worst: f64 = 0.0;
+    for k in 0..40 {
+        let r = sim.step();
+        assert!(r.solve.converged, "step {k}: {:?}", r.solve);
+        let f = sim.workspace.fem.as_ref().unwrap();
+        let nc = f.contacts.len();
+        if k < 5 || nc == 0 || k % 5 != 0 {
+            continue;
+        }
+        let n = f.system.dim();
+        let mut a = nalgebra::DMatrix::<f64>::zeros(n, n);
+        for (r, row) in f.system.a.row_iter().enumerate() {
+            for (&c, &v) in row.col_indices().iter().zip(row.values()) {
+                a[(r, c)] = v;
+            }
+        }
+        let chol = a.cholesky().expect("A is SPD");
+        let mut jt = nalgebra::DMatrix::<f64>::zeros(n, 3 * nc);
+        for (ci, c) in f.contacts.iter().enumerate() {
+            for r in 0..3 {
+                for d in 0..3 {
+                    jt[(3 * c.node + d, 3 * ci + r)] = c.frame[(r, d)];
+                }
+            }
+        }
+        let ainv_jt = chol.solve(&jt);
+        let g = jt.transpose() * &ainv_jt;
+        let v_free = chol.solve(&nalgebra::DVector::from_column_slice(&f.system.b));
+        let mut u = jt.transpose() * v_free;
+        for (ci, c) in f.contacts.iter().enumerate() {
+            u[3 * ci] += if c.distance >= 0.0 { c.distance / dt } else { -erp * (-c.distance - slop).max(0.0) / dt };
+        }
+        let gt = g.transpose(); // row-major storage of the symmetric G
+        let mu = vec![0.3; nc];
+        let p = ContactProblem { num_contacts: nc, num_joint_rows: 0, friction: &mu, row_lower: &[], row_upper: &[], delassus: gt.as_slice(), free_velocity: u.as_slice(), primal: None };
+        let mut pgs = PgsSolver::new(PgsParams { max_iterations: 200_000, tolerance: 1e-14, relaxation: 1.0 }, nc);
+        let mut lam = vec![0.0; 3 * nc];
+        let st = pgs.solve(&p, &mut lam);
+        assert!(st.converged, "PGS: {st:?}");
+        let vf: Vec<f64> = f.contacts.iter().flat_map(|c| c.impulse).collect();
+        let scale = lam.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        let err = vf.iter().zip(&lam).fold(0.0f64, |m, (a, b)| m.max((a - b).abs())) / scale;
+        println!("step {k}: {nc} contacts, max |λ| {scale:.3e} N·s, relative difference {err:.2e}");
+        worst = worst.max(err);
+        checked += 1;
+    }
+    assert!(checked >= 3);
+    assert!(worst < 1e-4, "V-FPI and PGS differ by {worst:e}");
+}
+
+#[test]
+fn serial_and_parallel_vfpi_are_bit_identical() {
+    let run = |threads: usize, yaml: &str| {
+        let yaml = yaml.replace("threads: 1", &format!("threads: {threads}"));
+        let s = scene(&yaml);
+        let mut sim = Simulation::from_scene(&s, None);
+        let mut its = 0;
+        for _ in 0..15 {
+            its += sim.step().solve.iterations;
+        }
+        (sim.state.fem_x.clone(), sim.state.fem_v.clone(), sim.state.q.clone(), its)
+    };
+    // the gripper scene (3 993 FEM DOF: 6 row chunks, > 64 contacts at times) and the small ball
+    let big = std::fs::read_to_string(repo().join("config/examples/fem_gripper_ball.yaml")).unwrap().replace("max_iterations: 3000}", "max_iterations: 3000, threads: 1}").replace("../../", &format!("{}/", repo().display()));
+    for yaml in [small_ball_scene(1), big] {
+        let a = run(1, &yaml);
+        let b = run(2, &yaml);
+        assert!(a.0.iter().zip(&b.0).all(|(x, y)| x.to_bits() == y.to_bits()), "positions differ");
+        assert!(a.1.iter().zip(&b.1).all(|(x, y)| x.to_bits() == y.to_bits()), "velocities differ");
+        assert!(a.2.iter().zip(&b.2).all(|(x, y)| x.to_bits() == y.to_bits()), "rigid q differs");
+        assert_eq!(a.3, b.3);
+    }
+}
