@@ -377,6 +377,7 @@ pub fn solve_nodal(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &mu
     let u = params.under_relaxation;
     let (mut nu, mut theta_prev) = (1.0f64, 0.0f64);
     let mut rho_max = 0.0f64;
+    let (mut theta_best, mut since) = (f64::INFINITY, 0u32);
     let nchunks = nf.div_ceil(CHUNK);
     for l in 0..params.max_iterations {
         // ---- (20) x* = x − W (A x − b) ----
@@ -564,16 +565,27 @@ pub fn solve_nodal(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &mu
             // (capped at 0.9999) instead of the latest: with the live ratio ν chattered and the
             // iteration stalled on our FEM scenes (digest §8.10 [N]); a monotone ρ gives a
             // monotone ν → 2 / (1 + √(1 − ρ²)).
+            // Restart (ν = 1, ρ forgotten) when θ has grown tenfold over its best since the last
+            // start: a change of the contact set can make the accelerated iteration diverge.
             let ratio = if theta_prev > 0.0 { (theta / theta_prev).min(0.9999) } else { 0.0 };
             rho_max = rho_max.max(ratio);
-            let rho = rho_max;
-            nu = if l + 1 < ls {
-                1.0
-            } else if l + 1 == ls {
-                2.0 / (2.0 - rho * rho)
+            theta_best = theta_best.min(theta);
+            let k = l + 1 - since;
+            if k > ls && theta > 10.0 * theta_best {
+                since = l + 1;
+                rho_max = 0.0;
+                theta_best = theta;
+                nu = 1.0;
             } else {
-                4.0 / (4.0 - rho * rho * nu)
-            };
+                let rho = rho_max;
+                nu = if k < ls {
+                    1.0
+                } else if k == ls {
+                    2.0 / (2.0 - rho * rho)
+                } else {
+                    4.0 / (4.0 - rho * rho * nu)
+                };
+            }
         }
         theta_prev = theta;
     }
