@@ -177,3 +177,25 @@ fn serial_and_parallel_vfpi_are_bit_identical() {
         assert_eq!(a.3, b.3);
     }
 }
+
+#[test]
+fn soft_finger_press_is_seen_by_the_force_sensor() {
+    // Two-way coupling through a rigid body: the pad pushes the box (virtual-node D-contacts),
+    // the box pushes the plate (rigid contacts), the plate's F/T sensor must read the plate's
+    // and the box's weight plus the pad's push, which equals the force the pad nodes receive.
+    let s = scene_file("config/examples/fem_finger_press.yaml");
+    let mut sim = Simulation::from_scene(&s, None);
+    let (m_plate, m_box) = (1.0, 0.2);
+    while sim.state.time_s < 1.5 - 1e-9 {
+        let r = sim.step();
+        assert!(r.solve.converged, "t = {}: {:?}", sim.state.time_s, r.solve);
+    }
+    let pad_push = fem_contact_force(&sim).z; // the box pushes the pad nodes up with what the pad pushes down
+    let reading = sim.state.sensors[0].ideal;
+    let box_z = object_position(&sim, "box").z;
+    println!("pad push {pad_push:.3} N, sensor {reading:?}, box z {box_z:.5}");
+    assert!(pad_push > 1.0, "the pad must be compressed against the box, push {pad_push} N");
+    let expected = (m_plate + m_box) * G + pad_push; // magnitude of the load on the plate
+    assert!((reading[2].abs() - expected).abs() < 0.02 * expected, "sensor {} N vs {expected} N", reading[2]);
+    assert!((box_z - 0.045).abs() < 5e-4, "box moved to z = {box_z}");
+}

@@ -78,7 +78,8 @@ pub struct VfpiParams {
     pub chebyshev_start: u32,
     /// Under-relaxation u in (0, 1].
     pub under_relaxation: f64,
-    /// Contact operator.
+    /// Contact operator. With `strict`, iterations past `max_iterations / 2` use the proximal
+    /// operator (digest §8.6 [N]), which always converges (Thm. 2) but solves the CCP model.
     pub operator: ContactOperator,
     /// Worker threads of the dedicated pool; 1 runs the serial path.
     pub threads: usize,
@@ -173,6 +174,7 @@ pub struct VfpiScratch {
     /// Current iterate; after a solve, the solution `[fem | rigid | virtual]`.
     pub x: Vec<f64>,
     x_prev: Vec<f64>,
+    x0: Vec<f64>,
     xs: Vec<f64>,
     w: Vec<f64>,
     /// λ per constraint (3 or 1 entries each, in constraint order).
@@ -188,6 +190,7 @@ impl VfpiScratch {
         VfpiScratch {
             x: vec![0.0; n],
             x_prev: vec![0.0; n],
+            x0: vec![0.0; n],
             xs: vec![0.0; n],
             w: vec![0.0; n],
             lambda: vec![0.0; rows],
@@ -372,6 +375,9 @@ pub fn solve_nodal(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &mu
         s.x[nv0 + r] = row.iter().zip(&s.x[nr0..nr0 + nv]).map(|(a, b)| a * b).sum();
     }
     s.x_prev[..n].copy_from_slice(&s.x[..n]);
+    s.x0[..n].copy_from_slice(&s.x[..n]);
+    let mut theta_first = f64::NAN;
+    let mut halvings = 0;
 
     let b_norm = (sys.fem_b.iter().map(|x| x * x).sum::<f64>() + sys.rigid_b.iter().map(|x| x * x).sum::<f64>()).sqrt();
     let u = params.under_relaxation;
@@ -414,7 +420,9 @@ pub fn solve_nodal(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &mu
         // ---- (23, 26) one-shot contact solve, in parallel over contacts ----
         {
             let (xs, w, lo) = (&s.xs[..n], &s.w[..n], &s.lambda_offset);
-            let op = params.operator;
+            // strict → proximal fallback for the second half of the budget (digest §8.6 [N]:
+            // the strict operator's convergence is only guaranteed for small steps and μ)
+            let op = if l >= params.max_iterations / 2 { ContactOperator::Proximal } else { params.operator };
             let cons = sys.constraints;
             let nlam = lo[cons.len()];
             // λ for chunk k of constraints lives in lambda[lo[k*C] .. lo[min((k+1)*C, nc)]]: the
@@ -551,8 +559,26 @@ pub fn solve_nodal(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &mu
         if TRACE && (l % 100 == 0 || l < 30) {
             eprintln!("vfpi l={l} theta={theta:.3e} res={residual:.3e} b={b_norm:.3e} nu={nu:.4}");
         }
-        if !theta.is_finite() {
-            break;
+        if theta_first.is_nan() {
+            theta_first = theta;
+        }
+        // Divergence guard (digest §8.8 [N]): the Frobenius W does not guarantee
+        // ‖I − WA‖ < 1; when θ explodes, halve W and restart from the initial guess.
+        if !theta.is_finite() || theta > 1e4 * theta_first.max(1e-12) {
+            if halvings >= 20 {
+                break;
+            }
+            halvings += 1;
+            s.w[..n].iter_mut().for_each(|w| *w *= 0.5);
+            s.x[..n].copy_from_slice(&s.x0[..n]);
+            s.x_prev[..n].copy_from_slice(&s.x0[..n]);
+            nu = 1.0;
+            rho_max = 0.0;
+            theta_best = f64::INFINITY;
+            theta_prev = 0.0;
+            since = l + 1;
+            theta_first = f64::NAN;
+            continue;
         }
         if theta < params.tolerance && (params.residual_tolerance <= 0.0 || residual <= params.residual_tolerance * b_norm) {
             stats.converged = true;
