@@ -606,7 +606,7 @@ fn accumulate_fem_contact_forces(model: &Model, ws: &mut Workspace) {
 
 /// Contacts of deformable surface nodes: against the ground and every rigid geometry, the
 /// deepest one per node (one contact per node keeps the surrogate Delassus operator diagonal,
-/// digest §8.1 [N]). Speculative within `margin + dt |v_node|`.
+/// digest §8.1 \[N\]). Speculative within `margin + dt |v_node|`.
 fn fem_collide(model: &Model, state: &State, geom_pose: &[crate::math::Pose], f: &mut crate::fem::FemWorkspace) {
     let dt = model.timestep_s;
     f.contacts.clear();

@@ -24,7 +24,7 @@
 //!   x⁺ = ν (u (x** − x) + x − x⁻) + x⁻                  (38) Chebyshev, under-relaxed
 //! ```
 //! `W` is the Frobenius-norm minimiser of `‖I − WA‖_F` with equal entries on the three
-//! coordinates of a node (digest §2.7, the [R] corrected expansion `w = Σ a_ii / Σ ‖A_i*‖²`).
+//! coordinates of a node (digest §2.7, the \[R\] corrected expansion `w = Σ a_ii / Σ ‖A_i*‖²`).
 //! Every node carries at most one contact (the collision stage keeps the deepest), so the
 //! surrogate Delassus operator `J_c W J_cᵀ` is diagonal, `γ_m = w̄_i (+ w̄_j)` (Prop. 3).
 //! `ProjectFC` is the paper's *strict* operator by default (normal clamp, then the disk), or the
@@ -36,8 +36,8 @@
 //! every reduction sums per-chunk partials in chunk order, so both give bit-identical results.
 //!
 //! Deviations from the paper, with the digest's markers: the Chebyshev under-relaxation `u`
-//! (digest [R] on Alg. 3), `l_s` and `u` defaults ([N]); the normal offset `φ_n` is the crate's
-//! speculative gap / Baumgarte term (digest §2.9 [N]); the Frobenius `W` is recomputed every
+//! (digest \[R\] on Alg. 3), `l_s` and `u` defaults (\[N\]); the normal offset `φ_n` is the crate's
+//! speculative gap / Baumgarte term (digest §2.9 \[N\]); the Frobenius `W` is recomputed every
 //! step (the paper recycles it); the backward-Euler form of `A` (see [`crate::fem`]).
 
 use super::{ContactProblem, ContactSolver, PgsParams, PgsSolver, SolveStats};
@@ -60,7 +60,7 @@ pub enum ContactOperator {
 #[derive(Clone, Debug, serde::Deserialize, serde::Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct VfpiParams {
-    /// Iteration cap `l_max` (the paper does not give one; digest [N] 1000).
+    /// Iteration cap `l_max` (the paper does not give one; digest \[N\] 1000).
     pub max_iterations: u32,
     /// θ_th: stop when `‖x⁺ − x‖₂` (m/s, all unknowns) falls below this. The paper uses
     /// 1e-4 … 1e-6 at 10 ms; the rigid conformance scenes need 1e-8.
@@ -79,7 +79,7 @@ pub struct VfpiParams {
     /// Under-relaxation u in (0, 1].
     pub under_relaxation: f64,
     /// Contact operator. With `strict`, iterations past `max_iterations / 2` use the proximal
-    /// operator (digest §8.6 [N]), which always converges (Thm. 2) but solves the CCP model.
+    /// operator (digest §8.6 \[N\]), which always converges (Thm. 2) but solves the CCP model.
     pub operator: ContactOperator,
     /// Worker threads of the dedicated pool; 1 runs the serial path.
     pub threads: usize,
@@ -118,7 +118,7 @@ pub struct NodalConstraint {
     pub frame: Mat3,
     /// Offset φ (m/s, contact coordinates `[n, t1, t2]`; entry 0 for a joint row): the
     /// Signorini–Coulomb conditions act on `R (v_i − v_j) + φ`. The normal entry is the gap /
-    /// Baumgarte term (digest §2.9 [N]); rigid rows add the virtual-node drift compensation
+    /// Baumgarte term (digest §2.9 \[N\]); rigid rows add the virtual-node drift compensation
     /// `−λ_warm / k̃` (see [`VfpiSolver`]).
     pub bias: [f64; 3],
     /// Friction coefficient (contacts).
@@ -626,7 +626,7 @@ impl ContactSolver for VfpiSolver {
     /// view (`M̃`, `J`, `v*`); the impulses are the virtual nodes' λ. Without a primal view
     /// (hand-built problems) the solve falls back to PGS.
     ///
-    /// Virtual-node drift compensation [N]: at convergence a virtual node's body point moves at
+    /// Virtual-node drift compensation \[N\]: at convergence a virtual node's body point moves at
     /// `ν − λ/k̃` (digest §2.10), so a resting contact sinks and a sticking one creeps at
     /// `λ/k̃`. The warm-start impulse (the previous step's λ, which equals this step's at rest)
     /// is added to the offset, `φ −= λ_warm / k̃`, which cancels the drift at steady state and
