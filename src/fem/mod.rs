@@ -414,3 +414,39 @@ pub fn fem_momentum(model: &crate::model::Model, v: &[f64]) -> Vec3 {
     }
     p
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn internal_force(model: ElasticModel, stretch: &Mat3) -> Vec<f64> {
+        let mesh = TetMesh::box_grid([0.1, 0.1, 0.1], [1, 1, 1]);
+        let mat = FemMaterial { density_kg_m3: 1e-12, youngs_modulus_pa: 1e5, poisson_ratio: 0.3, rayleigh_mass_1_s: 0.0, rayleigh_stiffness_s: 0.0, model };
+        let body = Deformable::new("b", "t", &mesh, mat, 0.5);
+        let mut sys = FemSystem::new(std::slice::from_ref(&body));
+        let x: Vec<f64> = mesh.nodes.iter().flat_map(|p| {
+            let q = stretch * p;
+            [q.x, q.y, q.z]
+        }).collect();
+        sys.assemble(std::slice::from_ref(&body), &x, &vec![0.0; x.len()], 1.0, &Vec3::zeros());
+        sys.b.iter().map(|b| -b).collect() // b = −h f_int with v = 0, g = 0, h = 1
+    }
+
+    #[test]
+    fn neo_hookean_matches_corotational_for_small_strain_and_rotations_cost_nothing() {
+        let eps = 1e-5;
+        let f = Mat3::new(1.0 + eps, 0.3 * eps, 0.0, 0.0, 1.0 - 0.5 * eps, 0.2 * eps, 0.0, 0.0, 1.0 + 0.7 * eps);
+        let a = internal_force(ElasticModel::Corotational, &f);
+        let b = internal_force(ElasticModel::NeoHookean, &f);
+        let scale = a.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        assert!(scale > 0.0);
+        let diff = a.iter().zip(&b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+        assert!(diff < 1e-3 * scale, "difference {diff:e} of {scale:e}");
+        // a pure rotation produces no elastic force in either model
+        let r = *nalgebra::Rotation3::from_euler_angles(0.3, -0.7, 1.1).matrix();
+        for model in [ElasticModel::Corotational, ElasticModel::NeoHookean] {
+            let f = internal_force(model, &r);
+            assert!(f.iter().all(|x| x.abs() < 1e-9), "{model:?}: {f:?}");
+        }
+    }
+}
