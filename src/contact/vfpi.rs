@@ -286,6 +286,15 @@ fn project_cone(op: ContactOperator, mu: f64, l: &mut [f64; 3]) {
 /// The V-FPI loop (free function so that callers can keep the system's slices borrowed from
 /// the solver's neighbours).
 pub fn solve_nodal(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &mut VfpiScratch, sys: &NodalSystem) -> SolveStats {
+    match pool {
+        // run the whole loop on a pool thread: the per-phase fork/joins then stay inside the
+        // pool instead of waking it from outside twice per iteration
+        Some(p) => p.install(|| solve_nodal_inner(params, Some(p), s, sys)),
+        None => solve_nodal_inner(params, None, s, sys),
+    }
+}
+
+fn solve_nodal_inner(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &mut VfpiScratch, sys: &NodalSystem) -> SolveStats {
     let nf = sys.n_fem();
     let nv = sys.nv;
     let nr0 = nf; // first rigid index
