@@ -277,11 +277,13 @@ pub fn step(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Commands
         ws.scratch_nv[k] = 0.0;
     }
     accumulate_body_contact_forces(model, ws);
+    if ws.fem.is_some() {
+        accumulate_fem_contact_forces(model, ws);
+    }
     if !model.sensors.is_empty() {
         update_sensors(model, state, ws, dt);
     }
     if ws.fem.is_some() {
-        accumulate_fem_contact_forces(model, ws);
         for (x, v) in state.fem_x.iter_mut().zip(&state.fem_v) {
             *x += dt * v;
         }

@@ -199,3 +199,27 @@ fn soft_finger_press_is_seen_by_the_force_sensor() {
     assert!((reading[2].abs() - expected).abs() < 0.02 * expected, "sensor {} N vs {expected} N", reading[2]);
     assert!((box_z - 0.045).abs() < 5e-4, "box moved to z = {box_z}");
 }
+
+#[test]
+fn soft_finger_pressing_the_sensed_plate_directly_is_measured() {
+    // the pad on the plate itself (no box): deformable–link contact forces reach the F/T sensor
+    let yaml = std::fs::read_to_string(repo().join("config/examples/fem_finger_press.yaml")).unwrap();
+    let i = yaml.find("objects:").unwrap();
+    let j = yaml.find("deformables:").unwrap();
+    let yaml = format!("{}{}", &yaml[..i], &yaml[j..])
+        .replace("position: [0, 0, 0.087]", "position: [0, 0, 0.037]")
+        .replace("position: [0, 0, 0.075]", "position: [0, 0, 0.025]")
+        .replace("box_min: [-1, -1, 0.0869]", "box_min: [-1, -1, 0.0369]");
+    let s = scene(&yaml);
+    let mut sim = Simulation::from_scene(&s, None);
+    while sim.state.time_s < 1.5 - 1e-9 {
+        let r = sim.step();
+        assert!(r.solve.converged, "t = {}: {:?}", sim.state.time_s, r.solve);
+    }
+    let push = fem_contact_force(&sim).z;
+    let reading = sim.state.sensors[0].ideal;
+    println!("pad push {push:.3} N, sensor {reading:?}");
+    assert!(push > 1.0, "push {push}");
+    let expected = 1.0 * G + push;
+    assert!((reading[2].abs() - expected).abs() < 0.02 * expected, "sensor {} N vs {expected} N", reading[2]);
+}
