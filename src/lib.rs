@@ -11,6 +11,7 @@
 //! | [`kinematics`], [`dynamics`] | FK, Jacobians, CRBA mass matrix, RNEA bias / inverse dynamics |
 //! | [`collision`] | broad + narrow phase, contact points |
 //! | [`contact`] | the [`contact::ContactProblem`] view, the solver trait and the solvers |
+//! | [`fem`] | tetrahedral FEM: meshes, materials, deformable bodies, the sparse system of a step |
 //! | [`step`] | `step(&Model, &mut State, &mut Workspace, &Commands) -> StepReport` |
 //! | [`config`] | scene YAML, URDF and mesh loading and validation: the only file I/O |
 //! | [`sim`] | a convenient bundle of the above with the scene's command script |
@@ -34,6 +35,7 @@ pub mod config;
 pub mod contact;
 pub mod dynamics;
 pub mod error;
+pub mod fem;
 pub mod kinematics;
 pub mod math;
 pub mod model;

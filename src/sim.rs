@@ -152,6 +152,8 @@ impl Simulation {
         s.v.copy_from_slice(&self.initial_state.v);
         s.warm_contacts.clear();
         s.warm_joint_rows.fill(0.0);
+        s.fem_x.copy_from_slice(&self.initial_state.fem_x);
+        s.fem_v.copy_from_slice(&self.initial_state.fem_v);
         self.commands.copy_from(&self.initial_commands);
     }
 

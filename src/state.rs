@@ -48,6 +48,10 @@ pub struct State {
     /// Force/torque sensor states (readings, filters, delay lines, noise generators), one per
     /// [`Model::sensors`].
     pub sensors: Vec<crate::sensors::FtSensorState>,
+    /// Deformable node positions (m, world), 3 per node ([`Model::deformables`] order).
+    pub fem_x: Vec<f64>,
+    /// Deformable node velocities (m/s, world), 3 per node.
+    pub fem_v: Vec<f64>,
 }
 
 impl State {
@@ -61,6 +65,15 @@ impl State {
             warm_contacts: Vec::with_capacity(model.contact.max_contacts),
             warm_joint_rows: vec![0.0; model.max_joint_rows()],
             sensors: model.sensors.iter().map(crate::sensors::FtSensorState::new).collect(),
+            fem_x: model.deformables.iter().flat_map(|d| d.rest.iter().flat_map(|p| [p.x, p.y, p.z])).collect(),
+            fem_v: model
+                .deformables
+                .iter()
+                .flat_map(|d| {
+                    let v = d.initial_velocity;
+                    d.attachment.iter().flat_map(move |a| if matches!(a, crate::fem::NodeAttachment::Free) { [v.x, v.y, v.z] } else { [0.0; 3] })
+                })
+                .collect(),
         }
     }
 
@@ -69,7 +82,9 @@ impl State {
     /// beyond `self`'s capacity are dropped. The exhaustive destructuring makes a new field a
     /// compile error here rather than a silently stale reset.
     pub fn copy_from(&mut self, other: &State) {
-        let State { time_s, step_count, q, v, warm_contacts, warm_joint_rows, sensors } = other;
+        let State { time_s, step_count, q, v, warm_contacts, warm_joint_rows, sensors, fem_x, fem_v } = other;
+        self.fem_x.copy_from_slice(fem_x);
+        self.fem_v.copy_from_slice(fem_v);
         self.time_s = *time_s;
         self.step_count = *step_count;
         self.q.copy_from_slice(q);
@@ -85,6 +100,6 @@ impl State {
 
     /// `true` when every coordinate is finite.
     pub fn is_finite(&self) -> bool {
-        self.q.iter().chain(self.v.iter()).all(|x| x.is_finite())
+        self.q.iter().chain(self.v.iter()).chain(self.fem_x.iter()).chain(self.fem_v.iter()).all(|x| x.is_finite())
     }
 }

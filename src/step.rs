@@ -161,6 +161,11 @@ pub fn step(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Commands
             ws.generalized_force[k] -= j.damping * v;
         }
     }
+    // velocity-space solvers (V-FPI) read M̃ itself, as a dense matrix; the others only its factor
+    if ws.fem.is_some() || matches!(ws.solver, crate::contact::Solver::Vfpi(_)) {
+        ws.mass_factor.write_dense(ws.mass_tilde.as_mut_slice());
+    }
+    ws.start_velocity.as_mut_slice().copy_from_slice(&state.v);
     if !dynamics::factorize(ws) {
         report.singular_mass_matrix = true;
         return report;
@@ -198,9 +203,16 @@ pub fn step(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Commands
     build_delassus(model, ws, m);
     warm_start(model, state, ws);
 
-    // 6. solve
-    let (problem, impulse, solver) = ws.split_for_solve();
-    report.solve = solver.solve(&problem, impulse);
+    // 6. solve (scenes with deformables: one coupled V-FPI solve, see `solve_coupled`)
+    if ws.fem.is_some() {
+        report.solve = solve_coupled(model, state, ws, m);
+        let f = ws.fem.as_ref().unwrap();
+        report.contacts += f.contacts.len();
+        report.max_penetration_m = f.contacts.iter().map(|c| (-c.distance).max(0.0)).fold(report.max_penetration_m, f64::max);
+    } else {
+        let (problem, impulse, solver) = ws.split_for_solve();
+        report.solve = solver.solve(&problem, impulse);
+    }
 
     // 7. v⁺ = v* + M̃⁻¹ Jᵀ λ = v* + L⁻¹ (Z λ) (M̃ = Lᵀ L, Z = L⁻ᵀ Jᵀ), integrate q
     for i in 0..m {
@@ -217,6 +229,15 @@ pub fn step(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Commands
                     ws.scratch_nv[k] += l * z[k];
                 }
             }
+        }
+    }
+    if let Some(f) = ws.fem.as_mut() {
+        // deformable contacts on rigid trees: Z-space image L⁻ᵀ (J_Dᵀ λ_D)
+        for t in &model.trees {
+            ws.mass_factor.solve_lt(t.v_start, t.v_end, f.rigid_impulse.as_mut_slice());
+        }
+        for k in 0..nv {
+            ws.scratch_nv[k] += f.rigid_impulse[k];
         }
     }
     for t in &model.trees {
@@ -259,8 +280,16 @@ pub fn step(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Commands
         ws.scratch_nv[k] = 0.0;
     }
     accumulate_body_contact_forces(model, ws);
+    if ws.fem.is_some() {
+        accumulate_fem_contact_forces(model, ws);
+    }
     if !model.sensors.is_empty() {
         update_sensors(model, state, ws, dt);
+    }
+    if ws.fem.is_some() {
+        for (x, v) in state.fem_x.iter_mut().zip(&state.fem_v) {
+            *x += dt * v;
+        }
     }
     integrate_positions(model, state, dt);
     save_warm_start(state, ws);
@@ -565,4 +594,205 @@ pub fn contact_force_world(model: &Model, ws: &Workspace, i: usize) -> Vec3 {
     let c = &ws.contacts[i];
     let l = &ws.impulse[3 * i..3 * i + 3];
     (c.normal * l[0] + c.tangent1 * l[1] + c.tangent2 * l[2]) / model.timestep_s
+}
+
+/// Deformable contact forces on rigid bodies (added to [`Workspace::body_contact_force`]).
+fn accumulate_fem_contact_forces(model: &Model, ws: &mut Workspace) {
+    let dt = model.timestep_s;
+    let f = ws.fem.as_ref().unwrap();
+    for c in &f.contacts {
+        if let Some(b) = c.body {
+            let l = nalgebra::Vector3::new(c.impulse[0], c.impulse[1], c.impulse[2]);
+            let force_on_node = c.frame.transpose() * l / dt;
+            ws.body_contact_force[b] -= crate::sensors::force_at_point(&force_on_node, &c.position);
+        }
+    }
+}
+
+/// Contacts of deformable surface nodes: against the ground and every rigid geometry, the
+/// deepest one per node (one contact per node keeps the surrogate Delassus operator diagonal,
+/// digest §8.1 \[N\]). Speculative within `margin + dt |v_node|`.
+fn fem_collide(model: &Model, state: &State, geom_pose: &[crate::math::Pose], f: &mut crate::fem::FemWorkspace) {
+    let dt = model.timestep_s;
+    f.contacts.clear();
+    for d in &model.deformables {
+        for &ln in &d.surface_nodes {
+            let g = d.node_start + ln;
+            let p = Vec3::new(state.fem_x[3 * g], state.fem_x[3 * g + 1], state.fem_x[3 * g + 2]);
+            let v = Vec3::new(state.fem_v[3 * g], state.fem_v[3 * g + 1], state.fem_v[3 * g + 2]);
+            let margin = model.contact.margin_m + dt * v.norm();
+            let mut best: Option<(f64, Vec3, usize)> = None;
+            for (gi, geom) in model.geoms.iter().enumerate() {
+                let (dist, normal) = match &geom.shape {
+                    crate::model::GeomShape::Plane { normal, offset } => (normal.dot(&p) - offset, *normal),
+                    shape => {
+                        let x_wg = geom_pose[gi];
+                        let c = x_wg.translation.vector;
+                        if (p - c).norm() > geom.bounding_radius + margin {
+                            continue;
+                        }
+                        let pp = crate::collision::parry_pose(shape, &x_wg);
+                        let local = pp.inverse_transform_point(&nalgebra::Point3::from(p));
+                        let proj = geom.parry_shape.project_local_point(crate::math::to_parry_vec(&local.coords), false);
+                        let q = pp * nalgebra::Point3::from(crate::math::from_parry_vec(proj.point));
+                        let delta = p - q.coords;
+                        let len = delta.norm();
+                        if len < 1e-12 {
+                            continue;
+                        }
+                        if proj.is_inside {
+                            (-len, -delta / len)
+                        } else {
+                            (len, delta / len)
+                        }
+                    }
+                };
+                if dist < margin && best.map(|b| dist < b.0).unwrap_or(true) {
+                    best = Some((dist, normal, gi));
+                }
+            }
+            if let Some((dist, n, gi)) = best {
+                if f.contacts.len() == f.contacts.capacity() {
+                    break;
+                }
+                let (t1, t2) = crate::math::tangent_basis(&n);
+                let body = model.geoms[gi].body.filter(|&b| model.bodies[b].joint.kind != JointKind::Fixed || model.bodies[b].parent.is_some());
+                f.contacts.push(crate::fem::FemContact {
+                    node: g,
+                    geom: gi,
+                    body,
+                    position: p,
+                    frame: crate::math::Mat3::from_rows(&[n.transpose(), t1.transpose(), t2.transpose()]),
+                    distance: dist,
+                    impulse: [0.0; 3],
+                });
+            }
+        }
+    }
+}
+
+/// One V-FPI solve of the rigid trees, the deformable bodies and all their contacts
+/// (see [`crate::contact::NodalSystem`] for the layout). Writes the rigid rows' impulses into
+/// `ws.impulse`, the deformable contacts' into `ws.fem.contacts`, the generalized impulse of the
+/// deformable contacts on the rigid trees into `ws.fem.rigid_impulse` and the deformable nodes'
+/// end-of-step velocities into `state.fem_v`.
+fn solve_coupled(model: &Model, state: &mut State, ws: &mut Workspace, m: usize) -> crate::contact::SolveStats {
+    use crate::contact::{NodalConstraint, NodalSystem, Solver};
+    use crate::fem::NodeAttachment;
+    let dt = model.timestep_s;
+    let nv = model.nv;
+    let Workspace { fem, solver, jacobian, free_velocity, free_constraint_velocity, friction, row_lower, row_upper, mass_tilde, impulse, contacts, dof_axis, body_velocity, body_pose, collision, .. } = ws;
+    let f = fem.as_mut().unwrap();
+    let Solver::Vfpi(vs) = solver else {
+        return crate::contact::SolveStats::default();
+    };
+    // prescribed (attached) node velocities
+    for d in &model.deformables {
+        for (i, at) in d.attachment.iter().enumerate() {
+            let g = d.node_start + i;
+            let v = match at {
+                NodeAttachment::Free => continue,
+                NodeAttachment::World => Vec3::zeros(),
+                NodeAttachment::Body(b, off) => {
+                    let pw = body_pose[*b] * nalgebra::Point3::from(*off);
+                    crate::math::point_velocity(&body_velocity[*b], &pw.coords)
+                }
+            };
+            f.system.prescribed_velocity[3 * g..3 * g + 3].copy_from_slice(v.as_slice());
+        }
+    }
+    f.system.assemble(&model.deformables, &state.fem_x, &state.fem_v, dt, &model.gravity);
+    fem_collide(model, state, &collision.geom_pose, f);
+    let nf = f.system.dim();
+    let base = nf + nv;
+    let erp = model.contact.erp;
+    let slop = model.contact.slop_m;
+    let bias_of = |d: f64| if d >= 0.0 { d / dt } else { -erp * (-d - slop).max(0.0) / dt };
+    f.constraints.clear();
+    let nc = contacts.len();
+    let kt = vs.params.virtual_node_gain * dt;
+    for r in 0..m {
+        let row = &jacobian[r * nv..(r + 1) * nv];
+        let jvs: f64 = row.iter().zip(free_velocity.iter()).map(|(a, b)| a * b).sum();
+        let bias = free_constraint_velocity[r] - jvs - impulse[r] / kt;
+        if r < 3 * nc {
+            if r % 3 == 0 {
+                let b = [bias, -impulse[r + 1] / kt, -impulse[r + 2] / kt];
+                f.constraints.push(NodalConstraint { i: base + r, i_is_fem: false, j: None, dim: 3, frame: crate::math::Mat3::identity(), bias: b, mu: friction[r / 3], lo: 0.0, hi: 0.0 });
+            }
+        } else {
+            let jr = r - 3 * nc;
+            f.constraints.push(NodalConstraint { i: base + r, i_is_fem: false, j: None, dim: 1, frame: crate::math::Mat3::identity(), bias: [bias, 0.0, 0.0], mu: 0.0, lo: row_lower[jr], hi: row_upper[jr] });
+        }
+    }
+    f.jv[..m * nv].copy_from_slice(&jacobian[..m * nv]);
+    let mut vr = m;
+    for k in 0..f.contacts.len() {
+        let c = f.contacts[k];
+        let mut j = None;
+        if let Some(b) = c.body {
+            let rows = &mut f.jv[vr * nv..(vr + 3) * nv];
+            rows.fill(0.0);
+            for r in 0..3 {
+                let dir = c.frame.row(r).transpose();
+                add_point_jacobian_row(model, dof_axis, b, &c.position, &dir, 1.0, &mut rows[r * nv..(r + 1) * nv]);
+            }
+            if rows.iter().any(|x| *x != 0.0) {
+                j = Some(base + vr);
+                vr += 3;
+            }
+        }
+        let mu = model.deformables.iter().find(|d| c.node >= d.node_start && c.node < d.node_start + d.num_nodes()).map(|d| d.friction).unwrap_or(0.5);
+        f.constraints.push(NodalConstraint { i: 3 * c.node, i_is_fem: true, j, dim: 3, frame: c.frame, bias: [bias_of(c.distance), 0.0, 0.0], mu, lo: 0.0, hi: 0.0 });
+    }
+    for i in 0..nv {
+        let mut s = 0.0;
+        for k in 0..nv {
+            s += mass_tilde[(i, k)] * free_velocity[k];
+        }
+        f.rigid_b[i] = s;
+    }
+    // initial guess: previous velocities (paper: previous step's v̂), prescribed nodes exact
+    {
+        let x = &mut vs.scratch.x;
+        for g in 0..nf / 3 {
+            let src = if f.system.prescribed[g] { &f.system.prescribed_velocity[3 * g..3 * g + 3] } else { &state.fem_v[3 * g..3 * g + 3] };
+            x[3 * g..3 * g + 3].copy_from_slice(src);
+        }
+        x[nf..nf + nv].copy_from_slice(&state.v);
+    }
+    let sys = NodalSystem {
+        fem: Some(&f.system.a),
+        fem_b: &f.system.b,
+        fem_fixed: &f.system.prescribed,
+        nv,
+        mass: mass_tilde.as_slice(),
+        rigid_b: &f.rigid_b,
+        jv: &f.jv[..vr * nv],
+        num_virtual: vr,
+        constraints: &f.constraints,
+        k_tilde: vs.params.virtual_node_gain * dt,
+    };
+    let stats = vs.solve_nodal(&sys);
+    let lam = &vs.scratch.lambda;
+    impulse[..m].copy_from_slice(&lam[..m]);
+    f.rigid_impulse.fill(0.0);
+    let mut o = m;
+    let nrig = f.constraints.len() - f.contacts.len();
+    for (k, c) in f.contacts.iter_mut().enumerate() {
+        c.impulse = [lam[o], lam[o + 1], lam[o + 2]];
+        if let Some(j) = f.constraints[nrig + k].j {
+            let r0 = j - base;
+            for r in 0..3 {
+                let row = &f.jv[(r0 + r) * nv..(r0 + r + 1) * nv];
+                for (q, jr) in row.iter().enumerate() {
+                    f.rigid_impulse[q] -= jr * c.impulse[r];
+                }
+            }
+        }
+        o += 3;
+    }
+    state.fem_v.copy_from_slice(&vs.scratch.x[..nf]);
+    f.last_solve = stats;
+    stats
 }

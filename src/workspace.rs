@@ -8,7 +8,7 @@ use crate::collision::CollisionScratch;
 use crate::contact::{Contact, ContactProblem, Solver, SolverConfig};
 use crate::math::{Pose, SpatialInertia, Vec6};
 use crate::model::Model;
-use nalgebra::DVector;
+use nalgebra::{DMatrix, DVector};
 use crate::dynamics::BranchMatrix;
 
 /// What a one-dimensional joint row constrains.
@@ -60,6 +60,11 @@ pub struct Workspace {
     /// Factor L of M̃ = M + dt·D = Lᵀ L (Featherstone's LTL factorization, RBDA §6.5): L has
     /// the sparsity of M̃'s lower triangle (no fill-in).
     pub mass_factor: BranchMatrix,
+    /// M̃ of the step before factorization, dense (read by velocity-space solvers: filled only
+    /// when the solver is V-FPI or the scene has deformables).
+    pub mass_tilde: DMatrix<f64>,
+    /// Generalized velocity at the start of the step.
+    pub start_velocity: DVector<f64>,
     /// Bias forces h(q, v) = C(q, v) v + g(q) (N·m or N).
     pub bias: DVector<f64>,
     /// Generalized force of this step, including implicit-PD terms (N·m or N).
@@ -110,6 +115,10 @@ pub struct Workspace {
     pub collision: CollisionScratch,
     /// The contact solver and its scratch.
     pub solver: Solver,
+    /// Time step (s) of the model.
+    pub timestep_s: f64,
+    /// Deformable-body scratch (`None` without deformables).
+    pub fem: Option<crate::fem::FemWorkspace>,
 }
 
 /// [`Workspace::dof_parent`] of a root coordinate.
@@ -161,6 +170,8 @@ impl Workspace {
             composite_inertia: vec![SpatialInertia::zeros(); nb],
             body_acc: vec![Vec6::zeros(); nb],
             body_force: vec![Vec6::zeros(); nb],
+            mass_tilde: DMatrix::zeros(nv, nv),
+            start_velocity: DVector::zeros(nv),
             bias: DVector::zeros(nv),
             generalized_force: DVector::zeros(nv),
             applied_effort: DVector::zeros(nv),
@@ -180,6 +191,8 @@ impl Workspace {
             row_trees: vec![(0, usize::MAX); rows],
             collision: CollisionScratch::new(model),
             solver: Solver::new(solver, model),
+            timestep_s: model.timestep_s,
+            fem: if model.deformables.is_empty() { None } else { Some(crate::fem::FemWorkspace::new(model)) },
         }
     }
 
@@ -194,7 +207,19 @@ impl Workspace {
     pub fn split_for_solve(&mut self) -> (ContactProblem<'_>, &mut [f64], &mut Solver) {
         let (nc, nj) = (self.contacts.len(), self.joint_rows.len());
         let m = 3 * nc + nj;
-        let Workspace { friction, row_lower, row_upper, delassus, free_constraint_velocity, impulse, solver, .. } = self;
+        let nv = self.free_velocity.len();
+        let dt = self.timestep_s;
+        let Workspace {
+            friction, row_lower, row_upper, delassus, free_constraint_velocity, impulse, solver, mass_tilde, jacobian, free_velocity, start_velocity, ..
+        } = self;
+        let primal = Some(crate::contact::PrimalView {
+            nv,
+            mass: mass_tilde.as_slice(),
+            jacobian: &jacobian[..m * nv],
+            free_velocity: free_velocity.as_slice(),
+            initial_velocity: start_velocity.as_slice(),
+            timestep_s: dt,
+        });
         let problem = ContactProblem {
             num_contacts: nc,
             num_joint_rows: nj,
@@ -203,6 +228,7 @@ impl Workspace {
             row_upper: &row_upper[..nj],
             delassus: &delassus[..m * m],
             free_velocity: &free_constraint_velocity[..m],
+            primal,
         };
         (problem, &mut impulse[..m], solver)
     }

@@ -125,3 +125,29 @@ fn bisection_experiments_do_not_allocate_across_episode_resets() {
         assert_eq!(n, 0, "{file}: Simulation::step allocated {n} times in {steps} steps");
     }
 }
+
+#[test]
+fn deformable_scenes_do_not_allocate() {
+    // the coupled V-FPI step: FEM assembly into the fixed CSR pattern, node collision, rigid
+    // virtual nodes (gripper pads, finger on a box), serial path (threads: 1)
+    for (file, warm, steps) in [("config/examples/fem_gripper_ball.yaml", 40, 40), ("config/examples/fem_finger_press.yaml", 80, 60)] {
+        let scene = scene_file(file);
+        let mut sim = Simulation::from_scene(&scene, None);
+        for _ in 0..warm {
+            sim.step();
+        }
+        let mut contacts = 0;
+        let n = allocations_during(|| {
+            for _ in 0..steps {
+                contacts += sim.step().contacts;
+            }
+        });
+        assert!(contacts > 0, "{file}: the measured steps had contacts");
+        assert_eq!(n, 0, "{file}: step allocated {n} times in {steps} steps");
+        let n = allocations_during(|| {
+            sim.reset();
+            sim.step();
+        });
+        assert_eq!(n, 0, "{file}: reset + step allocated {n} times");
+    }
+}

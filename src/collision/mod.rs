@@ -184,7 +184,7 @@ pub fn detect(model: &Model, body_pose: &[Pose], body_velocity: &[crate::math::V
 }
 
 /// Parry's pose for a geometry (cylinders and capsules lie along parry's y axis).
-fn parry_pose(shape: &GeomShape, x_wg: &Pose) -> Pose {
+pub(crate) fn parry_pose(shape: &GeomShape, x_wg: &Pose) -> Pose {
     match shape {
         GeomShape::Cylinder { .. } | GeomShape::Capsule { .. } => x_wg * parry_axis_fix(),
         _ => *x_wg,

@@ -5,8 +5,10 @@
 //! fault (see [`InputError`]). Unknown keys are rejected.
 
 mod scene;
+mod tetmesh;
 
 pub use scene::*;
+pub use tetmesh::{read_tet_mesh, tetgen_pair, write_gmsh22, write_gmsh41, write_tetgen};
 
 use crate::contact::SolverConfig;
 use parry3d_f64::shape::Shape;
@@ -144,6 +146,7 @@ fn build_scene(cfg: SceneFile, file: &str, base_dir: &Path, path: &Path) -> Resu
         }
     }
     validate_solver(&cfg.solver, file)?;
+    build_deformables(&cfg, &mut model, file, base_dir)?;
     Ok(Scene {
         name: cfg.name.clone().unwrap_or_else(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()),
         file: path.to_path_buf(),
@@ -168,6 +171,18 @@ pub fn validate_solver(s: &SolverConfig, file: &str) -> Result<(), InputError> {
             }
             if !(p.relaxation > 0.0 && p.relaxation < 2.0) {
                 return Err(InputError::invalid(file, "solver.relaxation", "must be in (0, 2)"));
+            }
+        }
+        SolverConfig::Vfpi(p) => {
+            let checks: [(bool, &str, &str); 5] = [
+                (p.max_iterations >= 1, "solver.max_iterations", "must be ≥ 1"),
+                (p.tolerance >= 0.0, "solver.tolerance", "must be ≥ 0"),
+                (p.virtual_node_gain > 0.0 && p.virtual_node_gain.is_finite(), "solver.virtual_node_gain", "must be > 0 and finite"),
+                (p.under_relaxation > 0.0 && p.under_relaxation <= 1.0, "solver.under_relaxation", "must be in (0, 1]"),
+                (p.threads >= 1 && p.threads <= 256, "solver.threads", "must be in [1, 256]"),
+            ];
+            if let Some(&(_, key, msg)) = checks.iter().find(|c| !c.0) {
+                return Err(InputError::invalid(file, key, msg));
             }
         }
         SolverConfig::Bisection(p) => {
@@ -400,4 +415,78 @@ pub fn shape_volume(s: &GeomShape) -> f64 {
         }
         GeomShape::Plane { .. } => 0.0,
     }
+}
+
+/// Loads the scene's deformable bodies into `model`: meshes (validated, errors name the mesh
+/// file and element), materials, pose, attachments.
+fn build_deformables(cfg: &SceneFile, model: &mut Model, file: &str, base_dir: &Path) -> Result<(), InputError> {
+    use crate::fem::{Deformable, NodeAttachment};
+    if cfg.deformables.is_empty() {
+        return Ok(());
+    }
+    if !matches!(cfg.solver, SolverConfig::Vfpi(_)) {
+        return Err(InputError::invalid(file, "solver.kind", "scenes with deformables need the V-FPI solver (`solver: {kind: vfpi}`)"));
+    }
+    // link poses at the initial configuration, for welded attachments
+    let mut ws = crate::workspace::Workspace::new(model, &SolverConfig::default());
+    crate::kinematics::forward_kinematics(model, &model.q_init, &model.v_init, &mut ws);
+    let mut node_start = 0;
+    for (di, d) in cfg.deformables.iter().enumerate() {
+        let el = format!("deformables[{di}] ('{}')", d.name);
+        if cfg.deformables[..di].iter().any(|o| o.name == d.name) || model.body_id(&d.name).is_some() {
+            return Err(InputError::invalid(file, &el, format!("name '{}' is already used", d.name)));
+        }
+        d.material.check().map_err(|(key, reason)| InputError::invalid(file, format!("{el}.material.{key}"), reason))?;
+        if !(d.friction >= 0.0 && d.friction.is_finite()) {
+            return Err(InputError::invalid(file, format!("{el}.friction"), format!("must be ≥ 0, got {}", d.friction)));
+        }
+        if !(d.scale > 0.0 && d.scale.is_finite()) {
+            return Err(InputError::invalid(file, format!("{el}.scale"), format!("must be > 0, got {}", d.scale)));
+        }
+        let mesh_path = resolve_relative(base_dir, &d.mesh);
+        let mut mesh = read_tet_mesh(&mesh_path)?;
+        let pose = pose_from_xyz_rpy(d.position, d.rpy);
+        for p in &mut mesh.nodes {
+            *p = (pose * nalgebra::Point3::from(*p * d.scale)).coords;
+        }
+        let mut body = Deformable::new(&d.name, &mesh_path.display().to_string(), &mesh, d.material.clone(), d.friction);
+        body.node_start = node_start;
+        body.initial_velocity = Vec3::from(d.linear_velocity);
+        for (ai, a) in d.attachments.iter().enumerate() {
+            let ael = format!("{el}.attachments[{ai}]");
+            let target = match &a.to {
+                AttachTarget::World(_) => None,
+                AttachTarget::Link { link } => {
+                    Some(model.body_id(link).ok_or_else(|| InputError::invalid(file, format!("{ael}.to"), format!("no link or object named '{link}'")))?)
+                }
+            };
+            let mut selected = a.nodes.clone();
+            if let Some(&bad) = selected.iter().find(|&&n| n >= body.num_nodes()) {
+                return Err(InputError::invalid(file, format!("{ael}.nodes"), format!("node {bad} does not exist (the mesh has {} nodes)", body.num_nodes())));
+            }
+            match (a.box_min, a.box_max) {
+                (Some(lo), Some(hi)) => {
+                    for (i, p) in body.rest.iter().enumerate() {
+                        if (0..3).all(|k| p[k] >= lo[k] && p[k] <= hi[k]) {
+                            selected.push(i);
+                        }
+                    }
+                }
+                (None, None) => {}
+                _ => return Err(InputError::invalid(file, &ael, "give both box_min and box_max")),
+            }
+            if selected.is_empty() {
+                return Err(InputError::invalid(file, &ael, "selects no node"));
+            }
+            for i in selected {
+                body.attachment[i] = match target {
+                    None => NodeAttachment::World,
+                    Some(b) => NodeAttachment::Body(b, ws.body_pose[b].inverse_transform_point(&nalgebra::Point3::from(body.rest[i])).coords),
+                };
+            }
+        }
+        node_start += body.num_nodes();
+        model.deformables.push(body);
+    }
+    Ok(())
 }

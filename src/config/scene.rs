@@ -74,6 +74,9 @@ pub struct SceneFile {
     /// Rigid objects.
     #[serde(default)]
     pub objects: Vec<ObjectConfig>,
+    /// Deformable (tetrahedral FEM) bodies; scenes with any need `solver: {kind: vfpi}`.
+    #[serde(default)]
+    pub deformables: Vec<DeformableConfig>,
     /// Contact solver.
     #[serde(default)]
     pub solver: SolverConfig,
@@ -340,4 +343,92 @@ pub struct Keyframe {
     /// Feed-forward efforts by joint (N·m or N).
     #[serde(default)]
     pub efforts: BTreeMap<String, f64>,
+}
+
+fn default_one() -> f64 {
+    1.0
+}
+fn default_fem_friction() -> f64 {
+    0.5
+}
+
+/// A deformable body: a tetrahedral mesh with an FEM material.
+///
+/// ```yaml
+/// deformables:
+///   - name: ball
+///     mesh: ../../assets/meshes/soft_ball.msh   # Gmsh 2.2/4.1 ASCII, or TetGen .node/.ele
+///     position: [0, 0, 0.04]
+///     material: {density_kg_m3: 1100, youngs_modulus_pa: 1.0e6, poisson_ratio: 0.35,
+///                rayleigh_stiffness_s: 0.002}
+///     friction: 0.6
+///     attachments: [{box_min: [-1, -1, -1], box_max: [1, 1, 0.001], to: world}]
+/// ```
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeformableConfig {
+    /// Unique name.
+    pub name: String,
+    /// Mesh file (relative to the scene): `.msh` (Gmsh ASCII 2.2 / 4.1), `.node` or `.ele`
+    /// (TetGen).
+    pub mesh: String,
+    /// Uniform scale applied to the mesh coordinates before the pose.
+    #[serde(default = "default_one")]
+    pub scale: f64,
+    /// Position of the mesh origin (m, world).
+    #[serde(default)]
+    pub position: [f64; 3],
+    /// Orientation, roll-pitch-yaw (rad).
+    #[serde(default)]
+    pub rpy: [f64; 3],
+    /// Initial velocity of every node (m/s, world).
+    #[serde(default)]
+    pub linear_velocity: [f64; 3],
+    /// Material.
+    pub material: crate::fem::FemMaterial,
+    /// Coulomb friction coefficient of the surface against anything.
+    #[serde(default = "default_fem_friction")]
+    pub friction: f64,
+    /// Attachments: nodes pinned to the world or welded to a link.
+    #[serde(default)]
+    pub attachments: Vec<AttachmentConfig>,
+}
+
+/// What attached nodes hold on to.
+#[derive(Clone, Debug, serde::Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum AttachTarget {
+    /// `world`.
+    World(WorldTag),
+    /// `{link: name}`: a robot link or object (one-way: the node follows the link).
+    Link {
+        /// Link or object name.
+        link: String,
+    },
+}
+
+/// The literal `world`.
+#[derive(Clone, Copy, Debug, serde::Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum WorldTag {
+    /// Fixed in the world.
+    World,
+}
+
+/// A set of attached nodes: explicit (0-based) node indices and/or all nodes whose world
+/// position at the initial pose lies in an axis-aligned box.
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttachmentConfig {
+    /// 0-based node indices (file order).
+    #[serde(default)]
+    pub nodes: Vec<usize>,
+    /// Lower corner of the selection box (m, world).
+    #[serde(default)]
+    pub box_min: Option<[f64; 3]>,
+    /// Upper corner of the selection box (m, world).
+    #[serde(default)]
+    pub box_max: Option<[f64; 3]>,
+    /// `world` or `{link: name}`.
+    pub to: AttachTarget,
 }

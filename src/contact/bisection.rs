@@ -784,6 +784,7 @@ mod tests {
                 row_upper: &self.hi,
                 delassus: &self.g,
                 free_velocity: &self.u,
+                primal: None,
             }
         }
         fn dim(&self) -> usize {

@@ -7,11 +7,13 @@
 mod bisection;
 mod pgs;
 mod problem;
+mod vfpi;
 
 pub use bisection::{BisectionParams, BisectionSolver, SingleContact};
 pub use crate::collision::Contact;
 pub use pgs::{PgsParams, PgsSolver};
-pub use problem::ContactProblem;
+pub use problem::{ContactProblem, PrimalView};
+pub use vfpi::{solve_nodal, ContactOperator, NodalConstraint, NodalSystem, VfpiParams, VfpiScratch, VfpiSolver};
 
 use crate::model::Model;
 
@@ -54,6 +56,9 @@ pub enum SolverConfig {
     Pgs(PgsParams),
     /// Per-contact bisection with block SOR (Hwangbo et al. 2018, the RaiSim solver).
     Bisection(BisectionParams),
+    /// V-FPI with contact nodalization and diagonalization (Lee, Lee & Lee, COND); the only
+    /// solver of scenes with deformable bodies.
+    Vfpi(VfpiParams),
 }
 
 impl Default for SolverConfig {
@@ -64,13 +69,14 @@ impl Default for SolverConfig {
 
 impl SolverConfig {
     /// Names accepted by `--solver`.
-    pub const KINDS: &'static [&'static str] = &["pgs", "bisection"];
+    pub const KINDS: &'static [&'static str] = &["pgs", "bisection", "vfpi"];
 
     /// The default parameters of a solver kind, by name.
     pub fn from_kind(kind: &str) -> Option<Self> {
         match kind {
             "pgs" => Some(SolverConfig::Pgs(PgsParams::default())),
             "bisection" => Some(SolverConfig::Bisection(BisectionParams::default())),
+            "vfpi" => Some(SolverConfig::Vfpi(VfpiParams::default())),
             _ => None,
         }
     }
@@ -79,6 +85,7 @@ impl SolverConfig {
         match self {
             SolverConfig::Pgs(_) => FrictionModel::Coulomb,
             SolverConfig::Bisection(_) => FrictionModel::MaximumDissipation,
+            SolverConfig::Vfpi(_) => FrictionModel::Coulomb,
         }
     }
     /// The kind's name.
@@ -86,6 +93,7 @@ impl SolverConfig {
         match self {
             SolverConfig::Pgs(_) => "pgs",
             SolverConfig::Bisection(_) => "bisection",
+            SolverConfig::Vfpi(_) => "vfpi",
         }
     }
 }
@@ -96,6 +104,8 @@ pub enum Solver {
     Pgs(PgsSolver),
     /// Per-contact bisection.
     Bisection(BisectionSolver),
+    /// V-FPI.
+    Vfpi(Box<VfpiSolver>),
 }
 
 impl Solver {
@@ -106,6 +116,10 @@ impl Solver {
             SolverConfig::Bisection(p) => {
                 Solver::Bisection(BisectionSolver::new(p.clone(), model.contact.max_contacts, model.max_joint_rows()))
             }
+            SolverConfig::Vfpi(p) => {
+                let (n, rows, constraints) = vfpi_sizes(model);
+                Solver::Vfpi(Box::new(VfpiSolver::new(p.clone(), n, rows, model.nv, constraints)))
+            }
         }
     }
     /// The solver's kind name.
@@ -113,6 +127,7 @@ impl Solver {
         match self {
             Solver::Pgs(_) => "pgs",
             Solver::Bisection(_) => "bisection",
+            Solver::Vfpi(_) => "vfpi",
         }
     }
 }
@@ -122,6 +137,21 @@ impl ContactSolver for Solver {
         match self {
             Solver::Pgs(s) => s.solve(problem, impulse),
             Solver::Bisection(s) => s.solve(problem, impulse),
+            Solver::Vfpi(s) => s.solve(problem, impulse),
         }
     }
+}
+
+/// V-FPI sizes of a model: `(unknowns, λ rows, constraints)`. Rigid contacts and joint rows are
+/// virtual nodes; each deformable surface node can carry one contact, whose rigid side (if any)
+/// is a 3-row virtual node.
+pub fn vfpi_sizes(model: &Model) -> (usize, usize, usize) {
+    let nodes: usize = model.deformables.iter().map(|d| d.num_nodes()).sum();
+    let surface: usize = model.deformables.iter().map(|d| d.surface_nodes.len()).sum();
+    let rigid_rows = model.max_constraint_rows();
+    let virtual_rows = rigid_rows + 3 * surface;
+    let n = 3 * nodes + model.nv + virtual_rows;
+    let rows = rigid_rows + 3 * surface;
+    let constraints = model.contact.max_contacts + model.max_joint_rows() + surface;
+    (n, rows, constraints)
 }

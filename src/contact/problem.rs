@@ -34,6 +34,26 @@ pub struct ContactProblem<'a> {
     pub delassus: &'a [f64],
     /// Constraint velocity without impulses, `u_free` (m/s or rad/s).
     pub free_velocity: &'a [f64],
+    /// The velocity-space form of the same problem, for solvers that iterate on velocities
+    /// (V-FPI); `None` for hand-built problems.
+    pub primal: Option<PrimalView<'a>>,
+}
+
+/// The problem in velocity space: `M̃ v⁺ = M̃ v* + Jᵀ λ`, `u = J v⁺ + (u_free − J v*)`.
+#[derive(Clone, Copy, Debug)]
+pub struct PrimalView<'a> {
+    /// Number of generalized velocities.
+    pub nv: usize,
+    /// M̃ (the step's mass matrix with implicit damping / PD terms), column-major `nv × nv`.
+    pub mass: &'a [f64],
+    /// Constraint Jacobian J, row-major `rows × nv` (same rows as the Delassus matrix).
+    pub jacobian: &'a [f64],
+    /// v*: the velocity without constraint impulses.
+    pub free_velocity: &'a [f64],
+    /// The velocity at the start of the step (an initial guess for v⁺).
+    pub initial_velocity: &'a [f64],
+    /// Time step (s).
+    pub timestep_s: f64,
 }
 
 impl<'a> ContactProblem<'a> {

@@ -869,6 +869,7 @@ impl ModelBuilder {
             midpoint_bias: self.midpoint_bias,
             sensors: vec![],
             contact_wrench_bodies: vec![],
+            deformables: vec![],
         })
     }
 }

@@ -388,6 +388,9 @@ pub struct Model {
     pub sensors: Vec<crate::sensors::ForceTorqueSensor>,
     /// Bodies whose net contact wrench is reported (the scene's `contact_wrench_links`).
     pub contact_wrench_bodies: Vec<BodyId>,
+    /// Deformable (tetrahedral FEM) bodies, nodes numbered consecutively across bodies
+    /// ([`crate::fem::Deformable::node_start`]).
+    pub deformables: Vec<crate::fem::Deformable>,
 }
 
 impl Model {
@@ -421,6 +424,10 @@ impl Model {
     /// upper-limit and a friction slot, then one slot per mimic coupling.
     pub fn max_joint_rows(&self) -> usize {
         3 * self.one_dof_joint_count() + self.mimics.len()
+    }
+    /// Total number of deformable nodes.
+    pub fn fem_nodes(&self) -> usize {
+        self.deformables.iter().map(|d| d.num_nodes()).sum()
     }
     /// Number of one-DOF (revolute, continuous, prismatic) joints.
     pub fn one_dof_joint_count(&self) -> usize {

@@ -168,6 +168,7 @@ fn solver_settings(s: &SolverConfig) -> (i64, f64) {
     match s {
         SolverConfig::Pgs(p) => (p.max_iterations as i64, p.tolerance),
         SolverConfig::Bisection(p) => (p.max_iterations as i64, p.tolerance_impulse),
+        SolverConfig::Vfpi(p) => (p.max_iterations as i64, p.tolerance),
     }
 }
 
@@ -784,6 +785,10 @@ fn run_node(cli: CliArgs) -> Result<()> {
             Solver::Bisection(p) => {
                 p.params.max_iterations = it;
                 p.params.tolerance_impulse = tol;
+            }
+            Solver::Vfpi(p) => {
+                p.params.max_iterations = it;
+                p.params.tolerance = tol;
             }
         }
     }

@@ -709,12 +709,14 @@ impl RtLoop {
                 ControlRequest::SolverIterations(n) => match &mut self.sim.workspace.solver {
                     Solver::Pgs(s) => s.params.max_iterations = n.max(1),
                     Solver::Bisection(s) => s.params.max_iterations = n.max(1),
+                    Solver::Vfpi(s) => s.params.max_iterations = n.max(1),
                 },
                 ControlRequest::SolverTolerance(t) => {
                     if t.is_finite() && t >= 0.0 {
                         match &mut self.sim.workspace.solver {
                             Solver::Pgs(s) => s.params.tolerance = t,
                             Solver::Bisection(s) => s.params.tolerance_impulse = t,
+                            Solver::Vfpi(s) => s.params.tolerance = t,
                         }
                     }
                 }

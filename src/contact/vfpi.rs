@@ -1,0 +1,732 @@
+//! V-FPI: velocity fixed-point iteration with contact nodalization and diagonalization — the
+//! COND solver of Lee, Lee & Lee, "Large-Dimensional Multibody Dynamics Simulation Using Contact
+//! Nodalization and Diagonalization" (implementation digest `specs/vfpi-nodalization.md`).
+//!
+//! # The problem (paper §III, eqs. 1, 9, 15)
+//! One step's linear system `A x = b + J_cᵀ λ` over the *nodalized* unknowns
+//! `x = [x_fem | x_rigid | x_virtual]`:
+//! - `x_fem`: 3 velocities per deformable node (m/s, world), `A_fem` the sparse FEM matrix of
+//!   [`crate::fem::FemSystem`];
+//! - `x_rigid`: generalized velocities of the rigid trees, `A = M̃` (the step's mass matrix
+//!   with its implicit damping/PD terms), `b = M̃ v*`;
+//! - `x_virtual`: one *virtual node* per rigid contact (3 entries, in the contact frame) and per
+//!   joint row (1 entry), tied to the body point by the implicit damper `k̃ (J_v x_rigid − x_v)`
+//!   (eq. 14–15; `k̃ = k_v h` in impulse units).
+//!
+//! Units: the crate's impulse convention — `A` in kg, `b` and `λ` in N·s (the paper's λ is the
+//! mean force, `λ_paper = λ / h`; digest §1.2 "Units").
+//!
+//! # The iteration (paper Alg. 1–3, digest §3.1)
+//! ```text
+//!   x* = x − W (A x − b)                               (20) gradient step, W diagonal
+//!   λ_m = ProjectFC(−(η_m + φ_m) / γ_m),  η = J_c x*    (23, 26) one-shot per contact
+//!   x** = x* + W J_cᵀ λ                                 (24)
+//!   x⁺ = ν (u (x** − x) + x − x⁻) + x⁻                  (38) Chebyshev, under-relaxed
+//! ```
+//! `W` is the Frobenius-norm minimiser of `‖I − WA‖_F` with equal entries on the three
+//! coordinates of a node (digest §2.7, the \[R\] corrected expansion `w = Σ a_ii / Σ ‖A_i*‖²`).
+//! Every node carries at most one contact (the collision stage keeps the deepest), so the
+//! surrogate Delassus operator `J_c W J_cᵀ` is diagonal, `γ_m = w̄_i (+ w̄_j)` (Prop. 3).
+//! `ProjectFC` is the paper's *strict* operator by default (normal clamp, then the disk), or the
+//! *proximal* one (Euclidean cone projection, CCP). Stopping rule: `θ = ‖x⁺ − x‖₂ < tolerance`
+//! (absolute, m/s: the paper's θ_th).
+//!
+//! Parallelism: the rows of the FEM block and the contacts are processed in fixed chunks on a
+//! dedicated rayon pool (`threads > 1`); the serial path runs the very same chunks in order, and
+//! every reduction sums per-chunk partials in chunk order, so both give bit-identical results.
+//!
+//! Deviations from the paper, with the digest's markers: the Chebyshev under-relaxation `u`
+//! (digest \[R\] on Alg. 3), `l_s` and `u` defaults (\[N\]); the normal offset `φ_n` is the crate's
+//! speculative gap / Baumgarte term (digest §2.9 \[N\]); the Frobenius `W` is recomputed every
+//! step (the paper recycles it); the backward-Euler form of `A` (see [`crate::fem`]).
+
+use super::{ContactProblem, ContactSolver, PgsParams, PgsSolver, SolveStats};
+use crate::math::Mat3;
+use nalgebra_sparse::CsrMatrix;
+
+/// The contact operator (paper §IV-B).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContactOperator {
+    /// Clamp the normal, then project the tangential part on the disk `μ λ_n` (Prop. 4: the
+    /// exact Signorini–Coulomb solution of the surrogate problem). The paper's default.
+    #[default]
+    Strict,
+    /// Euclidean projection on the cone (Prop. 5: converges to the CCP solution).
+    Proximal,
+}
+
+/// V-FPI parameters.
+#[derive(Clone, Debug, serde::Deserialize, serde::Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct VfpiParams {
+    /// Iteration cap `l_max` (the paper does not give one; digest \[N\] 1000).
+    pub max_iterations: u32,
+    /// θ_th: stop when `‖x⁺ − x‖₂` (m/s, all unknowns) falls below this. The paper uses
+    /// 1e-4 … 1e-6 at 10 ms; the rigid conformance scenes need 1e-8.
+    pub tolerance: f64,
+    /// Also require the true dynamics residual `‖W⁻¹ (x** − x)‖₂ = ‖A x − b − J_cᵀ λ‖₂`
+    /// (N·s) to fall below this fraction of `‖b‖₂` (digest §2.10 and §8.2: θ alone hides the
+    /// slow modes of stiff bodies, whose iterates barely move). 0 disables it.
+    pub residual_tolerance: f64,
+    /// Virtual-node damper gain k_v (N·s/m). Accuracy ∝ 1/k_v (a resting point sinks at
+    /// λ/k_v), iteration count grows with k_v (digest §8.2).
+    pub virtual_node_gain: f64,
+    /// Chebyshev acceleration (paper Alg. 3).
+    pub chebyshev: bool,
+    /// First iteration with Chebyshev weights, l_s ≥ 3.
+    pub chebyshev_start: u32,
+    /// Under-relaxation u in (0, 1].
+    pub under_relaxation: f64,
+    /// Contact operator. With `strict`, iterations past `max_iterations / 2` use the proximal
+    /// operator (digest §8.6 \[N\]), which always converges (Thm. 2) but solves the CCP model.
+    pub operator: ContactOperator,
+    /// Worker threads of the dedicated pool; 1 runs the serial path.
+    pub threads: usize,
+}
+
+impl Default for VfpiParams {
+    fn default() -> Self {
+        VfpiParams {
+            max_iterations: 1000,
+            tolerance: 1e-8,
+            residual_tolerance: 0.0,
+            virtual_node_gain: 1e4,
+            chebyshev: true,
+            chebyshev_start: 10,
+            under_relaxation: 0.9,
+            operator: ContactOperator::Strict,
+            threads: 1,
+        }
+    }
+}
+
+/// One nodal contact or joint row of a V-FPI problem.
+#[derive(Clone, Copy, Debug)]
+pub struct NodalConstraint {
+    /// Index in `x` of the first coordinate of side i (a FEM node `3 n` or a virtual node).
+    pub i: usize,
+    /// Side i is a FEM node in world coordinates (use `frame`); otherwise a virtual node in
+    /// contact coordinates.
+    pub i_is_fem: bool,
+    /// Side j (always a virtual node, contact coordinates) of a D-contact.
+    pub j: Option<usize>,
+    /// 3 (contact) or 1 (joint row).
+    pub dim: u8,
+    /// World → contact rotation, rows `n, t1, t2` (FEM side only). The normal points from j
+    /// (or the static geometry) toward i.
+    pub frame: Mat3,
+    /// Offset φ (m/s, contact coordinates `[n, t1, t2]`; entry 0 for a joint row): the
+    /// Signorini–Coulomb conditions act on `R (v_i − v_j) + φ`. The normal entry is the gap /
+    /// Baumgarte term (digest §2.9 \[N\]); rigid rows add the virtual-node drift compensation
+    /// `−λ_warm / k̃` (see [`VfpiSolver`]).
+    pub bias: [f64; 3],
+    /// Friction coefficient (contacts).
+    pub mu: f64,
+    /// Impulse bounds of a joint row (N·s).
+    pub lo: f64,
+    /// Upper bound.
+    pub hi: f64,
+}
+
+/// A nodalized system (see the module docs). `x` layout: `[fem | rigid | virtual]`.
+pub struct NodalSystem<'a> {
+    /// FEM matrix (`3 N × 3 N`, kg), if any.
+    pub fem: Option<&'a CsrMatrix<f64>>,
+    /// FEM right-hand side (N·s).
+    pub fem_b: &'a [f64],
+    /// Prescribed FEM nodes (excluded from the iteration).
+    pub fem_fixed: &'a [bool],
+    /// Number of rigid generalized velocities.
+    pub nv: usize,
+    /// Rigid `M̃`, column-major `nv × nv` (kg, kg·m, kg·m²).
+    pub mass: &'a [f64],
+    /// Rigid right-hand side `M̃ v*` (N·s).
+    pub rigid_b: &'a [f64],
+    /// Virtual-node Jacobian rows, row-major `virtual × nv`.
+    pub jv: &'a [f64],
+    /// Number of virtual scalar coordinates.
+    pub num_virtual: usize,
+    /// The constraints.
+    pub constraints: &'a [NodalConstraint],
+    /// Damper gain in impulse units, k̃ = k_v h (kg).
+    pub k_tilde: f64,
+}
+
+impl NodalSystem<'_> {
+    fn n_fem(&self) -> usize {
+        self.fem_b.len()
+    }
+    /// Total unknowns.
+    pub fn dim(&self) -> usize {
+        self.n_fem() + self.nv + self.num_virtual
+    }
+}
+
+/// Rows (FEM) and contacts per parallel chunk. Fixed, so that the serial and parallel paths
+/// split (and sum) identically.
+const CHUNK: usize = 768;
+const TRACE: bool = false;
+const CONTACT_CHUNK: usize = 64;
+
+/// V-FPI scratch (sized once).
+pub struct VfpiScratch {
+    /// Current iterate; after a solve, the solution `[fem | rigid | virtual]`.
+    pub x: Vec<f64>,
+    x_prev: Vec<f64>,
+    x0: Vec<f64>,
+    xs: Vec<f64>,
+    w: Vec<f64>,
+    /// λ per constraint (3 or 1 entries each, in constraint order).
+    pub lambda: Vec<f64>,
+    lambda_offset: Vec<usize>,
+    partial: Vec<f64>,
+    a_tilde: Vec<f64>,
+}
+
+impl VfpiScratch {
+    /// Scratch for up to `n` unknowns, `rows` constraint rows and `nv` rigid coordinates.
+    pub fn new(n: usize, rows: usize, nv: usize) -> Self {
+        VfpiScratch {
+            x: vec![0.0; n],
+            x_prev: vec![0.0; n],
+            x0: vec![0.0; n],
+            xs: vec![0.0; n],
+            w: vec![0.0; n],
+            lambda: vec![0.0; rows],
+            lambda_offset: vec![0; rows + 1],
+            partial: vec![0.0; 2 * (n / CHUNK + 2)],
+            a_tilde: vec![0.0; nv * nv],
+        }
+    }
+}
+
+/// The V-FPI solver with its pool and scratch.
+pub struct VfpiSolver {
+    /// Parameters.
+    pub params: VfpiParams,
+    pool: Option<rayon::ThreadPool>,
+    /// Scratch.
+    pub scratch: VfpiScratch,
+    constraints: Vec<NodalConstraint>,
+    rigid_b: Vec<f64>,
+    fallback: PgsSolver,
+}
+
+impl VfpiSolver {
+    /// A solver for up to `n` unknowns (FEM + rigid + virtual), `rows` constraint rows and `nv`
+    /// rigid coordinates; `contacts` bounds the number of constraints.
+    pub fn new(params: VfpiParams, n: usize, rows: usize, nv: usize, constraints: usize) -> Self {
+        let pool = if params.threads > 1 {
+            rayon::ThreadPoolBuilder::new().num_threads(params.threads).thread_name(|i| format!("vfpi-{i}")).build().ok()
+        } else {
+            None
+        };
+        VfpiSolver {
+            pool,
+            scratch: VfpiScratch::new(n, rows, nv),
+            constraints: Vec::with_capacity(constraints),
+            rigid_b: vec![0.0; nv],
+            fallback: PgsSolver::new(PgsParams::default(), constraints),
+            params,
+        }
+    }
+
+    /// Solves a nodalized system from the initial guess already in `scratch.x` (FEM and rigid
+    /// parts; the virtual part is initialised to `J_v x_rigid`, the paper's warm start).
+    pub fn solve_nodal(&mut self, sys: &NodalSystem) -> SolveStats {
+        solve_nodal(&self.params, self.pool.as_ref(), &mut self.scratch, sys)
+    }
+}
+
+#[inline]
+fn run_chunks<F>(pool: Option<&rayon::ThreadPool>, data: &mut [f64], chunk: usize, f: F)
+where
+    F: Fn(usize, &mut [f64]) + Sync + Send,
+{
+    match pool {
+        Some(p) => {
+            use rayon::prelude::*;
+            p.install(|| data.par_chunks_mut(chunk).enumerate().for_each(|(k, c)| f(k, c)));
+        }
+        None => data.chunks_mut(chunk).enumerate().for_each(|(k, c)| f(k, c)),
+    }
+}
+
+/// The strict or proximal projection of `l` (contact coordinates) on the cone of `mu`.
+#[inline]
+fn project_cone(op: ContactOperator, mu: f64, l: &mut [f64; 3]) {
+    match op {
+        ContactOperator::Strict => {
+            l[0] = l[0].max(0.0);
+            let s = (l[1] * l[1] + l[2] * l[2]).sqrt();
+            let lim = mu * l[0];
+            if s > lim {
+                let k = if s > 0.0 { lim / s } else { 0.0 };
+                l[1] *= k;
+                l[2] *= k;
+            }
+        }
+        ContactOperator::Proximal => {
+            let s = (l[1] * l[1] + l[2] * l[2]).sqrt();
+            if s <= mu * l[0] {
+                return;
+            }
+            if mu * s <= -l[0] {
+                *l = [0.0; 3];
+                return;
+            }
+            let n = (l[0] + mu * s) / (1.0 + mu * mu);
+            let k = mu * n / s;
+            *l = [n, l[1] * k, l[2] * k];
+        }
+    }
+}
+
+/// The V-FPI loop (free function so that callers can keep the system's slices borrowed from
+/// the solver's neighbours).
+pub fn solve_nodal(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &mut VfpiScratch, sys: &NodalSystem) -> SolveStats {
+    match pool {
+        // run the whole loop on a pool thread: the per-phase fork/joins then stay inside the
+        // pool instead of waking it from outside twice per iteration
+        Some(p) => p.install(|| solve_nodal_inner(params, Some(p), s, sys)),
+        None => solve_nodal_inner(params, None, s, sys),
+    }
+}
+
+fn solve_nodal_inner(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &mut VfpiScratch, sys: &NodalSystem) -> SolveStats {
+    let nf = sys.n_fem();
+    let nv = sys.nv;
+    let nr0 = nf; // first rigid index
+    let nv0 = nf + nv; // first virtual index
+    let n = sys.dim();
+    let kt = sys.k_tilde;
+    let mut stats = SolveStats::default();
+
+    // λ layout
+    let mut off = 0;
+    for (c, k) in sys.constraints.iter().enumerate() {
+        s.lambda_offset[c] = off;
+        off += k.dim as usize;
+    }
+    s.lambda_offset[sys.constraints.len()] = off;
+    s.lambda[..off].fill(0.0);
+
+    // ---- W (Frobenius, digest §2.7 [R]) ----
+    if let Some(a) = sys.fem {
+        let (ro, vals, cols) = (a.row_offsets(), a.values(), a.col_indices());
+        for node in 0..nf / 3 {
+            if sys.fem_fixed[node] {
+                s.w[3 * node..3 * node + 3].fill(0.0);
+                continue;
+            }
+            let (mut d, mut r2) = (0.0, 0.0);
+            for row in 3 * node..3 * node + 3 {
+                for idx in ro[row]..ro[row + 1] {
+                    let v = vals[idx];
+                    r2 += v * v;
+                    if cols[idx] == row {
+                        d += v;
+                    }
+                }
+            }
+            let w = if r2 > 0.0 { d / r2 } else { 0.0 };
+            s.w[3 * node..3 * node + 3].fill(w);
+        }
+    }
+    if nv > 0 {
+        // Ã = M̃ + k̃ Σ J_rᵀ J_r (rigid block of the augmented matrix)
+        s.a_tilde[..nv * nv].copy_from_slice(&sys.mass[..nv * nv]);
+        for r in 0..sys.num_virtual {
+            let row = &sys.jv[r * nv..(r + 1) * nv];
+            for (cidx, &jc) in row.iter().enumerate() {
+                if jc != 0.0 {
+                    for (ridx, &jr) in row.iter().enumerate() {
+                        s.a_tilde[cidx * nv + ridx] += kt * jr * jc;
+                    }
+                }
+            }
+        }
+        for i in 0..nv {
+            let mut r2 = 0.0;
+            for j in 0..nv {
+                let a = s.a_tilde[j * nv + i];
+                r2 += a * a;
+            }
+            for r in 0..sys.num_virtual {
+                let jr = sys.jv[r * nv + i];
+                r2 += kt * kt * jr * jr;
+            }
+            let d = s.a_tilde[i * nv + i];
+            s.w[nr0 + i] = if r2 > 0.0 { d / r2 } else { 0.0 };
+        }
+    }
+    // virtual nodes: equal entries per constraint (its 1 or 3 rows)
+    for k in sys.constraints.iter() {
+        for (slot, is_virtual) in [(k.i, !k.i_is_fem), (k.j.unwrap_or(usize::MAX), k.j.is_some())] {
+            if !is_virtual {
+                continue;
+            }
+            let d = k.dim as usize;
+            let mut jn = 0.0;
+            for r in 0..d {
+                let row = slot - nv0 + r;
+                jn += sys.jv[row * nv..(row + 1) * nv].iter().map(|x| x * x).sum::<f64>();
+            }
+            let w = d as f64 / (kt * (d as f64 + jn));
+            s.w[slot..slot + d].fill(w);
+        }
+    }
+
+    // ---- warm start of the virtual nodes: x_v = J_v x_rigid ----
+    for r in 0..sys.num_virtual {
+        let row = &sys.jv[r * nv..(r + 1) * nv];
+        s.x[nv0 + r] = row.iter().zip(&s.x[nr0..nr0 + nv]).map(|(a, b)| a * b).sum();
+    }
+    s.x_prev[..n].copy_from_slice(&s.x[..n]);
+    s.x0[..n].copy_from_slice(&s.x[..n]);
+    let mut theta_first = f64::NAN;
+    let mut halvings = 0;
+
+    let b_norm = (sys.fem_b.iter().map(|x| x * x).sum::<f64>() + sys.rigid_b.iter().map(|x| x * x).sum::<f64>()).sqrt();
+    let u = params.under_relaxation;
+    let (mut nu, mut theta_prev) = (1.0f64, 0.0f64);
+    let mut rho_max = 0.0f64;
+    let (mut theta_best, mut since) = (f64::INFINITY, 0u32);
+    let nchunks = nf.div_ceil(CHUNK);
+    for l in 0..params.max_iterations {
+        // ---- (20) x* = x − W (A x − b) ----
+        {
+            let (x, w) = (&s.x[..n], &s.w[..n]);
+            if let Some(a) = sys.fem {
+                let b = sys.fem_b;
+                run_chunks(pool, &mut s.xs[..nf], CHUNK, |k, out| {
+                    let r0 = k * CHUNK;
+                    crate::fem::csr_mul_rows(a, x, out, r0..r0 + out.len());
+                    for (t, o) in out.iter_mut().enumerate() {
+                        let i = r0 + t;
+                        *o = x[i] - w[i] * (*o - b[i]);
+                    }
+                });
+            }
+            // rigid rows: Ã x_r − k̃ J_vᵀ x_v − b_r
+            for i in 0..nv {
+                let mut r = -sys.rigid_b[i];
+                for j in 0..nv {
+                    r += s.a_tilde[j * nv + i] * x[nr0 + j];
+                }
+                for v in 0..sys.num_virtual {
+                    r -= kt * sys.jv[v * nv + i] * x[nv0 + v];
+                }
+                s.xs[nr0 + i] = x[nr0 + i] - w[nr0 + i] * r;
+            }
+            // virtual rows: k̃ (x_v − J_v x_r)
+            for v in 0..sys.num_virtual {
+                let jx: f64 = sys.jv[v * nv..(v + 1) * nv].iter().zip(&x[nr0..nr0 + nv]).map(|(a, b)| a * b).sum();
+                s.xs[nv0 + v] = x[nv0 + v] - w[nv0 + v] * kt * (x[nv0 + v] - jx);
+            }
+        }
+        // ---- (23, 26) one-shot contact solve, in parallel over contacts ----
+        {
+            let (xs, w, lo) = (&s.xs[..n], &s.w[..n], &s.lambda_offset);
+            // strict → proximal fallback for the second half of the budget (digest §8.6 [N]:
+            // the strict operator's convergence is only guaranteed for small steps and μ)
+            let op = if l >= params.max_iterations / 2 { ContactOperator::Proximal } else { params.operator };
+            let cons = sys.constraints;
+            let nlam = lo[cons.len()];
+            // λ for chunk k of constraints lives in lambda[lo[k*C] .. lo[min((k+1)*C, nc)]]: the
+            // chunks of the λ array are not uniform, so run over constraints chunks manually.
+            let solve_one = |c: usize, out: &mut [f64]| {
+                let k = &cons[c];
+                let xi = &xs[k.i..k.i + k.dim as usize];
+                if k.dim == 1 {
+                    let eta = xi[0] - k.j.map(|j| xs[j]).unwrap_or(0.0);
+                    let gamma = w[k.i] + k.j.map(|j| w[j]).unwrap_or(0.0);
+                    out[0] = if gamma > 0.0 { (-(eta + k.bias[0]) / gamma).clamp(k.lo, k.hi) } else { 0.0 };
+                    return;
+                }
+                let vi = nalgebra::Vector3::new(xi[0], xi[1], xi[2]);
+                let mut eta = if k.i_is_fem { k.frame * vi } else { vi };
+                if let Some(j) = k.j {
+                    eta -= nalgebra::Vector3::new(xs[j], xs[j + 1], xs[j + 2]);
+                }
+                let gamma = w[k.i] + k.j.map(|j| w[j]).unwrap_or(0.0);
+                if gamma <= 0.0 {
+                    out[..3].fill(0.0);
+                    return;
+                }
+                let mut lam = [-(eta[0] + k.bias[0]) / gamma, -(eta[1] + k.bias[1]) / gamma, -(eta[2] + k.bias[2]) / gamma];
+                project_cone(op, k.mu, &mut lam);
+                out[..3].copy_from_slice(&lam);
+            };
+            let ncons = cons.len();
+            match pool {
+                Some(p) if ncons > CONTACT_CHUNK => {
+                    use rayon::prelude::*;
+                    // split λ at constraint-chunk boundaries (disjoint mutable pieces)
+                    let base = s.lambda[..nlam].as_mut_ptr() as usize;
+                    p.install(|| {
+                        let nchunk = ncons.div_ceil(CONTACT_CHUNK);
+                        (0..nchunk).into_par_iter().for_each(|ck| {
+                            let c0 = ck * CONTACT_CHUNK;
+                            let c1 = (c0 + CONTACT_CHUNK).min(ncons);
+                            let (a, b) = (lo[c0], lo[c1]);
+                            // SAFETY: constraint chunks own the disjoint ranges λ[a..b] of one
+                            // live &mut borrow of `s.lambda`, which outlives the pool call.
+                            let piece = unsafe { std::slice::from_raw_parts_mut((base as *mut f64).add(a), b - a) };
+                            for c in c0..c1 {
+                                let o = lo[c] - a;
+                                solve_one(c, &mut piece[o..o + cons[c].dim as usize]);
+                            }
+                        });
+                    });
+                }
+                _ => {
+                    for c in 0..ncons {
+                        let o = lo[c];
+                        let d = cons[c].dim as usize;
+                        let mut tmp = [0.0; 3];
+                        solve_one(c, &mut tmp[..d]);
+                        s.lambda[o..o + d].copy_from_slice(&tmp[..d]);
+                    }
+                }
+            }
+        }
+        // ---- (24) scatter x** = x* + W J_cᵀ λ (one contact per node: disjoint) ----
+        for (c, k) in sys.constraints.iter().enumerate() {
+            let o = s.lambda_offset[c];
+            let d = k.dim as usize;
+            if d == 1 {
+                let lam = s.lambda[o];
+                s.xs[k.i] += s.w[k.i] * lam;
+                if let Some(j) = k.j {
+                    s.xs[j] -= s.w[j] * lam;
+                }
+                continue;
+            }
+            let lam = nalgebra::Vector3::new(s.lambda[o], s.lambda[o + 1], s.lambda[o + 2]);
+            let fi = if k.i_is_fem { k.frame.transpose() * lam } else { lam };
+            let wi = s.w[k.i];
+            for t in 0..3 {
+                s.xs[k.i + t] += wi * fi[t];
+            }
+            if let Some(j) = k.j {
+                let wj = s.w[j];
+                for t in 0..3 {
+                    s.xs[j + t] -= wj * lam[t];
+                }
+            }
+        }
+        // ---- (38) Chebyshev update and θ ----
+        let (nu_l, uu) = if params.chebyshev { (nu, u) } else { (1.0, 1.0) };
+        {
+            let (x, xs) = (&s.x[..n], &s.xs[..n]);
+            let w = &s.w[..n];
+            let res_on = params.residual_tolerance > 0.0;
+            let upd = |i: usize, xp: &mut f64, res: &mut f64| -> f64 {
+                let xn = nu_l * (uu * (xs[i] - x[i]) + x[i] - *xp) + *xp;
+                let d = xn - x[i];
+                if res_on && w[i] > 0.0 {
+                    let r = (xs[i] - x[i]) / w[i];
+                    *res += r * r;
+                }
+                *xp = xn;
+                d * d
+            };
+            let partial = &mut s.partial;
+            // FEM rows in chunks (partials per chunk), then the small rigid + virtual tail
+            let xp = &mut s.x_prev[..n];
+            let (xp_fem, xp_tail) = xp.split_at_mut(nf);
+            {
+                let pslice = &mut partial[..2 * nchunks];
+                let pptr = pslice.as_mut_ptr() as usize;
+                run_chunks(pool, xp_fem, CHUNK, |k, c| {
+                    let r0 = k * CHUNK;
+                    let (mut acc, mut res) = (0.0, 0.0);
+                    for (t, v) in c.iter_mut().enumerate() {
+                        acc += upd(r0 + t, v, &mut res);
+                    }
+                    // SAFETY: as below, chunk k alone writes partial[nchunks + k]
+                    unsafe { *(pptr as *mut f64).add(nchunks + k) = res };
+                    // SAFETY: chunk k alone writes partial[k] (k < nchunks, the slice is borrowed
+                    // mutably for the whole call)
+                    unsafe { *(pptr as *mut f64).add(k) = acc };
+                });
+            }
+            let (mut tail, mut tail_res) = (0.0, 0.0);
+            for (t, v) in xp_tail.iter_mut().enumerate() {
+                tail += upd(nf + t, v, &mut tail_res);
+            }
+            partial[2 * nchunks] = tail;
+            partial[2 * nchunks + 1] = tail_res;
+        }
+        let theta = (s.partial[..nchunks].iter().sum::<f64>() + s.partial[2 * nchunks]).sqrt();
+        let residual = (s.partial[nchunks..2 * nchunks].iter().sum::<f64>() + s.partial[2 * nchunks + 1]).sqrt();
+        std::mem::swap(&mut s.x, &mut s.x_prev); // x ← x_new, x_prev ← old x
+        stats.iterations = l + 1;
+        stats.residual = theta;
+        if TRACE && (l % 100 == 0 || l < 30) {
+            eprintln!("vfpi l={l} theta={theta:.3e} res={residual:.3e} b={b_norm:.3e} nu={nu:.4}");
+        }
+        if theta_first.is_nan() {
+            theta_first = theta;
+        }
+        // Divergence guard (digest §8.8 [N]): the Frobenius W does not guarantee
+        // ‖I − WA‖ < 1; when θ explodes, halve W and restart from the initial guess.
+        if !theta.is_finite() || theta > 1e4 * theta_first.max(1e-12) {
+            if halvings >= 20 {
+                break;
+            }
+            halvings += 1;
+            s.w[..n].iter_mut().for_each(|w| *w *= 0.5);
+            s.x[..n].copy_from_slice(&s.x0[..n]);
+            s.x_prev[..n].copy_from_slice(&s.x0[..n]);
+            nu = 1.0;
+            rho_max = 0.0;
+            theta_best = f64::INFINITY;
+            theta_prev = 0.0;
+            since = l + 1;
+            theta_first = f64::NAN;
+            continue;
+        }
+        if theta < params.tolerance && (params.residual_tolerance <= 0.0 || residual <= params.residual_tolerance * b_norm) {
+            stats.converged = true;
+            break;
+        }
+        // ---- (39) spectral radius estimate and the next Chebyshev weight ----
+        if params.chebyshev {
+            let ls = params.chebyshev_start.max(3);
+            // ρ (eq. 39) is the ratio θ_l / θ_{l−1}, but kept as the largest value seen so far
+            // (capped at 0.9999) instead of the latest: with the live ratio ν chattered and the
+            // iteration stalled on our FEM scenes (digest §8.10 [N]); a monotone ρ gives a
+            // monotone ν → 2 / (1 + √(1 − ρ²)).
+            // Restart (ν = 1, ρ forgotten) when θ has grown tenfold over its best since the last
+            // start: a change of the contact set can make the accelerated iteration diverge.
+            let ratio = if theta_prev > 0.0 { (theta / theta_prev).min(0.9999) } else { 0.0 };
+            rho_max = rho_max.max(ratio);
+            theta_best = theta_best.min(theta);
+            let k = l + 1 - since;
+            if k > ls && theta > 10.0 * theta_best {
+                since = l + 1;
+                rho_max = 0.0;
+                theta_best = theta;
+                nu = 1.0;
+            } else {
+                let rho = rho_max;
+                nu = if k < ls {
+                    1.0
+                } else if k == ls {
+                    2.0 / (2.0 - rho * rho)
+                } else {
+                    4.0 / (4.0 - rho * rho * nu)
+                };
+            }
+        }
+        theta_prev = theta;
+    }
+    if sys.constraints.is_empty() && n == 0 {
+        stats.converged = true;
+    }
+    stats
+}
+
+impl ContactSolver for VfpiSolver {
+    /// Rigid scenes: every contact and joint row becomes a virtual node on the problem's primal
+    /// view (`M̃`, `J`, `v*`); the impulses are the virtual nodes' λ. Without a primal view
+    /// (hand-built problems) the solve falls back to PGS.
+    ///
+    /// Virtual-node drift compensation \[N\]: at convergence a virtual node's body point moves at
+    /// `ν − λ/k̃` (digest §2.10), so a resting contact sinks and a sticking one creeps at
+    /// `λ/k̃`. The warm-start impulse (the previous step's λ, which equals this step's at rest)
+    /// is added to the offset, `φ −= λ_warm / k̃`, which cancels the drift at steady state and
+    /// leaves the converged λ unchanged elsewhere up to `(λ − λ_warm)/k̃`.
+    fn solve(&mut self, p: &ContactProblem, impulse: &mut [f64]) -> SolveStats {
+        let Some(pr) = p.primal else {
+            return self.fallback.solve(p, impulse);
+        };
+        let nv = pr.nv;
+        let m = p.dim();
+        let h = pr.timestep_s;
+        let kt = self.params.virtual_node_gain * h;
+        self.constraints.clear();
+        // bias b = u_free − J v*
+        for c in 0..p.num_contacts {
+            let i = 3 * c;
+            let row = &pr.jacobian[i * nv..(i + 1) * nv];
+            let jv: f64 = row.iter().zip(pr.free_velocity).map(|(a, b)| a * b).sum();
+            self.constraints.push(NodalConstraint {
+                i: nv + i,
+                i_is_fem: false,
+                j: None,
+                dim: 3,
+                frame: Mat3::identity(),
+                bias: [p.free_velocity[i] - jv - impulse[i] / kt, -impulse[i + 1] / kt, -impulse[i + 2] / kt],
+                mu: p.friction[c],
+                lo: 0.0,
+                hi: 0.0,
+            });
+        }
+        for r in 0..p.num_joint_rows {
+            let i = 3 * p.num_contacts + r;
+            let row = &pr.jacobian[i * nv..(i + 1) * nv];
+            let jv: f64 = row.iter().zip(pr.free_velocity).map(|(a, b)| a * b).sum();
+            self.constraints.push(NodalConstraint {
+                i: nv + i,
+                i_is_fem: false,
+                j: None,
+                dim: 1,
+                frame: Mat3::identity(),
+                bias: [p.free_velocity[i] - jv - impulse[i] / kt, 0.0, 0.0],
+                mu: 0.0,
+                lo: p.row_lower[r],
+                hi: p.row_upper[r],
+            });
+        }
+        // b = M̃ v*; initial guess: the previous step's velocity (paper: previous v̂)
+        for i in 0..nv {
+            let mut s = 0.0;
+            for j in 0..nv {
+                s += pr.mass[j * nv + i] * pr.free_velocity[j];
+            }
+            self.rigid_b[i] = s;
+        }
+        self.scratch.x[..nv].copy_from_slice(&pr.initial_velocity[..nv]);
+        let sys = NodalSystem {
+            fem: None,
+            fem_b: &[],
+            fem_fixed: &[],
+            nv,
+            mass: pr.mass,
+            rigid_b: &self.rigid_b,
+            jv: &pr.jacobian[..m * nv],
+            num_virtual: m,
+            constraints: &self.constraints,
+            k_tilde: kt,
+        };
+        let stats = solve_nodal(&self.params, self.pool.as_ref(), &mut self.scratch, &sys);
+        // λ in row order equals the constraint order (3 per contact, then 1 per joint row)
+        impulse[..m].copy_from_slice(&self.scratch.lambda[..m]);
+        stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proximal_projection_is_the_euclidean_one() {
+        let mut l = [-1.0, 3.0, 0.0];
+        project_cone(ContactOperator::Proximal, 0.5, &mut l);
+        // closest point of the cone: on the boundary ray (1, 0.5)/√1.25
+        let d = [1.0 / 1.25f64.sqrt(), 0.5 / 1.25f64.sqrt()];
+        let t = -1.0 * d[0] + 3.0 * d[1];
+        assert!((l[0] - t * d[0]).abs() < 1e-12 && (l[1] - t * d[1]).abs() < 1e-12);
+        let mut l = [-1.0, 0.1, 0.0];
+        project_cone(ContactOperator::Proximal, 0.5, &mut l);
+        assert_eq!(l, [0.0; 3]);
+        let mut l = [2.0, 3.0, 4.0];
+        project_cone(ContactOperator::Strict, 0.5, &mut l);
+        assert!((l[1].hypot(l[2]) - 1.0).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,76 @@
+//! Material models of deformable bodies and their parameter checks.
+//!
+//! Isotropic linear elasticity with Lamé parameters `μ = E / (2 (1 + ν))`,
+//! `λ = E ν / ((1 + ν)(1 − 2ν))`. Damping is Rayleigh: `D = α M + β K` (α in 1/s, β in s).
+
+/// The constitutive law.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ElasticModel {
+    /// Co-rotational linear elasticity (the paper's FEM, §V-C): per element the rotation `R` of
+    /// the polar decomposition `F = R S` is factored out and linear elasticity acts on
+    /// `Rᵀ x − X`.
+    #[default]
+    Corotational,
+    /// Compressible Neo-Hookean, `Ψ = μ/2 (I₁ − 3) − μ ln J + λ/2 (ln J)²`. The elastic force is
+    /// exact; the implicit system matrix uses the co-rotational stiffness at the current rotation
+    /// (a Gauss–Newton surrogate of the Hessian, as allowed by the paper's §III-A).
+    NeoHookean,
+}
+
+/// Material of a deformable body.
+#[derive(Clone, Debug, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FemMaterial {
+    /// Mass density ρ (kg/m³).
+    pub density_kg_m3: f64,
+    /// Young's modulus E (Pa).
+    pub youngs_modulus_pa: f64,
+    /// Poisson ratio ν, in (−1, 0.5).
+    pub poisson_ratio: f64,
+    /// Rayleigh mass-proportional damping α (1/s).
+    #[serde(default)]
+    pub rayleigh_mass_1_s: f64,
+    /// Rayleigh stiffness-proportional damping β (s).
+    #[serde(default)]
+    pub rayleigh_stiffness_s: f64,
+    /// Constitutive law (`corotational` default, or `neo_hookean`).
+    #[serde(default)]
+    pub model: ElasticModel,
+}
+
+impl FemMaterial {
+    /// Lamé's first parameter λ (Pa).
+    pub fn lame_lambda(&self) -> f64 {
+        let (e, nu) = (self.youngs_modulus_pa, self.poisson_ratio);
+        e * nu / ((1.0 + nu) * (1.0 - 2.0 * nu))
+    }
+    /// Shear modulus μ (Pa).
+    pub fn lame_mu(&self) -> f64 {
+        self.youngs_modulus_pa / (2.0 * (1.0 + self.poisson_ratio))
+    }
+
+    /// Checks the ranges; on failure returns `(key, reason)`.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        let finite = |x: f64| x.is_finite();
+        if !(self.density_kg_m3 > 0.0 && finite(self.density_kg_m3)) {
+            return Err(("density_kg_m3", format!("must be > 0, got {}", self.density_kg_m3)));
+        }
+        if !(self.youngs_modulus_pa > 0.0 && finite(self.youngs_modulus_pa)) {
+            return Err(("youngs_modulus_pa", format!("must be > 0 (E ≤ 0 has no elastic energy minimum), got {}", self.youngs_modulus_pa)));
+        }
+        if !(self.poisson_ratio > -1.0 && self.poisson_ratio < 0.5) {
+            return Err((
+                "poisson_ratio",
+                format!("must be in (−1, 0.5) (ν ≥ 0.5 is incompressible: λ is infinite or negative), got {}", self.poisson_ratio),
+            ));
+        }
+        if !(self.rayleigh_mass_1_s >= 0.0 && finite(self.rayleigh_mass_1_s)) {
+            return Err(("rayleigh_mass_1_s", format!("must be ≥ 0, got {}", self.rayleigh_mass_1_s)));
+        }
+        if !(self.rayleigh_stiffness_s >= 0.0 && finite(self.rayleigh_stiffness_s)) {
+            return Err(("rayleigh_stiffness_s", format!("must be ≥ 0, got {}", self.rayleigh_stiffness_s)));
+        }
+        Ok(())
+    }
+}

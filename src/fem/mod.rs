@@ -1,0 +1,452 @@
+//! Tetrahedral finite elements for deformable bodies (issue 7).
+//!
+//! | item | owns |
+//! |---|---|
+//! | [`TetMesh`] | a validated linear tetrahedral mesh, surface extraction, the example generators |
+//! | [`FemMaterial`] | density, Young's modulus, Poisson ratio, Rayleigh damping, elastic law |
+//! | [`Deformable`] | one body of the [`crate::model::Model`]: rest shape, lumped masses, shape gradients, pins, surface |
+//! | [`FemSystem`] | the step's sparse system `A v⁺ = b + Jᵀλ` (nalgebra-sparse CSR with a fixed pattern) |
+//!
+//! # Discretisation
+//! Linear tetrahedra with shape-function gradients `g_a` (1/m, constant per element), lumped
+//! mass `m_i = Σ ρ V_e / 4`. The element stiffness at rest is
+//! `K_ab = V (μ (g_a·g_b) I + μ g_b g_aᵀ + λ g_a g_bᵀ)` (isotropic linear elasticity).
+//!
+//! *Co-rotational* (the paper's §V-C model, Müller et al. 2004 warped stiffness): with
+//! `F = Σ_a x_a g_aᵀ` and its polar rotation `R`, the internal force on node `a` is
+//! `f_a = R Σ_b K_ab (Rᵀ x_b − X_b)` and the tangent stiffness `R K_ab Rᵀ` (rotation frozen:
+//! the Gauss–Newton "outer-product" Hessian of the paper's eq. (8), `J_eᵀ K J_e` with `e` the
+//! Voigt strain of the rotated-back displacement; the geometric term `E` is dropped).
+//!
+//! # Time stepping
+//! Linearly implicit backward Euler in impulse units, the same form as the rigid bodies' step
+//! (`crate::step`), so that rigid and deformable velocities are both end-of-step velocities
+//! and can share one V-FPI solve:
+//!
+//! ```text
+//!   A v⁺ = b + Jᵀ λ,    A = (1 + h α) M + (h² + h β) K(x),    b = M v + h (f_ext − f_int(x))
+//!   x⁺ = x + h v⁺
+//! ```
+//!
+//! with `h` the step (s), Rayleigh damping `D = α M + β K`, λ contact impulses (N·s). The paper
+//! (§III-A, eq. 9) writes the midpoint ("representative velocity") form `A = 2M/h + h/2 (K + E)`
+//! in force units; the digest's §1.2 notes that any linearly implicit integrator gives the same
+//! linear form, and its §8.3 the velocity reflection the midpoint form causes at sticking and
+//! impacting contacts. We use backward Euler so that the end-of-step velocity is the one
+//! the Signorini–Coulomb condition acts on (no reflection), at the price of numerical damping
+//! of O(h) (negligible for the quasi-static grasping scenes; documented in the report).
+//!
+//! Pinned nodes (attachments to the world) keep zero velocity: their rows are excluded from
+//! the iteration (W = 0) so the solve treats them as Dirichlet conditions. Nodes welded to a
+//! robot link follow the link point's velocity (one-way: the link feels no reaction).
+
+mod material;
+mod mesh;
+
+pub use material::{ElasticModel, FemMaterial};
+pub use mesh::{signed_volume, MeshDefect, TetMesh};
+
+use crate::math::{Mat3, Vec3};
+use nalgebra_sparse::CsrMatrix;
+
+/// What a node is attached to.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum NodeAttachment {
+    /// Free.
+    Free,
+    /// Fixed in the world.
+    World,
+    /// Moves with a point of a rigid body: body id and the point in the body frame (m).
+    Body(usize, Vec3),
+}
+
+/// One deformable body of the model (immutable).
+#[derive(Clone, Debug)]
+pub struct Deformable {
+    /// Unique name.
+    pub name: String,
+    /// Mesh file it came from.
+    pub source: String,
+    /// Material.
+    pub material: FemMaterial,
+    /// Coulomb friction coefficient of its surface against anything.
+    pub friction: f64,
+    /// Rest positions (m, world frame at the initial pose).
+    pub rest: Vec<Vec3>,
+    /// Tetrahedra (local node indices, positively oriented).
+    pub tets: Vec<[usize; 4]>,
+    /// Index of this body's first node in the scene's node array ([`crate::state::State::fem_x`]
+    /// holds 3 coordinates per node).
+    pub node_start: usize,
+    /// Lumped node masses (kg).
+    pub mass: Vec<f64>,
+    /// Rest volume of each tetrahedron (m³).
+    pub volume: Vec<f64>,
+    /// Shape-function gradients of each tetrahedron at rest (1/m).
+    pub grads: Vec<[Vec3; 4]>,
+    /// Attachment of each node.
+    pub attachment: Vec<NodeAttachment>,
+    /// Boundary nodes (local indices): the collision points.
+    pub surface_nodes: Vec<usize>,
+    /// Boundary triangles (local indices, outward normal).
+    pub surface_triangles: Vec<[usize; 3]>,
+    /// Initial velocity of every node (m/s, world).
+    pub initial_velocity: Vec3,
+}
+
+impl Deformable {
+    /// Builds a body from a validated mesh already placed in the world. Node masses are lumped
+    /// (`ρ V / 4` per element and node).
+    pub fn new(name: &str, source: &str, mesh: &TetMesh, material: FemMaterial, friction: f64) -> Self {
+        let n = mesh.nodes.len();
+        let mut mass = vec![0.0; n];
+        let mut volume = Vec::with_capacity(mesh.tets.len());
+        let mut grads = Vec::with_capacity(mesh.tets.len());
+        for (e, t) in mesh.tets.iter().enumerate() {
+            let v = mesh.tet_volume(e);
+            volume.push(v);
+            for &i in t {
+                mass[i] += material.density_kg_m3 * v / 4.0;
+            }
+            let x = |k: usize| mesh.nodes[t[k]];
+            let dm = Mat3::from_columns(&[x(1) - x(0), x(2) - x(0), x(3) - x(0)]);
+            let dm_inv = dm.try_inverse().unwrap_or_else(Mat3::zeros);
+            // rows of Dm⁻¹ are the gradients of nodes 1..3; node 0's is minus their sum
+            let g1 = dm_inv.row(0).transpose();
+            let g2 = dm_inv.row(1).transpose();
+            let g3 = dm_inv.row(2).transpose();
+            grads.push([-(g1 + g2 + g3), g1, g2, g3]);
+        }
+        Deformable {
+            name: name.into(),
+            source: source.into(),
+            material,
+            friction,
+            rest: mesh.nodes.clone(),
+            tets: mesh.tets.clone(),
+            node_start: 0,
+            mass,
+            volume,
+            grads,
+            attachment: vec![NodeAttachment::Free; n],
+            surface_nodes: mesh.surface_nodes(),
+            surface_triangles: mesh.surface_triangles(),
+            initial_velocity: Vec3::zeros(),
+        }
+    }
+
+    /// Number of nodes.
+    pub fn num_nodes(&self) -> usize {
+        self.rest.len()
+    }
+
+    /// Total mass (kg).
+    pub fn total_mass(&self) -> f64 {
+        self.mass.iter().sum()
+    }
+
+    /// Rest stiffness block `K_ab` of element `e` (N/m), see the module docs.
+    pub fn stiffness_block(&self, e: usize, a: usize, b: usize) -> Mat3 {
+        let (lambda, mu) = (self.material.lame_lambda(), self.material.lame_mu());
+        let g = &self.grads[e];
+        let v = self.volume[e];
+        (Mat3::identity() * (mu * g[a].dot(&g[b])) + g[b] * g[a].transpose() * mu + g[a] * g[b].transpose() * lambda) * v
+    }
+}
+
+/// Rotation of the polar decomposition `F = R S` (proper: `det R = +1`, also for inverted
+/// elements, where the singular vector of the smallest singular value is flipped).
+pub fn polar_rotation(f: &Mat3) -> Mat3 {
+    let svd = f.svd(true, true);
+    let (mut u, v_t) = (svd.u.unwrap(), svd.v_t.unwrap());
+    let r = u * v_t;
+    if r.determinant() < 0.0 {
+        // nalgebra sorts singular values in decreasing order: flip the last column of U
+        let mut c = u.column_mut(2);
+        c *= -1.0;
+        return u * v_t;
+    }
+    r
+}
+
+/// The deformable part of a step's linear system, `A v⁺ = b + Jᵀ λ` (impulse units: A in kg,
+/// b in N·s), for all deformable bodies of a model (block diagonal per body).
+///
+/// The sparsity pattern (3×3 blocks between nodes sharing an element) is built once; assembly
+/// only overwrites values, so stepping allocates nothing.
+pub struct FemSystem {
+    /// System matrix (3 rows per node; kg).
+    pub a: CsrMatrix<f64>,
+    /// Right-hand side (N·s).
+    pub b: Vec<f64>,
+    /// Per element (global order over bodies) and node pair `(a, b)`: the position of node b's
+    /// 3-column block within node a's rows.
+    block_pos: Vec<[[u32; 4]; 4]>,
+    /// Per node: the position of its own block within its rows.
+    diag_pos: Vec<u32>,
+    /// Element rotations of the last assembly.
+    pub rotation: Vec<Mat3>,
+    /// Per node: `true` when its velocity is prescribed (attached).
+    pub prescribed: Vec<bool>,
+    /// Prescribed velocity of attached nodes (m/s, 3 per node).
+    pub prescribed_velocity: Vec<f64>,
+}
+
+impl FemSystem {
+    /// Builds the pattern for the deformables of a model.
+    pub fn new(bodies: &[Deformable]) -> Self {
+        let n_nodes: usize = bodies.iter().map(|b| b.num_nodes()).sum();
+        let mut neighbours: Vec<Vec<usize>> = vec![vec![]; n_nodes];
+        for d in bodies {
+            for t in &d.tets {
+                for &a in t {
+                    for &b in t {
+                        neighbours[d.node_start + a].push(d.node_start + b);
+                    }
+                }
+            }
+        }
+        for (i, nb) in neighbours.iter_mut().enumerate() {
+            nb.push(i);
+            nb.sort_unstable();
+            nb.dedup();
+        }
+        let n = 3 * n_nodes;
+        let mut offsets = Vec::with_capacity(n + 1);
+        let mut cols = vec![];
+        offsets.push(0);
+        for nb in neighbours.iter() {
+            for _ in 0..3 {
+                for &j in nb {
+                    cols.extend_from_slice(&[3 * j, 3 * j + 1, 3 * j + 2]);
+                }
+                offsets.push(cols.len());
+            }
+        }
+        let nnz = cols.len();
+        let diag_pos = neighbours.iter().enumerate().map(|(i, nb)| nb.binary_search(&i).unwrap() as u32).collect();
+        let a = CsrMatrix::try_from_csr_data(n, n, offsets, cols, vec![0.0; nnz]).expect("valid CSR pattern");
+        let mut block_pos = vec![];
+        for d in bodies {
+            for t in &d.tets {
+                let mut p = [[0u32; 4]; 4];
+                for (ka, &a) in t.iter().enumerate() {
+                    let nb = &neighbours[d.node_start + a];
+                    for (kb, &b) in t.iter().enumerate() {
+                        p[ka][kb] = nb.binary_search(&(d.node_start + b)).unwrap() as u32;
+                    }
+                }
+                block_pos.push(p);
+            }
+        }
+        let mut prescribed = vec![false; n_nodes];
+        for d in bodies {
+            for (i, at) in d.attachment.iter().enumerate() {
+                prescribed[d.node_start + i] = !matches!(at, NodeAttachment::Free);
+            }
+        }
+        FemSystem {
+            a,
+            b: vec![0.0; n],
+            block_pos,
+            diag_pos,
+            rotation: vec![Mat3::identity(); bodies.iter().map(|b| b.tets.len()).sum()],
+            prescribed,
+            prescribed_velocity: vec![0.0; n],
+        }
+    }
+
+    /// Number of scalar unknowns (3 per node).
+    pub fn dim(&self) -> usize {
+        self.b.len()
+    }
+
+    /// Assembles `A` and `b` at positions `x` and velocities `v` (3 per node, m and m/s) for a
+    /// step `h` (s) under `gravity` (m/s²). Allocates nothing.
+    pub fn assemble(&mut self, bodies: &[Deformable], x: &[f64], v: &[f64], h: f64, gravity: &Vec3) {
+        self.a.values_mut().fill(0.0);
+        let mut e_global = 0;
+        for d in bodies {
+            let s = d.node_start;
+            let (alpha, beta) = (d.material.rayleigh_mass_1_s, d.material.rayleigh_stiffness_s);
+            let k_scale = h * h + h * beta;
+            // mass and external force
+            for i in 0..d.num_nodes() {
+                let gi = s + i;
+                let m = d.mass[i];
+                for c in 0..3 {
+                    self.b[3 * gi + c] = m * v[3 * gi + c] + h * m * gravity[c];
+                }
+                let pos = self.diag_pos[gi] as usize;
+                for c in 0..3 {
+                    let idx = self.a.row_offsets()[3 * gi + c] + 3 * pos + c;
+                    self.a.values_mut()[idx] += (1.0 + h * alpha) * m;
+                }
+            }
+            // elements
+            for (e, t) in d.tets.iter().enumerate() {
+                let p = |k: usize| Vec3::new(x[3 * (s + t[k])], x[3 * (s + t[k]) + 1], x[3 * (s + t[k]) + 2]);
+                let xs = [p(0), p(1), p(2), p(3)];
+                let g = &d.grads[e];
+                let f_def = xs[0] * g[0].transpose() + xs[1] * g[1].transpose() + xs[2] * g[2].transpose() + xs[3] * g[3].transpose();
+                let r = polar_rotation(&f_def);
+                self.rotation[e_global] = r;
+                // rotated-back displacement u_b = Rᵀ x_b − X_b
+                let u = [0, 1, 2, 3].map(|k| r.transpose() * xs[k] - d.rest[t[k]]);
+                let mut blocks = [[Mat3::zeros(); 4]; 4];
+                for ka in 0..4 {
+                    for kb in 0..4 {
+                        blocks[ka][kb] = d.stiffness_block(e, ka, kb);
+                    }
+                }
+                let forces: [Vec3; 4] = match d.material.model {
+                    ElasticModel::Corotational => [0, 1, 2, 3].map(|ka| r * (0..4).fold(Vec3::zeros(), |acc, kb| acc + blocks[ka][kb] * u[kb])),
+                    ElasticModel::NeoHookean => {
+                        let (lambda, mu) = (d.material.lame_lambda(), d.material.lame_mu());
+                        let j = f_def.determinant().max(1e-6);
+                        let f_inv_t = f_def.try_inverse().map(|m| m.transpose()).unwrap_or_else(Mat3::zeros);
+                        let pk1 = (f_def - f_inv_t) * mu + f_inv_t * (lambda * j.ln());
+                        [0, 1, 2, 3].map(|ka| pk1 * g[ka] * d.volume[e])
+                    }
+                };
+                for ka in 0..4 {
+                    let gi = s + t[ka];
+                    for c in 0..3 {
+                        self.b[3 * gi + c] -= h * forces[ka][c];
+                    }
+                    for kb in 0..4 {
+                        let k_rot = r * blocks[ka][kb] * r.transpose() * k_scale;
+                        let pos = self.block_pos[e_global][ka][kb] as usize;
+                        for ra in 0..3 {
+                            let base = self.a.row_offsets()[3 * gi + ra] + 3 * pos;
+                            let vals = self.a.values_mut();
+                            for cb in 0..3 {
+                                vals[base + cb] += k_rot[(ra, cb)];
+                            }
+                        }
+                    }
+                }
+                e_global += 1;
+            }
+        }
+    }
+
+}
+
+/// Row-by-row product `y = A x` for rows `rows` (deterministic: each row's sum runs in column
+/// order whatever the thread split).
+pub fn csr_mul_rows(a: &CsrMatrix<f64>, x: &[f64], y: &mut [f64], rows: std::ops::Range<usize>) {
+    let off = a.row_offsets();
+    let cols = a.col_indices();
+    let vals = a.values();
+    for (k, r) in rows.enumerate() {
+        let mut s = 0.0;
+        for idx in off[r]..off[r + 1] {
+            s += vals[idx] * x[cols[idx]];
+        }
+        y[k] = s;
+    }
+}
+
+/// A contact of a deformable surface node in the last step.
+#[derive(Clone, Copy, Debug)]
+pub struct FemContact {
+    /// Global node index.
+    pub node: usize,
+    /// Geometry touched (index into [`crate::model::Model::geoms`]).
+    pub geom: usize,
+    /// Rigid body in two-way contact (`None`: the ground or a static geometry).
+    pub body: Option<usize>,
+    /// Contact point (m, world): the node position.
+    pub position: Vec3,
+    /// World → contact rotation, rows `n, t1, t2`; `n` points from the geometry to the node.
+    pub frame: Mat3,
+    /// Signed distance (m, negative when penetrating).
+    pub distance: f64,
+    /// Impulse on the node in contact coordinates `[n, t1, t2]` (N·s); the body receives the
+    /// opposite.
+    pub impulse: [f64; 3],
+}
+
+/// Deformable-body scratch of the [`crate::workspace::Workspace`], sized once.
+pub struct FemWorkspace {
+    /// The sparse system.
+    pub system: FemSystem,
+    /// Contacts of deformable nodes this step (capacity: the surface nodes).
+    pub contacts: Vec<FemContact>,
+    /// Virtual-node Jacobian rows of the coupled solve, row-major `rows × nv`.
+    pub jv: Vec<f64>,
+    /// Constraints of the coupled solve.
+    pub constraints: Vec<crate::contact::NodalConstraint>,
+    /// `M̃ v*` of the rigid part (N·s).
+    pub rigid_b: Vec<f64>,
+    /// Generalized impulse of the deformable contacts on the rigid trees (N·s).
+    pub rigid_impulse: Vec<f64>,
+    /// Solve statistics of the last step.
+    pub last_solve: crate::contact::SolveStats,
+}
+
+impl FemWorkspace {
+    /// Allocates everything for `model`.
+    pub fn new(model: &crate::model::Model) -> Self {
+        let surface: usize = model.deformables.iter().map(|d| d.surface_nodes.len()).sum();
+        let rows = model.max_constraint_rows() + 3 * surface;
+        FemWorkspace {
+            system: FemSystem::new(&model.deformables),
+            contacts: Vec::with_capacity(surface),
+            jv: vec![0.0; rows * model.nv],
+            constraints: Vec::with_capacity(model.contact.max_contacts + model.max_joint_rows() + surface),
+            rigid_b: vec![0.0; model.nv],
+            rigid_impulse: vec![0.0; model.nv],
+            last_solve: Default::default(),
+        }
+    }
+}
+
+/// Total momentum of the deformable nodes (kg·m/s, world).
+pub fn fem_momentum(model: &crate::model::Model, v: &[f64]) -> Vec3 {
+    let mut p = Vec3::zeros();
+    for d in &model.deformables {
+        for (i, m) in d.mass.iter().enumerate() {
+            let g = d.node_start + i;
+            p += Vec3::new(v[3 * g], v[3 * g + 1], v[3 * g + 2]) * *m;
+        }
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn internal_force(model: ElasticModel, stretch: &Mat3) -> Vec<f64> {
+        let mesh = TetMesh::box_grid([0.1, 0.1, 0.1], [1, 1, 1]);
+        let mat = FemMaterial { density_kg_m3: 1e-12, youngs_modulus_pa: 1e5, poisson_ratio: 0.3, rayleigh_mass_1_s: 0.0, rayleigh_stiffness_s: 0.0, model };
+        let body = Deformable::new("b", "t", &mesh, mat, 0.5);
+        let mut sys = FemSystem::new(std::slice::from_ref(&body));
+        let x: Vec<f64> = mesh.nodes.iter().flat_map(|p| {
+            let q = stretch * p;
+            [q.x, q.y, q.z]
+        }).collect();
+        sys.assemble(std::slice::from_ref(&body), &x, &vec![0.0; x.len()], 1.0, &Vec3::zeros());
+        sys.b.iter().map(|b| -b).collect() // b = −h f_int with v = 0, g = 0, h = 1
+    }
+
+    #[test]
+    fn neo_hookean_matches_corotational_for_small_strain_and_rotations_cost_nothing() {
+        let eps = 1e-5;
+        let f = Mat3::new(1.0 + eps, 0.3 * eps, 0.0, 0.0, 1.0 - 0.5 * eps, 0.2 * eps, 0.0, 0.0, 1.0 + 0.7 * eps);
+        let a = internal_force(ElasticModel::Corotational, &f);
+        let b = internal_force(ElasticModel::NeoHookean, &f);
+        let scale = a.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        assert!(scale > 0.0);
+        let diff = a.iter().zip(&b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+        assert!(diff < 1e-3 * scale, "difference {diff:e} of {scale:e}");
+        // a pure rotation produces no elastic force in either model
+        let r = *nalgebra::Rotation3::from_euler_angles(0.3, -0.7, 1.1).matrix();
+        for model in [ElasticModel::Corotational, ElasticModel::NeoHookean] {
+            let f = internal_force(model, &r);
+            assert!(f.iter().all(|x| x.abs() < 1e-9), "{model:?}: {f:?}");
+        }
+    }
+}

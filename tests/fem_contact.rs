@@ -1,0 +1,225 @@
+//! Deformable contact: a ball resting on the ground, a gripper lifting it (stick / slip),
+//! penetration, V-FPI against PGS, serial vs parallel.
+
+mod common;
+
+use common::*;
+use contact_sim::math::Vec3;
+use contact_sim::sim::Simulation;
+
+const G: f64 = 9.81;
+
+/// Net contact force on the deformable nodes (N, world) of the last step.
+fn fem_contact_force(sim: &Simulation) -> Vec3 {
+    let f = sim.workspace.fem.as_ref().unwrap();
+    let dt = sim.model.timestep_s;
+    f.contacts.iter().map(|c| c.frame.transpose() * Vec3::new(c.impulse[0], c.impulse[1], c.impulse[2]) / dt).sum()
+}
+
+#[test]
+fn resting_ball_carries_its_weight() {
+    let s = scene_file("config/examples/fem_ball_rest.yaml");
+    let mut sim = Simulation::from_scene(&s, None);
+    let m = sim.model.deformables[0].total_mass();
+    let mut worst_pen: f64 = 0.0;
+    let mut iters = 0;
+    let steps = 200;
+    for k in 0..steps {
+        let r = sim.step();
+        let _ = k;
+        iters += r.solve.iterations;
+        if k > 20 {
+            worst_pen = worst_pen.max(r.max_penetration_m);
+        }
+        if k % 20 == 0 {
+            let f = fem_contact_force(&sim);
+            println!("t={:.2} contacts={} fz={:.4} (mg={:.4}) pen={:.2e} it={}", sim.state.time_s, r.contacts, f.z, m * G, r.max_penetration_m, r.solve.iterations);
+        }
+    }
+    let f = fem_contact_force(&sim);
+    println!("mean iterations {:.1}", iters as f64 / steps as f64);
+    assert!((f.z - m * G).abs() < 0.01 * m * G, "normal force {} vs m g {}", f.z, m * G);
+    assert!(f.x.hypot(f.y) < 0.01 * m * G, "friction on a resting ball: {f:?}");
+    assert!(worst_pen < 5e-4, "penetration {worst_pen} m");
+}
+
+/// Mean node position (m) of the first deformable.
+fn centroid(sim: &Simulation) -> Vec3 {
+    let x = &sim.state.fem_x;
+    let n = x.len() / 3;
+    (0..n).map(|i| Vec3::new(x[3 * i], x[3 * i + 1], x[3 * i + 2])).sum::<Vec3>() / n as f64
+}
+
+fn run_grasp(mu: f64) -> (Vec3, Vec3, f64) {
+    let mut s = scene_file("config/examples/fem_gripper_ball.yaml");
+    s.model.deformables[0].friction = mu;
+    let mut sim = Simulation::from_scene(&s, None);
+    let c0 = centroid(&sim);
+    let mut worst_pen: f64 = 0.0;
+    while sim.state.time_s < 1.5 - 1e-9 {
+        let r = sim.step();
+        if sim.state.time_s > 0.3 {
+            worst_pen = worst_pen.max(r.max_penetration_m);
+        }
+    }
+    (c0, centroid(&sim), worst_pen)
+}
+
+#[test]
+fn gripper_lifts_the_ball_when_friction_suffices_and_it_slips_otherwise() {
+    // squeeze 5 N per finger: holding needs μ ≥ m g / (2 · 5 N) = 0.29
+    let (c0, c1, pen) = run_grasp(0.8);
+    println!("μ = 0.8: centroid {c0:?} -> {c1:?}, penetration {pen:.2e} m");
+    let lift = c1.z - c0.z;
+    assert!(lift > 0.045 && lift < 0.055, "μ = 0.8: the ball rose {lift} m, the gripper 0.05 m");
+    assert!(pen < 2e-3, "penetration {pen} m");
+    let (c0, c1, _) = run_grasp(0.1);
+    let lift = c1.z - c0.z;
+    println!("μ = 0.1: centroid {c0:?} -> {c1:?}");
+    assert!(lift < 0.01, "μ = 0.1: the ball should slip out, rose {lift} m");
+}
+
+fn small_ball_scene(threads: usize) -> String {
+    let dir = std::env::temp_dir().join(format!("contact_sim_small_ball_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mesh = dir.join("ball.msh");
+    if !mesh.exists() {
+        contact_sim::config::write_gmsh41(&contact_sim::fem::TetMesh::ball(0.04, 4), &mesh).unwrap();
+    }
+    format!(
+        "timestep_s: 0.01\nsolver: {{kind: vfpi, tolerance: 1.0e-12, residual_tolerance: 1.0e-10, max_iterations: 20000, threads: {threads}}}\ndeformables:\n  - name: ball\n    mesh: {}\n    position: [0, 0, 0.0405]\n    linear_velocity: [0.05, 0, 0]\n    material: {{density_kg_m3: 1100, youngs_modulus_pa: 2.0e5, poisson_ratio: 0.35}}\n    friction: 0.3\n",
+        mesh.display()
+    )
+}
+
+#[test]
+fn vfpi_impulses_agree_with_pgs_on_the_same_problem() {
+    // A small ball (125 nodes) lands and rolls/slides on the ground: at each checked step, the
+    // converged V-FPI contact impulses are compared with PGS (run to 1e-14 N·s) on the same
+    // contact problem, G = J A⁻¹ Jᵀ and u_free = J A⁻¹ b + φ built densely from the step's
+    // FEM system. Measure: max_i |λ_vfpi − λ_pgs| / max_i |λ_pgs|.
+    use contact_sim::contact::{ContactProblem, ContactSolver, PgsParams, PgsSolver};
+    let s = scene(&small_ball_scene(1));
+    let mut sim = Simulation::from_scene(&s, None);
+    let dt = sim.model.timestep_s;
+    let (erp, slop) = (sim.model.contact.erp, sim.model.contact.slop_m);
+    let mut checked = 0;
+    let mut worst: f64 = 0.0;
+    for k in 0..40 {
+        let r = sim.step();
+        assert!(r.solve.converged, "step {k}: {:?}", r.solve);
+        let f = sim.workspace.fem.as_ref().unwrap();
+        let nc = f.contacts.len();
+        if k < 5 || nc == 0 || k % 5 != 0 {
+            continue;
+        }
+        let n = f.system.dim();
+        let mut a = nalgebra::DMatrix::<f64>::zeros(n, n);
+        for (r, row) in f.system.a.row_iter().enumerate() {
+            for (&c, &v) in row.col_indices().iter().zip(row.values()) {
+                a[(r, c)] = v;
+            }
+        }
+        let chol = a.cholesky().expect("A is SPD");
+        let mut jt = nalgebra::DMatrix::<f64>::zeros(n, 3 * nc);
+        for (ci, c) in f.contacts.iter().enumerate() {
+            for r in 0..3 {
+                for d in 0..3 {
+                    jt[(3 * c.node + d, 3 * ci + r)] = c.frame[(r, d)];
+                }
+            }
+        }
+        let ainv_jt = chol.solve(&jt);
+        let g = jt.transpose() * &ainv_jt;
+        let v_free = chol.solve(&nalgebra::DVector::from_column_slice(&f.system.b));
+        let mut u = jt.transpose() * v_free;
+        for (ci, c) in f.contacts.iter().enumerate() {
+            u[3 * ci] += if c.distance >= 0.0 { c.distance / dt } else { -erp * (-c.distance - slop).max(0.0) / dt };
+        }
+        let gt = g.transpose(); // row-major storage of the symmetric G
+        let mu = vec![0.3; nc];
+        let p = ContactProblem { num_contacts: nc, num_joint_rows: 0, friction: &mu, row_lower: &[], row_upper: &[], delassus: gt.as_slice(), free_velocity: u.as_slice(), primal: None };
+        let mut pgs = PgsSolver::new(PgsParams { max_iterations: 200_000, tolerance: 1e-14, relaxation: 1.0 }, nc);
+        let mut lam = vec![0.0; 3 * nc];
+        let st = pgs.solve(&p, &mut lam);
+        assert!(st.converged, "PGS: {st:?}");
+        let vf: Vec<f64> = f.contacts.iter().flat_map(|c| c.impulse).collect();
+        let scale = lam.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        let err = vf.iter().zip(&lam).fold(0.0f64, |m, (a, b)| m.max((a - b).abs())) / scale;
+        println!("step {k}: {nc} contacts, max |λ| {scale:.3e} N·s, relative difference {err:.2e}");
+        worst = worst.max(err);
+        checked += 1;
+    }
+    assert!(checked >= 3);
+    assert!(worst < 1e-4, "V-FPI and PGS differ by {worst:e}");
+}
+
+#[test]
+fn serial_and_parallel_vfpi_are_bit_identical() {
+    let run = |threads: usize, yaml: &str| {
+        let yaml = yaml.replace("threads: 1", &format!("threads: {threads}"));
+        let s = scene(&yaml);
+        let mut sim = Simulation::from_scene(&s, None);
+        let mut its = 0;
+        for _ in 0..15 {
+            its += sim.step().solve.iterations;
+        }
+        (sim.state.fem_x.clone(), sim.state.fem_v.clone(), sim.state.q.clone(), its)
+    };
+    // the gripper scene (3 993 FEM DOF: 6 row chunks, > 64 contacts at times) and the small ball
+    let big = std::fs::read_to_string(repo().join("config/examples/fem_gripper_ball.yaml")).unwrap().replace("max_iterations: 3000}", "max_iterations: 3000, threads: 1}").replace("../../", &format!("{}/", repo().display()));
+    for yaml in [small_ball_scene(1), big] {
+        let a = run(1, &yaml);
+        let b = run(2, &yaml);
+        assert!(a.0.iter().zip(&b.0).all(|(x, y)| x.to_bits() == y.to_bits()), "positions differ");
+        assert!(a.1.iter().zip(&b.1).all(|(x, y)| x.to_bits() == y.to_bits()), "velocities differ");
+        assert!(a.2.iter().zip(&b.2).all(|(x, y)| x.to_bits() == y.to_bits()), "rigid q differs");
+        assert_eq!(a.3, b.3);
+    }
+}
+
+#[test]
+fn soft_finger_press_is_seen_by_the_force_sensor() {
+    // Two-way coupling through a rigid body: the pad pushes the box (virtual-node D-contacts),
+    // the box pushes the plate (rigid contacts), the plate's F/T sensor must read the plate's
+    // and the box's weight plus the pad's push, which equals the force the pad nodes receive.
+    let s = scene_file("config/examples/fem_finger_press.yaml");
+    let mut sim = Simulation::from_scene(&s, None);
+    let (m_plate, m_box) = (1.0, 0.2);
+    while sim.state.time_s < 1.5 - 1e-9 {
+        let r = sim.step();
+        assert!(r.solve.converged, "t = {}: {:?}", sim.state.time_s, r.solve);
+    }
+    let pad_push = fem_contact_force(&sim).z; // the box pushes the pad nodes up with what the pad pushes down
+    let reading = sim.state.sensors[0].ideal;
+    let box_z = object_position(&sim, "box").z;
+    println!("pad push {pad_push:.3} N, sensor {reading:?}, box z {box_z:.5}");
+    assert!(pad_push > 1.0, "the pad must be compressed against the box, push {pad_push} N");
+    let expected = (m_plate + m_box) * G + pad_push; // magnitude of the load on the plate
+    assert!((reading[2].abs() - expected).abs() < 0.02 * expected, "sensor {} N vs {expected} N", reading[2]);
+    assert!((box_z - 0.045).abs() < 5e-4, "box moved to z = {box_z}");
+}
+
+#[test]
+fn soft_finger_pressing_the_sensed_plate_directly_is_measured() {
+    // the pad on the plate itself (no box): deformable–link contact forces reach the F/T sensor
+    let yaml = std::fs::read_to_string(repo().join("config/examples/fem_finger_press.yaml")).unwrap();
+    let i = yaml.find("objects:").unwrap();
+    let j = yaml.find("deformables:").unwrap();
+    let yaml = format!("{}{}", &yaml[..i], &yaml[j..])
+        .replace("position: [0, 0, 0.087]", "position: [0, 0, 0.037]")
+        .replace("position: [0, 0, 0.075]", "position: [0, 0, 0.025]")
+        .replace("box_min: [-1, -1, 0.0869]", "box_min: [-1, -1, 0.0369]");
+    let s = scene(&yaml);
+    let mut sim = Simulation::from_scene(&s, None);
+    while sim.state.time_s < 1.5 - 1e-9 {
+        let r = sim.step();
+        assert!(r.solve.converged, "t = {}: {:?}", sim.state.time_s, r.solve);
+    }
+    let push = fem_contact_force(&sim).z;
+    let reading = sim.state.sensors[0].ideal;
+    println!("pad push {push:.3} N, sensor {reading:?}");
+    assert!(push > 1.0, "push {push}");
+    let expected = 1.0 * G + push;
+    assert!((reading[2].abs() - expected).abs() < 0.02 * expected, "sensor {} N vs {expected} N", reading[2]);
+}
