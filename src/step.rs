@@ -293,9 +293,18 @@ pub fn step(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Commands
     }
     integrate_positions(model, state, dt);
     save_warm_start(state, ws);
-    state.time_s += dt;
+    state.time_s = advance_time(state.time_s, dt);
     state.step_count += 1;
     report
+}
+
+/// `t + dt` kept on the nanosecond grid (the resolution of ROS and bag time stamps): summing
+/// `dt = 0.001` in floating point drifts off the grid (after 180 000 steps a 1 kHz run's stamps
+/// would be 1 ns uneven); rounding each sum to whole nanoseconds keeps every stamp exact as long
+/// as `dt` is a whole number of nanoseconds.
+#[inline]
+fn advance_time(t: f64, dt: f64) -> f64 {
+    ((t + dt) * 1e9).round() / 1e9
 }
 
 /// Contact force of the step on each body (spatial force about the world origin, N).
@@ -795,4 +804,30 @@ fn solve_coupled(model: &Model, state: &mut State, ws: &mut Workspace, m: usize)
     state.fem_v.copy_from_slice(&vs.scratch.x[..nf]);
     f.last_solve = stats;
     stats
+}
+
+#[cfg(test)]
+mod time_tests {
+    use super::advance_time;
+
+    #[test]
+    fn simulation_time_stays_on_the_nanosecond_grid() {
+        // one hour at 1 kHz: every step exactly 1 000 000 ns after the previous one
+        let mut t = 0.0;
+        let mut prev_ns = 0i64;
+        for k in 1..=3_600_000i64 {
+            t = advance_time(t, 0.001);
+            let ns = crate::rt::clock::secs_to_ns(t);
+            assert_eq!(ns - prev_ns, 1_000_000, "step {k}: t = {t}");
+            prev_ns = ns;
+        }
+        assert_eq!(prev_ns, 3_600_000_000_000);
+        // plain summation drifts off the grid (what this guards against)
+        let (mut s, mut off_grid) = (0.0f64, false);
+        for k in 1..=200_000i64 {
+            s += 0.001;
+            off_grid |= crate::rt::clock::secs_to_ns(s) != k * 1_000_000;
+        }
+        assert!(off_grid);
+    }
 }
