@@ -24,8 +24,7 @@ use super::recorder::{BagRecorder, RecorderOptions, RecordingSummary};
 use super::topics::{SampleTopicOptions, SampleTopics};
 use super::BagError;
 use crate::config::Scene;
-use crate::model::ControlMode;
-use crate::rt::messages::{Interpolation, JointCommand, JointLayout, Sample, TrajectoryCommand, HAS_EFFORT, HAS_POSITION, HAS_VELOCITY};
+use crate::rt::messages::{Interpolation, JointCommand, JointLayout, Sample, TrajectoryCommand};
 use crate::rt::trajectory::ActiveTrajectory;
 use crate::rt::validate::{CommandGroup, CommandValidator, LimitPolicy, TrajectoryPointView};
 use crate::sim::{Script, Simulation};
@@ -332,27 +331,7 @@ pub fn replay(hw: &Bag, scene: &Scene, cfg: &ReplayConfig, out: &Path) -> Result
             match &e.cmd {
                 Command::Joint(cmd) => {
                     // as the node's real-time loop applies a command
-                    let c = &mut sim.commands;
-                    for (slot, j) in layout.joints.iter().enumerate() {
-                        let m = cmd.mask[slot];
-                        if m == 0 {
-                            continue;
-                        }
-                        let v = j.v_index;
-                        if m & HAS_POSITION != 0 {
-                            c.position[v] = cmd.position[slot];
-                            if m & HAS_VELOCITY == 0 && matches!(c.mode[v], ControlMode::Position { .. }) {
-                                c.velocity[v] = 0.0;
-                            }
-                        }
-                        if m & HAS_VELOCITY != 0 {
-                            c.velocity[v] = cmd.velocity[slot];
-                        }
-                        if m & HAS_EFFORT != 0 {
-                            c.effort[v] = cmd.effort[slot];
-                        }
-                        traj.release(slot);
-                    }
+                    cmd.apply(&layout, &mut sim.commands, |slot| traj.release(slot));
                     applied += 1;
                 }
                 Command::Trajectory(t) => {
@@ -364,20 +343,7 @@ pub fn replay(hw: &Bag, scene: &Scene, cfg: &ReplayConfig, out: &Path) -> Result
             h.record(cmd_topics[&e.topic], e.t_ns, e.msg.clone());
             ei += 1;
         }
-        {
-            let cmds = &mut sim.commands;
-            traj.sample(sim.state.time_s, interpolation, |slot, p, v| {
-                let j = &layout.joints[slot];
-                match cmds.mode[j.v_index] {
-                    ControlMode::Position { .. } => {
-                        cmds.position[j.v_index] = p;
-                        cmds.velocity[j.v_index] = v;
-                    }
-                    ControlMode::Velocity { .. } => cmds.velocity[j.v_index] = v,
-                    _ => {}
-                }
-            });
-        }
+        traj.apply(sim.state.time_s, interpolation, &layout, &mut sim.commands);
         if sim.state.step_count % every == 0 {
             sample.fill_physics(&layout, &sim);
             topics.record_sample(&h, &sample, stamp(sim.state.time_s));

@@ -166,6 +166,33 @@ impl JointCommand {
     pub fn clear(&mut self) {
         self.mask.fill(0);
     }
+
+    /// Writes the set fields into the simulation's command targets, as the real-time loop applies
+    /// a command (the replay of a bag calls the same code): a position without a velocity on a
+    /// position-controlled joint targets zero velocity; every commanded joint is released from a
+    /// running trajectory (`release(slot)`). No allocation.
+    pub fn apply(&self, layout: &JointLayout, commands: &mut crate::step::Commands, mut release: impl FnMut(usize)) {
+        for (slot, j) in layout.joints.iter().enumerate() {
+            let m = self.mask[slot];
+            if m == 0 {
+                continue;
+            }
+            let v = j.v_index;
+            if m & HAS_POSITION != 0 {
+                commands.position[v] = self.position[slot];
+                if m & HAS_VELOCITY == 0 && matches!(commands.mode[v], crate::model::ControlMode::Position { .. }) {
+                    commands.velocity[v] = 0.0;
+                }
+            }
+            if m & HAS_VELOCITY != 0 {
+                commands.velocity[v] = self.velocity[slot];
+            }
+            if m & HAS_EFFORT != 0 {
+                commands.effort[v] = self.effort[slot];
+            }
+            release(slot);
+        }
+    }
 }
 
 /// How trajectory positions are interpolated between points.

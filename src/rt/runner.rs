@@ -554,19 +554,7 @@ impl RtLoop {
     fn do_step(&mut self) {
         {
             let RtLoop { traj, sim, layout, cfg, .. } = self;
-            let t = sim.state.time_s;
-            let cmds = &mut sim.commands;
-            traj.sample(t, cfg.interpolation, |slot, p, v| {
-                let j = &layout.joints[slot];
-                match cmds.mode[j.v_index] {
-                    ControlMode::Position { .. } => {
-                        cmds.position[j.v_index] = p;
-                        cmds.velocity[j.v_index] = v;
-                    }
-                    ControlMode::Velocity { .. } => cmds.velocity[j.v_index] = v,
-                    _ => {}
-                }
-            });
+            traj.apply(sim.state.time_s, cfg.interpolation, layout, &mut sim.commands);
         }
         let r = step(&self.sim.model, &mut self.sim.state, &mut self.sim.workspace, &self.sim.commands);
         self.counters.steps += 1;
@@ -593,27 +581,8 @@ impl RtLoop {
                 self.sim.commands.effort[j.v_index] = 0.0;
             }
         }
-        let c = &mut self.sim.commands;
-        for (slot, j) in self.layout.joints.iter().enumerate() {
-            let m = cmd.mask[slot];
-            if m == 0 {
-                continue;
-            }
-            let v = j.v_index;
-            if m & HAS_POSITION != 0 {
-                c.position[v] = cmd.position[slot];
-                if m & HAS_VELOCITY == 0 && matches!(c.mode[v], ControlMode::Position { .. }) {
-                    c.velocity[v] = 0.0;
-                }
-            }
-            if m & HAS_VELOCITY != 0 {
-                c.velocity[v] = cmd.velocity[slot];
-            }
-            if m & HAS_EFFORT != 0 {
-                c.effort[v] = cmd.effort[slot];
-            }
-            self.traj.release(slot);
-        }
+        let traj = &mut self.traj;
+        cmd.apply(&self.layout, &mut self.sim.commands, |slot| traj.release(slot));
         self.counters.commands_applied += 1;
         self.last_command_seq = cmd.seq;
     }

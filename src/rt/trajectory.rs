@@ -12,7 +12,7 @@
 //! adjacent segment slopes (zero where the slopes change sign, so no overshoot at turning
 //! points), the last point gets zero.
 
-use super::messages::{Interpolation, TrajectoryCommand};
+use super::messages::{Interpolation, JointLayout, TrajectoryCommand};
 
 /// The trajectory being followed, in storage swapped in from the command queue (no copies, no
 /// allocation).
@@ -123,6 +123,24 @@ impl ActiveTrajectory {
     /// Stops following (reset, watchdog).
     pub fn cancel(&mut self) {
         self.active = false;
+    }
+
+    /// Writes the targets at sim time `now_s` into the simulation's commands, as the real-time
+    /// loop does before each step (a bag replay calls the same code): position-controlled joints
+    /// get position and velocity targets, velocity-controlled joints the velocity; effort and
+    /// passive joints are left alone.
+    pub fn apply(&mut self, now_s: f64, interpolation: Interpolation, layout: &JointLayout, commands: &mut crate::step::Commands) {
+        self.sample(now_s, interpolation, |slot, p, v| {
+            let k = layout.joints[slot].v_index;
+            match commands.mode[k] {
+                crate::model::ControlMode::Position { .. } => {
+                    commands.position[k] = p;
+                    commands.velocity[k] = v;
+                }
+                crate::model::ControlMode::Velocity { .. } => commands.velocity[k] = v,
+                _ => {}
+            }
+        });
     }
 
     /// Writes the targets at sim time `now_s` through `set(slot, position, velocity)`. Before the
