@@ -121,14 +121,7 @@ fn vfpi_impulses_agree_with_pgs_on_the_same_problem() {
             }
         }
         let chol = a.cholesky().expect("A is SPD");
-        let mut jt = nalgebra::DMatrix::<f64>::zeros(n, 3 * nc);
-        for (ci, c) in f.contacts.iter().enumerate() {
-            for r in 0..3 {
-                for d in 0..3 {
-                    jt[(3 * c.node + d, 3 * ci + r)] = c.frame[(r, d)];
-                }
-            }
-        }
+        let jt = f.dense_contact_jacobian_t(n);
         let ainv_jt = chol.solve(&jt);
         let g = jt.transpose() * &ainv_jt;
         let v_free = chol.solve(&nalgebra::DVector::from_column_slice(&f.system.b));

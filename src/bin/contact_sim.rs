@@ -1011,14 +1011,7 @@ fn dof_sweep(steps: usize, pgs_max_dof: usize, threads: usize, json: bool) -> Re
             let chol = CscCholesky::factor(&csc).map_err(|e| anyhow::anyhow!("Cholesky: {e:?}"))?;
             row.pgs_factor_ms = Some(t.elapsed().as_secs_f64() * 1e3);
             let t = Instant::now();
-            let mut jt = nalgebra::DMatrix::<f64>::zeros(n, 3 * nc);
-            for (ci, c) in f.contacts.iter().enumerate() {
-                for r in 0..3 {
-                    for d in 0..3 {
-                        jt[(3 * c.node + d, 3 * ci + r)] = c.frame[(r, d)];
-                    }
-                }
-            }
+            let jt = f.dense_contact_jacobian_t(n);
             let ainv_jt = chol.solve(&jt);
             let g = jt.transpose() * &ainv_jt;
             let v_free = chol.solve(&nalgebra::DMatrix::from_column_slice(n, 1, &f.system.b));

@@ -401,6 +401,22 @@ impl FemWorkspace {
             last_solve: Default::default(),
         }
     }
+
+    /// `Jᵀ` of this step's deformable contacts as a dense `n × 3·contacts` matrix (`n` = the
+    /// deformable velocity coordinates, 3 per node): column `3c + r` holds row `r` of contact
+    /// `c`'s frame (`n, t1, t2`) at its node. For reference solves in tests and benchmarks
+    /// (allocates; the step never calls it).
+    pub fn dense_contact_jacobian_t(&self, n: usize) -> nalgebra::DMatrix<f64> {
+        let mut jt = nalgebra::DMatrix::<f64>::zeros(n, 3 * self.contacts.len());
+        for (ci, c) in self.contacts.iter().enumerate() {
+            for r in 0..3 {
+                for d in 0..3 {
+                    jt[(3 * c.node + d, 3 * ci + r)] = c.frame[(r, d)];
+                }
+            }
+        }
+        jt
+    }
 }
 
 /// Total momentum of the deformable nodes (kg·m/s, world).
