@@ -354,7 +354,7 @@ fn solve_contact_impl<const PAPER_SIGN: bool>(blk: &Block, c: [f64; 3], mu: f64,
     if mu * lv0[2] >= norm2(lv0[0], lv0[1]) {
         return lv0;
     }
-    slip::<PAPER_SIGN>(blk, c, mu, lv0, prm)
+    slip::<PAPER_SIGN, false>(blk, c, mu, lv0, prm).0
 }
 
 /// `(cos, sin)` of the angle `step`, given those of the previous step `old`: doubling, halving
@@ -378,8 +378,17 @@ fn rotation(step: f64, old: f64, rot: [f64; 2]) -> [f64; 2] {
     }
 }
 
-/// The sliding case: Alg. 1 with the digest's corrections (module docs).
-fn slip<const PAPER_SIGN: bool>(blk: &Block, c: [f64; 3], mu: f64, lv0: [f64; 3], prm: &BisectionParams) -> [f64; 3] {
+/// The sliding case: Alg. 1 with the digest's corrections (module docs). Returns the impulse and
+/// the number of gradient evaluations after the initial guess (bracketing steps plus root-finding
+/// trial points; for tests). `HALVING = true` replaces the safeguarded Illinois step of the
+/// root-finding phase by the paper's plain halving (the reference of the tests).
+fn slip<const PAPER_SIGN: bool, const HALVING: bool>(
+    blk: &Block,
+    c: [f64; 3],
+    mu: f64,
+    lv0: [f64; 3],
+    prm: &BisectionParams,
+) -> ([f64; 3], u32) {
     let g = &blk.g;
     let (gzx, gzy, gzz) = (g[2][0], g[2][1], g[2][2]);
     let cz = c[2];
@@ -431,13 +440,16 @@ fn slip<const PAPER_SIGN: bool>(blk: &Block, c: [f64; 3], mu: f64, lv0: [f64; 3]
     let Some(mut lam) = point(dir[0], dir[1]) else {
         // cannot happen in exact arithmetic (the radial map of λ^{v=0} is on the section); fall
         // back to λ^{T=0}, which is feasible and dissipative
-        return [0.0, 0.0, -cz / gzz];
+        return ([0.0, 0.0, -cz / gzz], 0);
     };
     let d0 = grad(&lam);
     let (v, e) = (velocity(&lam), tangent(&lam));
     if !(d0.abs() > 1e-13 * norm2(v[0], v[1]) * norm2(e[0], e[1])) {
-        return lam; // initial guess stationary (exact for isotropic blocks)
+        return (lam, 0); // initial guess stationary (exact for isotropic blocks)
     }
+    let mut evals = 0u32;
+    // dE/dθ-sign values at λ_p and λ
+    let (mut d_p, mut d_cur) = (d0, d0);
     let s0 = d0.signum();
     let max_step = std::f64::consts::FRAC_PI_4;
     let mut step = (-prm.angle_step * s0).clamp(-max_step, max_step);
@@ -451,10 +463,13 @@ fn slip<const PAPER_SIGN: bool>(blk: &Block, c: [f64; 3], mu: f64, lv0: [f64; 3]
         match point(dir_n[0], dir_n[1]) {
             Some(l) if visible(&l) => {
                 let d = grad(&l);
+                evals += 1;
                 dir_p = dir;
                 lam_p = lam;
                 dir = dir_n;
                 lam = l;
+                d_p = d_cur;
+                d_cur = d;
                 if d * s0 > 0.0 {
                     step = (step * prm.step_growth).clamp(-max_step, max_step);
                 } else {
@@ -472,12 +487,12 @@ fn slip<const PAPER_SIGN: bool>(blk: &Block, c: [f64; 3], mu: f64, lv0: [f64; 3]
         rot = rotation(step, old, rot);
     }
     if !bracketed {
-        return lam; // best visible point found (E decreased along every accepted step)
+        return (lam, evals); // best visible point found (E decreased along every accepted step)
     }
-    // Bisection on the bracket [θ_p, θ] (at most π/4 wide), parameterised by t = tan(φ/2), φ the
+    // Root finding on the bracket [θ_p, θ] (at most π/4 wide), parameterised by t = tan(φ/2), φ the
     // angle from θ_p: the direction is ((1 − t²) u_p + 2t u_p⊥) / (1 + t²), a monotone map of φ,
-    // so halving t bisects the arc on the sign of dE/dθ as the paper does, with one division per
-    // trial point and no trigonometry. λ_p and λ follow t_p and t (digest §8.2).
+    // with one division per trial point and no trigonometry. λ_p and λ follow t_p and t (digest
+    // §8.2).
     let up = dir_p;
     let (b, cc) = (gzx * up[0] + gzy * up[1], gzy * up[0] - gzx * up[1]);
     // the point at t: λ = k ((1 − t²) u_p + 2t u_p⊥, (1 + t²)/μ), k = −c_z / (a(1 + t²) + (1 − t²) b + 2t cc)
@@ -495,38 +510,137 @@ fn slip<const PAPER_SIGN: bool>(blk: &Block, c: [f64; 3], mu: f64, lv0: [f64; 3]
         Some([k * (s * up[0] - 2.0 * t * up[1]), k * (s * up[1] + 2.0 * t * up[0]), k * w / mu])
     };
     // tan(φ/2) = sin φ / (1 + cos φ) from u_p to u
-    let (mut t_p, mut t) = (0.0, (up[0] * dir[1] - up[1] * dir[0]) / (1.0 + up[0] * dir[0] + up[1] * dir[1]));
-    // Halve until the bracketing impulses are within the tolerance. Their distance shrinks about
-    // twofold per halving, so it is checked only after the number of halvings that estimate
-    // predicts (then re-estimated), not after every one.
+    let t_end = (up[0] * dir[1] - up[1] * dir[0]) / (1.0 + up[0] * dir[0] + up[1] * dir[1]);
     let tol2 = prm.bisection_tolerance * prm.bisection_tolerance;
-    let mut budget = prm.max_bisection_iterations;
-    'outer: while budget > 0 {
-        let dl = [lam_p[0] - lam[0], lam_p[1] - lam[1], lam_p[2] - lam[2]];
-        let dist2 = dl[0] * dl[0] + dl[1] * dl[1] + dl[2] * dl[2];
-        if dist2 <= tol2 {
+    if HALVING {
+        let (mut t_p, mut t) = (0.0, t_end);
+        // Halve until the bracketing impulses are within the tolerance. Their distance shrinks
+        // about twofold per halving, so it is checked only after the number of halvings that
+        // estimate predicts (then re-estimated), not after every one.
+        let mut budget = prm.max_bisection_iterations;
+        'outer: while budget > 0 {
+            let dl = [lam_p[0] - lam[0], lam_p[1] - lam[1], lam_p[2] - lam[2]];
+            let dist2 = dl[0] * dl[0] + dl[1] * dl[1] + dl[2] * dl[2];
+            if dist2 <= tol2 {
+                break;
+            }
+            // ⌈log₂(dist / tol)⌉ = ⌈log₄(dist² / tol²)⌉ halvings, at least one
+            let ratio = dist2 / tol2;
+            let n = if ratio.is_finite() { ((ratio.log2() * 0.5).ceil() as u32).max(1) } else { budget };
+            for _ in 0..n.min(budget) {
+                budget -= 1;
+                let t_m = 0.5 * (t + t_p);
+                if t_m == t || t_m == t_p {
+                    break 'outer;
+                }
+                let Some(lm) = point_t(t_m) else { break 'outer };
+                evals += 1;
+                if grad(&lm) * s0 > 0.0 {
+                    t_p = t_m;
+                    lam_p = lm;
+                } else {
+                    t = t_m;
+                    lam = lm;
+                }
+            }
+        }
+        return (point_t(0.5 * (t + t_p)).unwrap_or(lam), evals);
+    }
+    // Safeguarded Illinois (regula falsi) on the sign function
+    //   F(t) = −c_z A(t) + den(t) B(t),  A = η̌(m)·(Ḡ m_t),  B = η̌(m)·c̄,
+    // where λ(t) = k m(t), k = −c_z / den(t) > 0: since v = k Ḡ m_t + c̄ and η̌ is linear,
+    // v·η̌ = k (k A + B) = k F / den, so F has the sign of dE/dθ (and the same roots), and it is
+    // a quartic polynomial in t, evaluated without division. The bracket [t_a, t_b] keeps
+    // s₀F(t_a) > 0 ≥ s₀F(t_b) (the paper's bisection invariant); only the trial point inside it
+    // differs from halving. Its end values are obtained from the bracketing phase's v·η̌ values
+    // as F = (v·η̌) den² / (−c_z).
+    let mu_inv = 1.0 / mu;
+    let ray = |t: f64| -> ([f64; 3], f64) {
+        let t2 = t * t;
+        let (w, s, tt) = (1.0 + t2, 1.0 - t2, 2.0 * t);
+        ([s * up[0] - tt * up[1], s * up[1] + tt * up[0], w], a * w + s * b + tt * cc)
+    };
+    // s₀ F and λ at t; None where den ≤ 0 (off the section's branch) or k is not finite
+    let eval = |t: f64| -> Option<(f64, [f64; 3])> {
+        let (m, den) = ray(t);
+        if !(den > 0.0) {
+            return None;
+        }
+        // η̌(m) with m_z = w / μ: μ² m_z = μ w
+        let e = [-mu * m[2] * gzy - gzz * m[1], gzz * m[0] + mu * m[2] * gzx];
+        let gm = [gb[0][0] * m[0] + gb[0][1] * m[1], gb[1][0] * m[0] + gb[1][1] * m[1]];
+        let f = -cz * (e[0] * gm[0] + e[1] * gm[1]) + den * (e[0] * cbar[0] + e[1] * cbar[1]);
+        let k = -cz / den;
+        if !k.is_finite() {
+            return None;
+        }
+        Some((s0 * f, [k * m[0], k * m[1], k * m[2] * mu_inv]))
+    };
+    let den_p = a + b;
+    let den_e = a + gzx * dir[0] + gzy * dir[1];
+    let (mut ta, mut tb) = (0.0, t_end);
+    let (mut fa, mut fb) = (s0 * d_p * den_p * den_p / -cz, s0 * d_cur * den_e * den_e / -cz);
+    let (mut la, mut lb) = (lam_p, lam);
+    if !(fa > 0.0 && fb <= 0.0) {
+        // cannot happen in exact arithmetic (s₀ d_p > 0 ≥ s₀ d, den > 0); plain halving's answer
+        return (point_t(0.5 * t_end).unwrap_or(lam), evals);
+    }
+    // Illinois weights: the end kept twice in a row has its value halved for the next secant
+    let (mut wa, mut wb) = (fa, fb);
+    let mut side = 0i8;
+    // safeguard: the bracket must halve within every two trial points, else the next is a halving
+    let mut width_ref = t_end.abs();
+    let mut in_window = 0u8;
+    let mut force_half = false;
+    for _ in 0..prm.max_bisection_iterations {
+        let dl = [la[0] - lb[0], la[1] - lb[1], la[2] - lb[2]];
+        if dl[0] * dl[0] + dl[1] * dl[1] + dl[2] * dl[2] <= tol2 || fb == 0.0 {
             break;
         }
-        // ⌈log₂(dist / tol)⌉ = ⌈log₄(dist² / tol²)⌉ halvings, at least one
-        let ratio = dist2 / tol2;
-        let n = if ratio.is_finite() { ((ratio.log2() * 0.5).ceil() as u32).max(1) } else { budget };
-        for _ in 0..n.min(budget) {
-            budget -= 1;
-            let t_m = 0.5 * (t + t_p);
-            if t_m == t || t_m == t_p {
-                break 'outer;
-            }
-            let Some(lm) = point_t(t_m) else { break 'outer };
-            if grad(&lm) * s0 > 0.0 {
-                t_p = t_m;
-                lam_p = lm;
-            } else {
-                t = t_m;
-                lam = lm;
+        let mid = 0.5 * (ta + tb);
+        let mut tm = if force_half { mid } else { (ta * wb - tb * wa) / (wb - wa) };
+        let (lo, hi) = if ta < tb { (ta, tb) } else { (tb, ta) };
+        if !(tm > lo && tm < hi) {
+            tm = mid;
+            if !(tm > lo && tm < hi) {
+                break; // the bracket is one ulp wide
             }
         }
+        let Some((fm, lm)) = eval(tm) else { break };
+        evals += 1;
+        if fm > 0.0 {
+            ta = tm;
+            fa = fm;
+            wa = fm;
+            la = lm;
+            if side > 0 {
+                wb *= 0.5;
+            }
+            side = 1;
+        } else {
+            tb = tm;
+            fb = fm;
+            wb = fm;
+            lb = lm;
+            if side < 0 {
+                wa *= 0.5;
+            }
+            side = -1;
+        }
+        in_window += 1;
+        force_half = false;
+        if in_window == 2 {
+            let width = (tb - ta).abs();
+            force_half = width > 0.5 * width_ref;
+            width_ref = width;
+            in_window = 0;
+        }
     }
-    point_t(0.5 * (t + t_p)).unwrap_or(lam)
+    // the regula-falsi point of the final bracket (true end values): within the bracket, and far
+    // closer to the root than its midpoint once the secant steps converge
+    let tf = if fb == 0.0 { tb } else { (ta * fb - tb * fa) / (fb - fa) };
+    let tf = if (tf - ta) * (tf - tb) <= 0.0 { tf } else { 0.5 * (ta + tb) };
+    (point_t(tf).unwrap_or(lb), evals)
 }
 
 /// One contact's local problem, prepared: the unit of work of a sweep, exposed so that benchmarks
@@ -1189,6 +1303,66 @@ mod tests {
             }
         }
         assert!(sticks > 20 && slips > 20, "{sticks} sticks, {slips} slips");
+    }
+
+    /// Sliding problems on ill-conditioned blocks (condition numbers up to 10⁸, and wide
+    /// eigenvalue spreads), `c = −G λ^{v=0}` with `λ^{v=0}` outside the cone, at impulse scale
+    /// `scale`. Calls `f(block, c, μ, λ^{v=0})` with `λ^{v=0} = −G⁻¹ c` as the solver computes it.
+    fn ill_conditioned_slip_cases(seed: u64, count: usize, scale: (f64, f64), mut f: impl FnMut(&Block, [f64; 3], f64, [f64; 3])) {
+        let mut rng = Rng(seed);
+        let mut n = 0;
+        while n < count {
+            let gx = match n % 3 {
+                0 => ill_conditioned(&mut rng),
+                1 => random_spd3(&mut rng, 1e-5, 3.0),
+                _ => random_spd3(&mut rng, 0.05, 3.0),
+            };
+            let mu = rng.uniform(0.1, 2.0);
+            let sc = 10f64.powf(rng.uniform(scale.0.log10(), scale.1.log10()));
+            let lv = [rng.uniform(-1.0, 1.0) * sc, rng.uniform(-1.0, 1.0) * sc, rng.uniform(0.0, 1.0) * sc];
+            let c: [f64; 3] = std::array::from_fn(|a| -(0..3).map(|b| gx[a][b] * lv[b]).sum::<f64>());
+            let blk = block_from(gx);
+            if !(c[2] < 0.0) || blk.inactive {
+                continue;
+            }
+            let s = blk.solve(c);
+            let lv0 = [-s[0], -s[1], -s[2]];
+            if mu * lv0[2] >= norm2(lv0[0], lv0[1]) {
+                continue; // sticking
+            }
+            n += 1;
+            f(&blk, c, mu, lv0);
+        }
+    }
+
+    #[test]
+    fn illinois_root_finder_matches_plain_halving_with_fewer_evaluations() {
+        let prm = BisectionParams::default();
+        // the reference: plain halving until the bracket is one ulp wide
+        let exact = BisectionParams { bisection_tolerance: 0.0, max_bisection_iterations: 2000, ..prm.clone() };
+        let (mut ev_new, mut ev_half, mut cases, mut worst) = (0u64, 0u64, 0u64, 0.0f64);
+        let mut check = |prm: &BisectionParams, blk: &Block, c: [f64; 3], mu: f64, lv0: [f64; 3]| {
+            let (l, e_new) = slip::<false, false>(blk, c, mu, lv0, prm);
+            let (lh, e_half) = slip::<false, true>(blk, c, mu, lv0, prm);
+            let (lr, _) = slip::<false, true>(blk, c, mu, lv0, &exact);
+            let d = [l[0] - lr[0], l[1] - lr[1], l[2] - lr[2]];
+            let rel = norm3(d) / norm3(lr);
+            assert!(rel <= 1e-9, "relative error {rel:e} (halving: {:e}): {l:?} vs {lr:?} (G = {:?}, c = {c:?}, μ = {mu})", rel_diff(&lh, &lr), blk.g);
+            worst = worst.max(rel);
+            ev_new += u64::from(e_new);
+            ev_half += u64::from(e_half);
+            cases += 1;
+        };
+        // impulses of order 1, tolerance 10⁻¹⁰ N·s
+        let tight = BisectionParams { bisection_tolerance: 1e-10, ..prm.clone() };
+        ill_conditioned_slip_cases(12, 3000, (0.3, 3.0), |blk, c, mu, lv0| check(&tight, blk, c, mu, lv0));
+        // 10⁻⁵ to 10 N·s with the tolerance scaled to 10⁻¹⁰ of the impulse
+        ill_conditioned_slip_cases(13, 3000, (1e-5, 10.0), |blk, c, mu, lv0| {
+            let tol = 1e-10 * norm3(lv0);
+            check(&BisectionParams { bisection_tolerance: tol, ..prm.clone() }, blk, c, mu, lv0)
+        });
+        eprintln!("{cases} cases: {ev_new} gradient evaluations (Illinois) vs {ev_half} (halving), worst relative difference {worst:e}");
+        assert!(2 * ev_new < ev_half, "{ev_new} vs {ev_half} evaluations");
     }
 
     #[test]
