@@ -205,7 +205,7 @@ struct Block {
     g: [[f64; 3]; 3],
     /// Diagonal shift added to regularise it (0 for a well-conditioned block).
     shift: f64,
-    /// Cholesky factor of `g`: `[l00, l10, l11, l20, l21, l22]`.
+    /// Cholesky factor of `g` with reciprocal diagonal: `[1/l00, l10, 1/l11, l20, l21, 1/l22]`.
     chol: [f64; 6],
     /// Hybrid reduced Delassus `Ḡ` (eq. 16), rows and columns x, y.
     gbar: [[f64; 2]; 2],
@@ -301,7 +301,8 @@ impl Block {
         }
         blk.g = g;
         blk.shift = shift;
-        blk.chol = chol;
+        let [l00, l10, l11, l20, l21, l22] = chol;
+        blk.chol = [1.0 / l00, l10, 1.0 / l11, l20, l21, 1.0 / l22];
         blk.gbar = gbar;
         blk.kz = kz;
         blk.inactive = false;
@@ -310,13 +311,13 @@ impl Block {
 
     /// `G⁻¹ b` with the Cholesky factor.
     fn solve(&self, b: [f64; 3]) -> [f64; 3] {
-        let [l00, l10, l11, l20, l21, l22] = self.chol;
-        let y0 = b[0] / l00;
-        let y1 = (b[1] - l10 * y0) / l11;
-        let y2 = (b[2] - l20 * y0 - l21 * y1) / l22;
-        let x2 = y2 / l22;
-        let x1 = (y1 - l21 * x2) / l11;
-        let x0 = (y0 - l10 * x1 - l20 * x2) / l00;
+        let [i00, l10, i11, l20, l21, i22] = self.chol;
+        let y0 = b[0] * i00;
+        let y1 = (b[1] - l10 * y0) * i11;
+        let y2 = (b[2] - l20 * y0 - l21 * y1) * i22;
+        let x2 = y2 * i22;
+        let x1 = (y1 - l21 * x2) * i11;
+        let x0 = (y0 - l10 * x1 - l20 * x2) * i00;
         [x0, x1, x2]
     }
 }
@@ -436,7 +437,12 @@ fn slip<const PAPER_SIGN: bool, const HALVING: bool>(
 
     // θ⁰ = atan2(λ^{v=0}_y, λ^{v=0}_x)
     let nt = norm2(lv0[0], lv0[1]);
-    let mut dir = if nt > 0.0 { [lv0[0] / nt, lv0[1] / nt] } else { [1.0, 0.0] };
+    let mut dir = if nt > 0.0 {
+        let inv = 1.0 / nt;
+        [lv0[0] * inv, lv0[1] * inv]
+    } else {
+        [1.0, 0.0]
+    };
     let Some(mut lam) = point(dir[0], dir[1]) else {
         // cannot happen in exact arithmetic (the radial map of λ^{v=0} is on the section); fall
         // back to λ^{T=0}, which is feasible and dissipative
@@ -444,7 +450,8 @@ fn slip<const PAPER_SIGN: bool, const HALVING: bool>(
     };
     let d0 = grad(&lam);
     let (v, e) = (velocity(&lam), tangent(&lam));
-    if !(d0.abs() > 1e-13 * norm2(v[0], v[1]) * norm2(e[0], e[1])) {
+    // |d₀| ≤ 10⁻¹³ ‖v_t‖‖η̌_t‖, squared
+    if !(d0 * d0 > 1e-26 * (v[0] * v[0] + v[1] * v[1]) * (e[0] * e[0] + e[1] * e[1])) {
         return (lam, 0); // initial guess stationary (exact for isotropic blocks)
     }
     let mut evals = 0u32;
@@ -472,6 +479,18 @@ fn slip<const PAPER_SIGN: bool, const HALVING: bool>(
                 d_cur = d;
                 if d * s0 > 0.0 {
                     step = (step * prm.step_growth).clamp(-max_step, max_step);
+                    if evals == 1 && d * s0 < d_p * s0 {
+                        // first step: jump to 1.5× the secant prediction of the sign change
+                        // (at least the growth step), by the rotation with tan(φ/2) = φ/2
+                        let jump = (1.5 * old * d / (d_p - d)).clamp(-max_step, max_step);
+                        if jump.abs() > step.abs() {
+                            step = jump;
+                            let t = 0.5 * jump;
+                            let w = 1.0 / (1.0 + t * t);
+                            rot = [(1.0 - t * t) * w, 2.0 * t * w];
+                            continue;
+                        }
+                    }
                 } else {
                     bracketed = true;
                     break;
@@ -592,6 +611,11 @@ fn slip<const PAPER_SIGN: bool, const HALVING: bool>(
     let mut width_ref = t_end.abs();
     let mut in_window = 0u8;
     let mut force_half = false;
+    // the tolerance in t, from the chord slope |Δλ| / |Δt| of the initial bracket: a secant step
+    // shorter than this from the last trial point is lengthened to it, so that the next trial
+    // point falls just beyond the root and the bracket closes (as in Brent's method)
+    let dl = [la[0] - lb[0], la[1] - lb[1], la[2] - lb[2]];
+    let dt_tol = 0.4 * prm.bisection_tolerance * t_end.abs() / norm3(dl);
     for _ in 0..prm.max_bisection_iterations {
         let dl = [la[0] - lb[0], la[1] - lb[1], la[2] - lb[2]];
         if dl[0] * dl[0] + dl[1] * dl[1] + dl[2] * dl[2] <= tol2 || fb == 0.0 {
@@ -599,6 +623,12 @@ fn slip<const PAPER_SIGN: bool, const HALVING: bool>(
         }
         let mid = 0.5 * (ta + tb);
         let mut tm = if force_half { mid } else { (ta * wb - tb * wa) / (wb - wa) };
+        if side != 0 && !force_half {
+            let (last, other) = if side > 0 { (ta, tb) } else { (tb, ta) };
+            if (tm - last).abs() < dt_tol {
+                tm = last + dt_tol.copysign(other - last);
+            }
+        }
         let (lo, hi) = if ta < tb { (ta, tb) } else { (tb, ta) };
         if !(tm > lo && tm < hi) {
             tm = mid;
@@ -629,7 +659,7 @@ fn slip<const PAPER_SIGN: bool, const HALVING: bool>(
         }
         in_window += 1;
         force_half = false;
-        if in_window == 2 {
+        if in_window == 3 {
             let width = (tb - ta).abs();
             force_half = width > 0.5 * width_ref;
             width_ref = width;
