@@ -18,7 +18,8 @@
 //! - **sliding**: otherwise `λ*` lies on the conic section {cone boundary} ∩ {v_n = 0}. It is
 //!   parameterised by the polar angle θ of `λ_t` (eqs. 13–14) and found by stepping away from the
 //!   initial guess `θ⁰ = atan2(λ^{v=0}_t2, λ^{v=0}_t1)` against the sign of `dE/dθ` until the sign
-//!   flips, then bisecting on that sign (Alg. 1). The sign is evaluated with the paper's "hybrid"
+//!   flips, then narrowing that bracket on the sign (Alg. 1; the paper halves it, we choose the
+//!   trial point by a safeguarded regula falsi, see "Root finding" below). The sign is evaluated with the paper's "hybrid"
 //!   reduced Delassus `Ḡ`, `c̄` (eqs. 15–16). Trial points with `r ≤ 0` (the other nappe /
 //!   asymptote of a hyperbolic section) or not in the line of sight of `λ^{v=0}` are rejected.
 //!
@@ -89,15 +90,40 @@
 //!   loops are capped (digest §8.7 [N]); if no bracket is found the best visible point is returned.
 //!   The angular step is additionally capped at π/4 so an accepted step cannot jump across the
 //!   invisible part of the section [N].
-//! - **Bisection on `t = tan(φ/2)`** [N]: once bracketed, the arc is halved in `t`, the tangent of
-//!   half the angle from one end of the bracket, rather than in θ itself: a monotone
-//!   reparameterisation of the same arc (so still a bisection on the sign of `dE/dθ`) whose
-//!   trial points need one division and no trigonometry.
+//! - **Root finding on `t = tan(φ/2)`** [N]: once bracketed, the arc is parameterised by `t`, the
+//!   tangent of half the angle from one end of the bracket, rather than by θ itself: a monotone
+//!   reparameterisation of the same arc whose trial points need no trigonometry.
+//! - **Root finding: safeguarded Illinois instead of halving** [N] — *our deviation from the
+//!   paper*, which halves the bracket (Alg. 1) until the two bracketing impulses are within the
+//!   tolerance. We keep the paper's bracket and its invariant — the two ends have opposite signs
+//!   of `dE/dθ`, each trial point replaces the end with its sign, and the loop stops on the same
+//!   test (bracketing impulses within `bisection_tolerance`) — but the trial point inside the
+//!   bracket is the regula-falsi (secant) root of the sign function's *values*, with the Illinois
+//!   modification (an end kept twice in a row has its value halved for the next secant, so both
+//!   ends converge), and two safeguards: a trial point outside the open bracket is replaced by the
+//!   midpoint, and if three trial points have not halved the bracket the next one is the midpoint
+//!   (a window of two, as first planned, fires on the common one-sided approach, where regula
+//!   falsi converges onto the root from one end while the other end stays put, and costs a
+//!   wasted halving). A secant step shorter than the tolerance (in `t`, from the chord slope of
+//!   the initial bracket) is lengthened to it, so the trial point lands just past the root and the
+//!   bracket closes (Brent's device). The sign function is not `v·η̌` itself but
+//!   `F(t) = −c_z A(t) + den(t) B(t)` (see `slip`), a positive multiple of it with the same roots
+//!   and no division. Why: the plain halving needs ~27 trial points for 10⁻⁸ N·s from a bracket of
+//!   up to π/4, the regula falsi 4–5 on the issue-4 experiments; the sliding solve went from
+//!   ≈0.5 µs to ≈0.2 µs (issue 4's bar: 0.3 µs; BENCHMARKS.md). The answer is the regula-falsi
+//!   point of the final bracket, within the tolerance of the halving's; the unit test
+//!   `illinois_root_finder_matches_plain_halving_with_fewer_evaluations` checks both against a
+//!   halving to one ulp, and that fewer evaluations are needed.
+//! - **Bracketing jump** [N]: after the first accepted step of the bracketing phase (β₁), the next
+//!   step is 1.5 times the secant prediction of the sign change from the first two `dE/dθ`
+//!   values (at least β₃ β₁, at most π/4), instead of β₃ β₁; then the paper's growth resumes.
+//!   Every trial point is still checked for feasibility and visibility. On the issue-4
+//!   experiments this halves the bracketing steps (trot: 3.7 → 2.0 per sliding solve).
 //! - **Bisection tolerance**: the paper's 10⁻⁶ N·s was for the single-contact benchmark (§V,
 //!   Table I). Used inside the sweep, that would put a floor of ~10⁻⁶ N·s under `e_λ`, i.e. at the
 //!   termination tolerance itself, so the default here is 10⁻⁸ N·s, two orders below it (about 7
-//!   more halvings than the paper's; 10⁻¹⁰ before issue 4, which changed no converged answer by
-//!   more than 5·10⁻⁹ N·s on the issue's experiments).
+//!   more halvings than the paper's, before the regula falsi; 10⁻¹⁰ before issue 4, which changed
+//!   no converged answer by more than 5·10⁻⁹ N·s on the issue's experiments).
 //! - **`D₀ ≈ 0`** (digest §8.6): the initial guess is returned when `|dE/dθ|` is below 10⁻¹³ of
 //!   `‖v_t‖‖η̌_t‖` (the isotropic case, where it is exactly optimal).
 //! - **Degenerate / ill-conditioned blocks** (paper footnote 2; digest §2.9 [N]): a block whose
@@ -152,12 +178,14 @@ pub struct BisectionParams {
     pub step_shrink: f64,
     /// Step growth factor β₃ while no sign change is found, ≥ 1. Default 2.
     pub step_growth: f64,
-    /// Bisection stops when the two bracketing impulses are this close (N·s), ≥ 0; inside the
-    /// solver at most `tolerance_impulse / 100`. Default 1e-8.
+    /// The sliding case's root finding (the paper's bisection; here a safeguarded regula falsi
+    /// on the same bracket) stops when the two bracketing impulses are this close (N·s), ≥ 0;
+    /// inside the solver at most `tolerance_impulse / 100`. Default 1e-8.
     pub bisection_tolerance: f64,
     /// Cap on the trial steps of the bracketing phase per sliding solve, ≥ 1. Default 100.
     pub max_step_iterations: u32,
-    /// Cap on the bisection halvings per sliding solve, ≥ 1. Default 100.
+    /// Cap on the trial points of the root finding (bisection) phase per sliding solve, ≥ 1.
+    /// Default 100.
     pub max_bisection_iterations: u32,
     /// A contact's 3×3 Delassus block whose condition estimate exceeds `1 / singular_threshold`
     /// is regularised with `singular_threshold × max diag` on its diagonal (dimensionless, in
@@ -607,7 +635,8 @@ fn slip<const PAPER_SIGN: bool, const HALVING: bool>(
     // Illinois weights: the end kept twice in a row has its value halved for the next secant
     let (mut wa, mut wb) = (fa, fb);
     let mut side = 0i8;
-    // safeguard: the bracket must halve within every two trial points, else the next is a halving
+    // safeguard: the bracket must halve within every three trial points, else the next is a
+    // halving (module docs: why not two)
     let mut width_ref = t_end.abs();
     let mut in_window = 0u8;
     let mut force_half = false;
