@@ -176,7 +176,9 @@ pub struct BisectionParams {
     pub angle_step: f64,
     /// Step shrink factor β₂ after a rejected trial point, in (0, 1). Default 0.5.
     pub step_shrink: f64,
-    /// Step growth factor β₃ while no sign change is found, ≥ 1. Default 2.
+    /// Step growth factor β₃ while no sign change is found, ≥ 1. Default 2. (The second step is
+    /// the larger of β₃ β₁ and 1.5 times the secant prediction of the sign change; module docs,
+    /// "Bracketing jump".)
     pub step_growth: f64,
     /// The sliding case's root finding (the paper's bisection; here a safeguarded regula falsi
     /// on the same bracket) stops when the two bracketing impulses are this close (N·s), ≥ 0;
