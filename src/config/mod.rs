@@ -147,6 +147,7 @@ fn build_scene(cfg: SceneFile, file: &str, base_dir: &Path, path: &Path) -> Resu
     }
     validate_solver(&cfg.solver, file)?;
     build_deformables(&cfg, &mut model, file, base_dir)?;
+    model.fem_integrator = cfg.deformable_integrator;
     Ok(Scene {
         name: cfg.name.clone().unwrap_or_else(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()),
         file: path.to_path_buf(),

@@ -77,6 +77,10 @@ pub struct SceneFile {
     /// Deformable (tetrahedral FEM) bodies; scenes with any need `solver: {kind: vfpi}`.
     #[serde(default)]
     pub deformables: Vec<DeformableConfig>,
+    /// Time discretisation of the deformables: `backward_euler` (default) or `midpoint` (the
+    /// COND paper's eq. 9; see [`crate::fem::FemIntegrator`]).
+    #[serde(default)]
+    pub deformable_integrator: crate::fem::FemIntegrator,
     /// Contact solver.
     #[serde(default)]
     pub solver: SolverConfig,

@@ -131,7 +131,8 @@ pub struct NodalConstraint {
 
 /// A nodalized system (see the module docs). `x` layout: `[fem | rigid | virtual]`.
 pub struct NodalSystem<'a> {
-    /// FEM matrix (`3 N × 3 N`, kg), if any.
+    /// FEM matrix (`3 N × 3 N`, kg), if any, with [`crate::fem::FemSystem`]'s node-block
+    /// pattern (see [`crate::fem::block3_mul_rows`]).
     pub fem: Option<&'a CsrMatrix<f64>>,
     /// FEM right-hand side (N·s).
     pub fem_b: &'a [f64],
@@ -402,7 +403,7 @@ fn solve_nodal_inner(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &
                 let b = sys.fem_b;
                 run_chunks(pool, &mut s.xs[..nf], CHUNK, |k, out| {
                     let r0 = k * CHUNK;
-                    crate::fem::csr_mul_rows(a, x, out, r0..r0 + out.len());
+                    crate::fem::block3_mul_rows(a, x, out, r0..r0 + out.len());
                     for (t, o) in out.iter_mut().enumerate() {
                         let i = r0 + t;
                         *o = x[i] - w[i] * (*o - b[i]);

@@ -870,6 +870,7 @@ impl ModelBuilder {
             sensors: vec![],
             contact_wrench_bodies: vec![],
             deformables: vec![],
+            fem_integrator: Default::default(),
         })
     }
 }

@@ -391,6 +391,8 @@ pub struct Model {
     /// Deformable (tetrahedral FEM) bodies, nodes numbered consecutively across bodies
     /// ([`crate::fem::Deformable::node_start`]).
     pub deformables: Vec<crate::fem::Deformable>,
+    /// Time discretisation of the deformable bodies (the scene's `deformable_integrator`).
+    pub fem_integrator: crate::fem::FemIntegrator,
 }
 
 impl Model {
