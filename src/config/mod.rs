@@ -481,7 +481,14 @@ fn build_deformables(cfg: &SceneFile, model: &mut Model, file: &str, base_dir: &
             for i in selected {
                 body.attachment[i] = match target {
                     None => NodeAttachment::World,
-                    Some(b) => NodeAttachment::Body(b, ws.body_pose[b].inverse_transform_point(&nalgebra::Point3::from(body.rest[i])).coords),
+                    Some(b) => {
+                        let point = ws.body_pose[b].inverse_transform_point(&nalgebra::Point3::from(body.rest[i])).coords;
+                        if a.two_way {
+                            NodeAttachment::Body(b, point)
+                        } else {
+                            NodeAttachment::BodyOneWay(b, point)
+                        }
+                    }
                 };
             }
         }
