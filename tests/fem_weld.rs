@@ -17,7 +17,8 @@ const RHO: f64 = 2000.0;
 
 /// A one-axis hoist: a fixed base, the prismatic joint `lift` along `axis` (1 kg carriage) and,
 /// on the fixed joint `ft_joint`, a 0.5 kg holder without collision geometry, whose origin is
-/// the carriage's (world (0, 0, 1) at q = 0).
+/// the carriage's (world (0, 0, 1) at q = 0) and whose frame (the sensor frame) is turned 90°
+/// about y: sensor x = world −z, sensor z = world +x.
 fn hoist_urdf(axis: &str) -> String {
     format!(
         r#"<?xml version="1.0"?>
@@ -29,7 +30,7 @@ fn hoist_urdf(axis: &str) -> String {
     <parent link="hoist_base"/><child link="carriage"/><origin xyz="0 0 0"/><axis xyz="{axis}"/>
     <limit lower="-0.5" upper="0.5" effort="500" velocity="10.0"/>
   </joint>
-  <joint name="ft_joint" type="fixed"><parent link="carriage"/><child link="holder"/><origin xyz="0 0 0"/></joint>
+  <joint name="ft_joint" type="fixed"><parent link="carriage"/><child link="holder"/><origin xyz="0 0 0" rpy="0 1.5707963267948966 0"/></joint>
 </robot>
 "#
     )
@@ -77,13 +78,15 @@ fn hanging_block_weighs_on_the_sensor_and_the_joint() {
     let weld = weld_force_on_nodes(&sim);
     let effort = sim.workspace.applied_effort[k];
     let (w_block, w_sensor, w_joint) = (m_block * G, (M_HOLDER + m_block) * G, (M_CARRIAGE + M_HOLDER + m_block) * G);
-    println!("block {m_block:.4} kg: weld force on nodes {weld:?} N (m g = {w_block:.4}), sensor {reading:?} (expected z −{w_sensor:.4}), lift effort {effort:.4} N (expected {w_joint:.4}), unconverged steps {unconverged}");
+    println!("block {m_block:.4} kg: weld force on nodes {weld:?} N (m g = {w_block:.4}), sensor {reading:?} (expected x +{w_sensor:.4}), lift effort {effort:.4} N (expected {w_joint:.4}), unconverged steps {unconverged}");
     // the welds hold the block: +m g on the nodes (world z up)
     assert!((weld.z - w_block).abs() < 0.01 * w_block, "weld force {} N vs m g {w_block} N", weld.z);
     assert!(weld.x.hypot(weld.y) < 1e-3 * w_block, "sideways weld force {weld:?}");
-    // the sensor (axes = world here) reads the pull of holder + block on the carriage: −z
-    assert!((reading[2] + w_sensor).abs() < 0.01 * w_sensor, "sensor z {} N vs −{w_sensor} N", reading[2]);
-    assert!(reading[0].hypot(reading[1]) < 1e-3 * w_sensor, "sensor x, y {reading:?}");
+    // the sensor reads the pull of holder + block on the carriage, world −z = sensor +x, and no
+    // moment (the block hangs centred below the sensor origin)
+    assert!((reading[0] - w_sensor).abs() < 0.01 * w_sensor, "sensor x {} N vs +{w_sensor} N", reading[0]);
+    assert!(reading[1].hypot(reading[2]) < 1e-3 * w_sensor, "sensor y, z {reading:?}");
+    assert!(reading[3..].iter().all(|t| t.abs() < 1e-3 * w_sensor * EDGE), "sensor moment {reading:?}");
     // the position servo lifts everything
     assert!((effort - w_joint).abs() < 0.01 * w_joint, "lift effort {effort} N vs {w_joint} N");
     assert!(unconverged < 10, "{unconverged} of 200 steps did not converge");
@@ -118,13 +121,13 @@ fn pushed_free_carriage_accelerates_with_the_block() {
     let p_rigid = (M_CARRIAGE + M_HOLDER) * sim.state.v[k];
     let p_fem = contact_sim::fem::fem_momentum(&sim.model, &sim.state.fem_v);
     let x = sim.state.q[sim.model.bodies.iter().find(|b| b.joint.v_index == k && b.joint.kind.nv() == 1).unwrap().joint.q_index];
-    println!("t = {t:.2}: momentum rigid {p_rigid:.4} + block {:.4} = {:.4} N·s (F t = {:.4}), carriage x {x:.5} m (½ F t²/m = {:.5})", p_fem.x, p_rigid + p_fem.x, f * t, 0.5 * f * t * t / m_total);
+    // backward Euler from rest under a constant force: x_n = F h² n (n + 1) / (2 m)
+    let n = steps as f64;
+    let x_expected = f * 0.01 * 0.01 * n * (n + 1.0) / (2.0 * m_total);
+    println!("t = {t:.2}: momentum rigid {p_rigid:.4} + block {:.4} = {:.4} N·s (F t = {:.4}), carriage x {x:.5} m (F h² n (n + 1) / (2 m) = {x_expected:.5})", p_fem.x, p_rigid + p_fem.x, f * t);
     // momentum balance: the only external x force is F
     assert!((p_rigid + p_fem.x - f * t).abs() < 0.01 * f * t, "momentum {} vs F t {}", p_rigid + p_fem.x, f * t);
     // the block moves with the carriage (the weld drags it), so the carriage sees the total mass
     assert!((p_fem.x / m_block - sim.state.v[k]).abs() < 0.05 * sim.state.v[k], "block {} m/s vs carriage {} m/s", p_fem.x / m_block, sim.state.v[k]);
-    // backward Euler: x_n = F h² n (n + 1) / (2 m)
-    let n = steps as f64;
-    let x_expected = f * 0.01 * 0.01 * n * (n + 1.0) / (2.0 * m_total);
     assert!((x - x_expected).abs() < 0.03 * x_expected, "carriage x {x} m vs {x_expected} m (total mass {m_total} kg)");
 }
