@@ -236,7 +236,7 @@ fn arm_folds_the_soft_mat_over_its_far_half() {
     };
     let (x0, _) = edge(&sim);
     let steps = (s.model.timestep_s.recip() * 3.4).round() as usize;
-    let (mut unconverged, mut lowest, mut iterations) = (0, f64::INFINITY, 0);
+    let (mut unconverged, mut lowest, mut iterations, mut weld_error) = (0, f64::INFINITY, 0, 0.0f64);
     let mut start_forces = None;
     for k in 0..steps {
         let r = sim.step();
@@ -246,6 +246,7 @@ fn arm_folds_the_soft_mat_over_its_far_half() {
         lowest = sim.state.fem_x.chunks(3).map(|p| p[2]).fold(lowest, f64::min);
         let f = sim.workspace.fem.as_ref().unwrap();
         assert!(f.contacts.iter().all(|c| !welded.contains(&c.node)), "step {k}: a welded node got a contact");
+        weld_error = f.welds.iter().map(|w| w.error.norm()).fold(weld_error, f64::max);
         assert!(sim.workspace.contacts.iter().all(|c| c.body_a.is_some() && c.body_b.is_some()), "step {k}: the arm touches the ground");
         if k == 30 {
             // at rest before the lift (t = 0.31 s): the ground carries the mat but for the edge
@@ -258,7 +259,7 @@ fn arm_folds_the_soft_mat_over_its_far_half() {
     let (ground, weld) = start_forces.unwrap();
     let mg = m * G;
     println!(
-        "mat {m:.3} kg: at rest ground {ground:.4} N + welds {weld:.4} N = {:.4} N (m g = {mg:.4}); edge x {x0:.4} → {x1:.4} m, lowest welded z {z1:.4} m; lowest node z {lowest:.2e} m; unconverged {unconverged}/{steps}; mean iterations {:.0}",
+        "mat {m:.3} kg: at rest ground {ground:.4} N + welds {weld:.4} N = {:.4} N (m g = {mg:.4}); edge x {x0:.4} → {x1:.4} m, lowest welded z {z1:.4} m; lowest node z {lowest:.2e} m; worst weld error {weld_error:.2e} m; unconverged {unconverged}/{steps}; mean iterations {:.0}",
         ground + weld,
         iterations as f64 / steps as f64
     );
@@ -269,5 +270,6 @@ fn arm_folds_the_soft_mat_over_its_far_half() {
     assert!(x1 > 0.08, "the edge ends at x = {x1} m, over the far half");
     assert!(z1 > 0.01, "the edge ends at z = {z1} m, above the lower layer (top at 0.01 m)");
     assert!(lowest > -5e-4, "a mat node went {lowest} m into the ground");
+    assert!(weld_error < 5e-4, "the welded edge left the hand by {weld_error} m");
     assert!(unconverged * 20 <= steps, "{unconverged} of {steps} steps did not converge");
 }
