@@ -191,6 +191,12 @@ fn soft_finger_press_is_seen_by_the_force_sensor() {
     let expected = (m_plate + m_box) * G + pad_push; // magnitude of the load on the plate
     assert!((reading[2].abs() - expected).abs() < 0.02 * expected, "sensor {} N vs {expected} N", reading[2]);
     assert!((box_z - 0.045).abs() < 5e-4, "box moved to z = {box_z}");
+    // two-way weld: the actuator holds the finger (0.3 kg) and the pad, and feels the push back
+    let m_pad = sim.model.deformables[0].total_mass();
+    let effort = sim.workspace.applied_effort[sim.model.joint_dof("press").unwrap()];
+    let expected = (0.3 + m_pad) * G - pad_push;
+    println!("press effort {effort:.3} N vs (m_finger + m_pad) g − push = {expected:.3} N");
+    assert!((effort - expected).abs() < 0.02 * pad_push, "press effort {effort} N vs {expected} N");
 }
 
 #[test]
