@@ -190,3 +190,25 @@ fn spinning_free_body_carries_a_welded_block_with_momentum_conserved() {
     assert!((omega - omega_expected).abs() < 0.02 * omega_expected, "hub spin {omega} rad/s vs {omega_expected} rad/s from angular momentum");
     assert!(unconverged <= 3, "{unconverged} of 60 steps did not converge");
 }
+
+#[test]
+fn welded_mat_is_bit_identical_serial_and_parallel() {
+    // the arm holding the mat (50 welds, ~600 contacts: the parallel constraint chunks mix
+    // bilateral welds and cone-projected contacts): 1 and 2 solver threads agree to the bit
+    let yaml = std::fs::read_to_string(repo().join("config/examples/fem_mat_fold.yaml")).unwrap().replace("../../", &format!("{}/", repo().display()));
+    let run = |threads: usize| {
+        let y = yaml.replace("virtual_node_gain: 1000}", &format!("virtual_node_gain: 1000, threads: {threads}}}"));
+        assert_ne!(y, yaml, "the solver line changed");
+        let mut sim = Simulation::from_scene(&scene(&y), None);
+        for _ in 0..8 {
+            sim.step();
+        }
+        let welds: Vec<[f64; 3]> = sim.workspace.fem.as_ref().unwrap().welds.iter().map(|w| w.impulse).collect();
+        (sim.state.fem_x.clone(), sim.state.q.clone(), welds)
+    };
+    let (a, b) = (run(1), run(2));
+    assert!(a.2.iter().any(|w| w[2] != 0.0), "the welds carry load");
+    assert!(a.0.iter().zip(&b.0).all(|(x, y)| x.to_bits() == y.to_bits()), "node positions differ");
+    assert!(a.1.iter().zip(&b.1).all(|(x, y)| x.to_bits() == y.to_bits()), "arm q differs");
+    assert!(a.2.iter().zip(&b.2).all(|(x, y)| x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())), "weld impulses differ");
+}
