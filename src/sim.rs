@@ -154,6 +154,7 @@ impl Simulation {
         s.warm_joint_rows.fill(0.0);
         s.fem_x.copy_from_slice(&self.initial_state.fem_x);
         s.fem_v.copy_from_slice(&self.initial_state.fem_v);
+        s.fem_weld_impulse.fill(0.0);
         self.commands.copy_from(&self.initial_commands);
     }
 

@@ -52,6 +52,10 @@ pub struct State {
     pub fem_x: Vec<f64>,
     /// Deformable node velocities (m/s, world), 3 per node.
     pub fem_v: Vec<f64>,
+    /// Previous step's weld impulse on each welded deformable node (N·s, world axes; 3 per
+    /// node, zero for unwelded nodes): the warm start of the weld's drift compensation
+    /// (see [`crate::fem`], "Welds").
+    pub fem_weld_impulse: Vec<f64>,
 }
 
 impl State {
@@ -74,6 +78,7 @@ impl State {
                     d.attachment.iter().flat_map(move |a| if matches!(a, crate::fem::NodeAttachment::Free) { [v.x, v.y, v.z] } else { [0.0; 3] })
                 })
                 .collect(),
+            fem_weld_impulse: vec![0.0; 3 * model.deformables.iter().map(|d| d.num_nodes()).sum::<usize>()],
         }
     }
 
@@ -82,9 +87,10 @@ impl State {
     /// beyond `self`'s capacity are dropped. The exhaustive destructuring makes a new field a
     /// compile error here rather than a silently stale reset.
     pub fn copy_from(&mut self, other: &State) {
-        let State { time_s, step_count, q, v, warm_contacts, warm_joint_rows, sensors, fem_x, fem_v } = other;
+        let State { time_s, step_count, q, v, warm_contacts, warm_joint_rows, sensors, fem_x, fem_v, fem_weld_impulse } = other;
         self.fem_x.copy_from_slice(fem_x);
         self.fem_v.copy_from_slice(fem_v);
+        self.fem_weld_impulse.copy_from_slice(fem_weld_impulse);
         self.time_s = *time_s;
         self.step_count = *step_count;
         self.q.copy_from_slice(q);

@@ -625,16 +625,25 @@ fn accumulate_fem_contact_forces(model: &Model, ws: &mut Workspace) {
             ws.body_contact_force[b] -= crate::sensors::force_at_point(&force_on_node, &c.position);
         }
     }
+    // welds: the link receives −λ / h at the weld point
+    for w in &f.welds {
+        let force_on_node = Vec3::new(w.impulse[0], w.impulse[1], w.impulse[2]) / dt;
+        ws.body_contact_force[w.body] -= crate::sensors::force_at_point(&force_on_node, &w.position);
+    }
 }
 
 /// Contacts of deformable surface nodes: against the ground and every rigid geometry, the
 /// deepest one per node (one contact per node keeps the surrogate Delassus operator diagonal,
-/// digest §8.1 \[N\]). Speculative within `margin + dt |v_node|`.
+/// digest §8.1 \[N\]). Speculative within `margin + dt |v_node|`. Attached nodes get none:
+/// pinned ones do not move, welded ones already carry their weld constraint.
 fn fem_collide(model: &Model, state: &State, geom_pose: &[crate::math::Pose], f: &mut crate::fem::FemWorkspace) {
     let dt = model.timestep_s;
     f.contacts.clear();
     for d in &model.deformables {
         for &ln in &d.surface_nodes {
+            if d.attachment[ln] != crate::fem::NodeAttachment::Free {
+                continue; // pinned: no motion; welded: the weld is its one constraint
+            }
             let g = d.node_start + ln;
             let p = Vec3::new(state.fem_x[3 * g], state.fem_x[3 * g + 1], state.fem_x[3 * g + 2]);
             let v = Vec3::new(state.fem_v[3 * g], state.fem_v[3 * g + 1], state.fem_v[3 * g + 2]);
@@ -691,9 +700,10 @@ fn fem_collide(model: &Model, state: &State, geom_pose: &[crate::math::Pose], f:
 
 /// One V-FPI solve of the rigid trees, the deformable bodies and all their contacts
 /// (see [`crate::contact::NodalSystem`] for the layout). Writes the rigid rows' impulses into
-/// `ws.impulse`, the deformable contacts' into `ws.fem.contacts`, the generalized impulse of the
-/// deformable contacts on the rigid trees into `ws.fem.rigid_impulse` and the deformable nodes'
-/// end-of-step velocities into `state.fem_v`.
+/// `ws.impulse`, the deformable contacts' into `ws.fem.contacts`, the welds' into `ws.fem.welds`
+/// (and `state.fem_weld_impulse`), the generalized impulse of the deformable contacts and welds
+/// on the rigid trees into `ws.fem.rigid_impulse` and the deformable nodes' end-of-step
+/// velocities into `state.fem_v`. Constraint order: rigid rows, deformable contacts, welds.
 fn solve_coupled(model: &Model, state: &mut State, ws: &mut Workspace, m: usize) -> crate::contact::SolveStats {
     use crate::contact::{NodalConstraint, NodalSystem, Solver};
     use crate::fem::NodeAttachment;
@@ -704,14 +714,15 @@ fn solve_coupled(model: &Model, state: &mut State, ws: &mut Workspace, m: usize)
     let Solver::Vfpi(vs) = solver else {
         return crate::contact::SolveStats::default();
     };
-    // prescribed (attached) node velocities
+    // prescribed node velocities: pinned (zero) and driven one-way (the link point's); two-way
+    // welded nodes are free unknowns (welds below)
     for d in &model.deformables {
         for (i, at) in d.attachment.iter().enumerate() {
             let g = d.node_start + i;
             let v = match at {
-                NodeAttachment::Free => continue,
+                NodeAttachment::Free | NodeAttachment::Body(..) => continue,
                 NodeAttachment::World => Vec3::zeros(),
-                NodeAttachment::Body(b, off) => {
+                NodeAttachment::BodyOneWay(b, off) => {
                     let pw = body_pose[*b] * nalgebra::Point3::from(*off);
                     crate::math::point_velocity(&body_velocity[*b], &pw.coords)
                 }
@@ -737,11 +748,11 @@ fn solve_coupled(model: &Model, state: &mut State, ws: &mut Workspace, m: usize)
         if r < 3 * nc {
             if r % 3 == 0 {
                 let b = [bias, -impulse[r + 1] / kt, -impulse[r + 2] / kt];
-                f.constraints.push(NodalConstraint { i: base + r, i_is_fem: false, j: None, dim: 3, frame: crate::math::Mat3::identity(), bias: b, mu: friction[r / 3], lo: 0.0, hi: 0.0 });
+                f.constraints.push(NodalConstraint { i: base + r, i_is_fem: false, j: None, dim: 3, frame: crate::math::Mat3::identity(), bias: b, mu: friction[r / 3], lo: 0.0, hi: 0.0, bilateral: false });
             }
         } else {
             let jr = r - 3 * nc;
-            f.constraints.push(NodalConstraint { i: base + r, i_is_fem: false, j: None, dim: 1, frame: crate::math::Mat3::identity(), bias: [bias, 0.0, 0.0], mu: 0.0, lo: row_lower[jr], hi: row_upper[jr] });
+            f.constraints.push(NodalConstraint { i: base + r, i_is_fem: false, j: None, dim: 1, frame: crate::math::Mat3::identity(), bias: [bias, 0.0, 0.0], mu: 0.0, lo: row_lower[jr], hi: row_upper[jr], bilateral: false });
         }
     }
     f.jv[..m * nv].copy_from_slice(&jacobian[..m * nv]);
@@ -770,7 +781,41 @@ fn solve_coupled(model: &Model, state: &mut State, ws: &mut Workspace, m: usize)
         // arrives fast penetrate by at most h |v_n| / 2 in its impact step, removed by the
         // Baumgarte term afterwards.)
         let normal_offset = bias_of(c.distance);
-        f.constraints.push(NodalConstraint { i: 3 * c.node, i_is_fem: true, j, dim: 3, frame: c.frame, bias: [normal_offset, 0.0, 0.0], mu, lo: 0.0, hi: 0.0 });
+        f.constraints.push(NodalConstraint { i: 3 * c.node, i_is_fem: true, j, dim: 3, frame: c.frame, bias: [normal_offset, 0.0, 0.0], mu, lo: 0.0, hi: 0.0, bilateral: false });
+    }
+    // two-way welds (crate::fem, "Welds"): a bilateral 3-D constraint, world axes, between the
+    // node and a virtual node on the link point (3 J_v rows along x, y, z)
+    let first_weld = f.constraints.len();
+    f.welds.clear();
+    for d in &model.deformables {
+        for (ln, at) in d.attachment.iter().enumerate() {
+            let NodeAttachment::Body(b, off) = *at else { continue };
+            if f.welds.len() == f.welds.capacity() {
+                break;
+            }
+            let g = d.node_start + ln;
+            let p_link = (body_pose[b] * nalgebra::Point3::from(off)).coords;
+            let p_node = Vec3::new(state.fem_x[3 * g], state.fem_x[3 * g + 1], state.fem_x[3 * g + 2]);
+            let err = p_node - p_link;
+            let rows = &mut f.jv[vr * nv..(vr + 3) * nv];
+            rows.fill(0.0);
+            for r in 0..3 {
+                add_point_jacobian_row(model, dof_axis, b, &p_link, &Vec3::ith(r, 1.0), 1.0, &mut rows[r * nv..(r + 1) * nv]);
+            }
+            let mut bias = [erp * err.x / dt, erp * err.y / dt, erp * err.z / dt];
+            let (mut j, mut jv_row) = (None, None);
+            if rows.iter().any(|x| *x != 0.0) {
+                // virtual-node creep compensation with the previous step's λ (steady state: 0)
+                for r in 0..3 {
+                    bias[r] -= state.fem_weld_impulse[3 * g + r] / kt;
+                }
+                j = Some(base + vr);
+                jv_row = Some(vr);
+                vr += 3;
+            }
+            f.welds.push(crate::fem::FemWeld { node: g, body: b, position: p_link, error: err, impulse: [0.0; 3], jv_row });
+            f.constraints.push(NodalConstraint { i: 3 * g, i_is_fem: true, j, dim: 3, frame: crate::math::Mat3::identity(), bias, mu: 0.0, lo: 0.0, hi: 0.0, bilateral: true });
+        }
     }
     for i in 0..nv {
         let mut s = 0.0;
@@ -805,7 +850,7 @@ fn solve_coupled(model: &Model, state: &mut State, ws: &mut Workspace, m: usize)
     impulse[..m].copy_from_slice(&lam[..m]);
     f.rigid_impulse.fill(0.0);
     let mut o = m;
-    let nrig = f.constraints.len() - f.contacts.len();
+    let nrig = first_weld - f.contacts.len();
     for (k, c) in f.contacts.iter_mut().enumerate() {
         c.impulse = [lam[o], lam[o + 1], lam[o + 2]];
         if let Some(j) = f.constraints[nrig + k].j {
@@ -814,6 +859,20 @@ fn solve_coupled(model: &Model, state: &mut State, ws: &mut Workspace, m: usize)
                 let row = &f.jv[(r0 + r) * nv..(r0 + r + 1) * nv];
                 for (q, jr) in row.iter().enumerate() {
                     f.rigid_impulse[q] -= jr * c.impulse[r];
+                }
+            }
+        }
+        o += 3;
+    }
+    // welds: the link receives −J_vᵀ λ; λ kept for the next step's creep compensation
+    for w in f.welds.iter_mut() {
+        w.impulse = [lam[o], lam[o + 1], lam[o + 2]];
+        state.fem_weld_impulse[3 * w.node..3 * w.node + 3].copy_from_slice(&w.impulse);
+        if let Some(r0) = w.jv_row {
+            for r in 0..3 {
+                let row = &f.jv[(r0 + r) * nv..(r0 + r + 1) * nv];
+                for (q, jr) in row.iter().enumerate() {
+                    f.rigid_impulse[q] -= jr * w.impulse[r];
                 }
             }
         }

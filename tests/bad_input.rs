@@ -112,3 +112,24 @@ fn run_writes_a_json_summary() {
     assert!((v["sim_time_s"].as_f64().unwrap() - 0.2).abs() < 1e-9);
     assert!((v["bodies"][0]["position_m"][2].as_f64().unwrap() - 0.1).abs() < 1e-4, "the box rests at z = 0.1");
 }
+
+#[test]
+fn bad_welds_name_the_file_and_key() {
+    let pad = |attachment: &str| {
+        format!(
+            "timestep_s: 0.01\nsolver: {{kind: vfpi}}\nrobots:\n  - urdf: ../../urdf/finger_press.urdf\n    base: {{mode: fixed, position: [0, 0, 0.087]}}\ndeformables:\n  - name: pad\n    mesh: ../../assets/meshes/finger_pad.node\n    position: [0, 0, 0.075]\n    material: {{density_kg_m3: 1070, youngs_modulus_pa: 8.3e4, poisson_ratio: 0.42}}\n    attachments: [{attachment}]\n"
+        )
+    };
+    let p = write_scene("weld_unknown_link.yaml", &pad("{box_min: [-1, -1, 0.0869], box_max: [1, 1, 1], to: {link: ghost_finger}}"));
+    assert_clean_error(&["run", &p], &["weld_unknown_link.yaml", "deformables[0] ('pad').attachments[0].to", "no link or object named 'ghost_finger'"]);
+    let p = write_scene("weld_empty_box.yaml", &pad("{box_min: [-1, -1, 0.5], box_max: [1, 1, 1], to: {link: finger}}"));
+    assert_clean_error(&["run", &p], &["weld_empty_box.yaml", "deformables[0] ('pad').attachments[0]", "selects no node", "box_min [-1.0, -1.0, 0.5]", "span"]);
+    let p = write_scene("weld_half_box.yaml", &pad("{box_min: [-1, -1, 0.0869], to: {link: finger}}"));
+    assert_clean_error(&["run", &p], &["weld_half_box.yaml", "attachments[0]", "both box_min and box_max"]);
+    let p = write_scene("weld_bad_node.yaml", &pad("{nodes: [0, 5000], to: {link: finger}}"));
+    assert_clean_error(&["run", &p], &["weld_bad_node.yaml", "attachments[0].nodes", "node 5000 does not exist"]);
+    let p = write_scene("pin_one_way.yaml", &pad("{box_min: [-1, -1, 0.0869], box_max: [1, 1, 1], to: world, two_way: false}"));
+    assert_clean_error(&["run", &p], &["pin_one_way.yaml", "attachments[0].two_way", "link only"]);
+    let p = write_scene("weld_unknown_key.yaml", &pad("{box_min: [-1, -1, 0.0869], box_max: [1, 1, 1], to: {link: finger}, stiffness: 5}"));
+    assert_clean_error(&["run", &p], &["weld_unknown_key.yaml", "stiffness"]);
+}

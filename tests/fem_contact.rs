@@ -191,6 +191,12 @@ fn soft_finger_press_is_seen_by_the_force_sensor() {
     let expected = (m_plate + m_box) * G + pad_push; // magnitude of the load on the plate
     assert!((reading[2].abs() - expected).abs() < 0.02 * expected, "sensor {} N vs {expected} N", reading[2]);
     assert!((box_z - 0.045).abs() < 5e-4, "box moved to z = {box_z}");
+    // two-way weld: the actuator holds the finger (0.3 kg) and the pad, and feels the push back
+    let m_pad = sim.model.deformables[0].total_mass();
+    let effort = sim.workspace.applied_effort[sim.model.joint_dof("press").unwrap()];
+    let expected = (0.3 + m_pad) * G - pad_push;
+    println!("press effort {effort:.3} N vs (m_finger + m_pad) g − push = {expected:.3} N");
+    assert!((effort - expected).abs() < 0.02 * pad_push, "press effort {effort} N vs {expected} N");
 }
 
 #[test]
@@ -215,4 +221,61 @@ fn soft_finger_pressing_the_sensed_plate_directly_is_measured() {
     assert!(push > 1.0, "push {push}");
     let expected = 1.0 * G + push;
     assert!((reading[2].abs() - expected).abs() < 0.02 * expected, "sensor {} N vs {expected} N", reading[2]);
+}
+
+#[test]
+fn arm_folds_the_soft_mat_over_its_far_half() {
+    // config/examples/fem_mat_fold.yaml: the 7-DOF arm, its hand welded (two-way) to the
+    // x = −0.15 m edge of the mat, lifts that edge and lays it over the far half (x > 0).
+    let s = scene_file("config/examples/fem_mat_fold.yaml");
+    let mut sim = Simulation::from_scene(&s, None);
+    let d = &sim.model.deformables[0];
+    let m = d.total_mass();
+    assert!((m - 1000.0 * 0.3 * 0.3 * 0.01).abs() < 1e-9, "mat mass {m} kg vs ρ V");
+    let welded: Vec<usize> = (0..d.num_nodes()).filter(|&i| matches!(d.attachment[i], contact_sim::fem::NodeAttachment::Body(..))).collect();
+    assert_eq!(welded.len(), 50, "the x = −0.15 m edge: 25 × 2 nodes");
+    let edge = |sim: &Simulation| -> (f64, f64) {
+        let x = &sim.state.fem_x;
+        let mean_x = welded.iter().map(|&i| x[3 * i]).sum::<f64>() / welded.len() as f64;
+        let min_z = welded.iter().map(|&i| x[3 * i + 2]).fold(f64::INFINITY, f64::min);
+        (mean_x, min_z)
+    };
+    let (x0, _) = edge(&sim);
+    let steps = (s.model.timestep_s.recip() * 3.4).round() as usize;
+    let (mut unconverged, mut lowest, mut iterations, mut weld_error) = (0, f64::INFINITY, 0, 0.0f64);
+    let mut start_forces = None;
+    for k in 0..steps {
+        let r = sim.step();
+        assert!(sim.state.is_finite() && !r.non_finite_state, "step {k}: non-finite state");
+        unconverged += usize::from(!r.solve.converged);
+        iterations += r.solve.iterations;
+        lowest = sim.state.fem_x.chunks(3).map(|p| p[2]).fold(lowest, f64::min);
+        let f = sim.workspace.fem.as_ref().unwrap();
+        assert!(f.contacts.iter().all(|c| !welded.contains(&c.node)), "step {k}: a welded node got a contact");
+        weld_error = f.welds.iter().map(|w| w.error.norm()).fold(weld_error, f64::max);
+        assert!(sim.workspace.contacts.iter().all(|c| c.body_a.is_some() && c.body_b.is_some()), "step {k}: the arm touches the ground");
+        if k == 30 {
+            // at rest before the lift (t = 0.31 s): the ground carries the mat but for the edge
+            let ground = fem_contact_force(&sim).z;
+            let weld: f64 = f.welds.iter().map(|w| w.impulse[2]).sum::<f64>() / sim.model.timestep_s;
+            start_forces = Some((ground, weld));
+        }
+    }
+    let (x1, z1) = edge(&sim);
+    let (ground, weld) = start_forces.unwrap();
+    let mg = m * G;
+    println!(
+        "mat {m:.3} kg: at rest ground {ground:.4} N + welds {weld:.4} N = {:.4} N (m g = {mg:.4}); edge x {x0:.4} → {x1:.4} m, lowest welded z {z1:.4} m; lowest node z {lowest:.2e} m; worst weld error {weld_error:.2e} m; unconverged {unconverged}/{steps}; mean iterations {:.0}",
+        ground + weld,
+        iterations as f64 / steps as f64
+    );
+    assert!((ground + weld - mg).abs() < 0.01 * mg, "ground + weld {} N vs m g {mg} N", ground + weld);
+    assert!((ground - mg).abs() < 0.03 * mg, "ground {ground} N vs m g {mg} N (the welded edge carries ~2 %)");
+    assert!(weld > 0.0 && weld < 0.03 * mg, "the hand holds the edge's share: {weld} N");
+    assert!(x1 - x0 > 0.23, "the edge moved {} m along x (fold: 0.27 m)", x1 - x0);
+    assert!(x1 > 0.08, "the edge ends at x = {x1} m, over the far half");
+    assert!(z1 > 0.01, "the edge ends at z = {z1} m, above the lower layer (top at 0.01 m)");
+    assert!(lowest > -5e-4, "a mat node went {lowest} m into the ground");
+    assert!(weld_error < 5e-4, "the welded edge left the hand by {weld_error} m");
+    assert!(unconverged * 20 <= steps, "{unconverged} of {steps} steps did not converge");
 }

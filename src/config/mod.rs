@@ -477,12 +477,35 @@ fn build_deformables(cfg: &SceneFile, model: &mut Model, file: &str, base_dir: &
                 _ => return Err(InputError::invalid(file, &ael, "give both box_min and box_max")),
             }
             if selected.is_empty() {
-                return Err(InputError::invalid(file, &ael, "selects no node"));
+                let reason = match (a.box_min, a.box_max) {
+                    (Some(lo), Some(hi)) => {
+                        let (mut mlo, mut mhi) = ([f64::INFINITY; 3], [f64::NEG_INFINITY; 3]);
+                        for p in &body.rest {
+                            for k in 0..3 {
+                                mlo[k] = mlo[k].min(p[k]);
+                                mhi[k] = mhi[k].max(p[k]);
+                            }
+                        }
+                        format!("selects no node: box_min {lo:?} – box_max {hi:?} m contains none of the mesh's nodes (world, at the initial pose, they span {mlo:?} – {mhi:?} m)")
+                    }
+                    _ => "selects no node (give `nodes` or `box_min` and `box_max`)".to_string(),
+                };
+                return Err(InputError::invalid(file, &ael, reason));
+            }
+            if !a.two_way && target.is_none() {
+                return Err(InputError::invalid(file, format!("{ael}.two_way"), "applies to welds to a link only (`to: world` pins the nodes)"));
             }
             for i in selected {
                 body.attachment[i] = match target {
                     None => NodeAttachment::World,
-                    Some(b) => NodeAttachment::Body(b, ws.body_pose[b].inverse_transform_point(&nalgebra::Point3::from(body.rest[i])).coords),
+                    Some(b) => {
+                        let point = ws.body_pose[b].inverse_transform_point(&nalgebra::Point3::from(body.rest[i])).coords;
+                        if a.two_way {
+                            NodeAttachment::Body(b, point)
+                        } else {
+                            NodeAttachment::BodyOneWay(b, point)
+                        }
+                    }
                 };
             }
         }

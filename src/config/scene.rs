@@ -404,7 +404,7 @@ pub struct DeformableConfig {
 pub enum AttachTarget {
     /// `world`.
     World(WorldTag),
-    /// `{link: name}`: a robot link or object (one-way: the node follows the link).
+    /// `{link: name}`: a robot link or object; see [`AttachmentConfig::two_way`].
     Link {
         /// Link or object name.
         link: String,
@@ -435,4 +435,10 @@ pub struct AttachmentConfig {
     pub box_max: Option<[f64; 3]>,
     /// `world` or `{link: name}`.
     pub to: AttachTarget,
+    /// Links only: `true` (default) welds the nodes two-way (a bilateral constraint per node
+    /// against a virtual node on the link point: the link carries the deformable's weight and
+    /// inertia, see [`crate::fem`]); `false` drives them one-way (their velocity is the link
+    /// point's, the link feels nothing; cheaper for stiff servos).
+    #[serde(default = "default_true")]
+    pub two_way: bool,
 }

@@ -148,10 +148,11 @@ impl ContactSolver for Solver {
 pub fn vfpi_sizes(model: &Model) -> (usize, usize, usize) {
     let nodes: usize = model.deformables.iter().map(|d| d.num_nodes()).sum();
     let surface: usize = model.deformables.iter().map(|d| d.surface_nodes.len()).sum();
+    let welded = crate::fem::welded_node_count(&model.deformables);
     let rigid_rows = model.max_constraint_rows();
-    let virtual_rows = rigid_rows + 3 * surface;
+    let virtual_rows = rigid_rows + 3 * surface + 3 * welded;
     let n = 3 * nodes + model.nv + virtual_rows;
-    let rows = rigid_rows + 3 * surface;
-    let constraints = model.contact.max_contacts + model.max_joint_rows() + surface;
+    let rows = rigid_rows + 3 * surface + 3 * welded;
+    let constraints = model.contact.max_contacts + model.max_joint_rows() + surface + welded;
     (n, rows, constraints)
 }

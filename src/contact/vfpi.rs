@@ -127,6 +127,9 @@ pub struct NodalConstraint {
     pub lo: f64,
     /// Upper bound.
     pub hi: f64,
+    /// A bilateral 3-D constraint (a weld, dim 3): `λ` is free in ℝ³ (no cone, no clamp), so the
+    /// solve enforces `R (v_i − v_j) + φ = 0`. `mu` is ignored.
+    pub bilateral: bool,
 }
 
 /// A nodalized system (see the module docs). `x` layout: `[fem | rigid | virtual]`.
@@ -457,7 +460,9 @@ fn solve_nodal_inner(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &
                     return;
                 }
                 let mut lam = [-(eta[0] + k.bias[0]) / gamma, -(eta[1] + k.bias[1]) / gamma, -(eta[2] + k.bias[2]) / gamma];
-                project_cone(op, k.mu, &mut lam);
+                if !k.bilateral {
+                    project_cone(op, k.mu, &mut lam);
+                }
                 out[..3].copy_from_slice(&lam);
             };
             let ncons = cons.len();
@@ -665,6 +670,7 @@ impl ContactSolver for VfpiSolver {
                 mu: p.friction[c],
                 lo: 0.0,
                 hi: 0.0,
+                bilateral: false,
             });
         }
         for r in 0..p.num_joint_rows {
@@ -681,6 +687,7 @@ impl ContactSolver for VfpiSolver {
                 mu: 0.0,
                 lo: p.row_lower[r],
                 hi: p.row_upper[r],
+                bilateral: false,
             });
         }
         // b = M̃ v*; initial guess: the previous step's velocity (paper: previous v̂)

@@ -39,8 +39,20 @@
 //! of O(h) (negligible for the quasi-static grasping scenes; documented in the report).
 //!
 //! Pinned nodes (attachments to the world) keep zero velocity: their rows are excluded from
-//! the iteration (W = 0) so the solve treats them as Dirichlet conditions. Nodes welded to a
-//! robot link follow the link point's velocity (one-way: the link feels no reaction).
+//! the iteration (W = 0) so the solve treats them as Dirichlet conditions; nodes driven one-way
+//! by a link ([`NodeAttachment::BodyOneWay`], scene `two_way: false`) likewise, at the link
+//! point's velocity.
+//!
+//! # Welds (two-way)
+//! A node welded to a rigid link ([`NodeAttachment::Body`]) stays a free unknown of the solve and
+//! gets one bilateral 3-D constraint ([`FemWeld`]) against a *virtual node* on the link point
+//! (the paper's virtual-node D-contact, digest §2.2, with the link's point Jacobian `J_v`): in
+//! world axes, `v_node − v_virtual + φ = 0` with `λ ∈ ℝ³` unclamped. The node receives `+λ`
+//! and the link `−J_vᵀ λ`, so the link's dynamics (joint efforts, F/T sensors, free joints)
+//! carry the deformable's weight and inertia. `φ = erp · (x_node − x_link point) / h −
+//! λ_prev / k̃` corrects the position drift (Baumgarte, `contact.erp`) and the virtual-node
+//! damper's steady creep `λ / k̃` (digest §2.10). A welded node never also gets a contact
+//! (one constraint per node keeps `J_c W J_cᵀ` diagonal, digest §8.1).
 
 mod material;
 mod mesh;
@@ -58,8 +70,14 @@ pub enum NodeAttachment {
     Free,
     /// Fixed in the world.
     World,
-    /// Moves with a point of a rigid body: body id and the point in the body frame (m).
+    /// Welded (two-way, see the module docs) to a point of a rigid body: body id and the point
+    /// in the body frame (m).
     Body(usize, Vec3),
+    /// Driven (one-way) by a point of a rigid body: the node's velocity is prescribed to the
+    /// link point's and the link feels no reaction. Body id and the point in the body frame (m).
+    /// For stiff servos where the reaction does not matter and the two-way weld's virtual
+    /// nodes would slow the iteration (digest §8.2).
+    BodyOneWay(usize, Vec3),
 }
 
 /// One deformable body of the model (immutable).
@@ -212,9 +230,10 @@ pub struct FemSystem {
     diag_pos: Vec<u32>,
     /// Element rotations of the last assembly.
     pub rotation: Vec<Mat3>,
-    /// Per node: `true` when its velocity is prescribed (attached).
+    /// Per node: `true` when its velocity is prescribed (pinned to the world or driven one-way
+    /// by a link; two-way welded nodes are free unknowns held by [`FemWeld`] constraints).
     pub prescribed: Vec<bool>,
-    /// Prescribed velocity of attached nodes (m/s, 3 per node).
+    /// Prescribed velocity of pinned and one-way driven nodes (m/s, world, 3 per node).
     pub prescribed_velocity: Vec<f64>,
     /// The time discretisation of the elastic and damping forces.
     pub integrator: FemIntegrator,
@@ -287,7 +306,7 @@ impl FemSystem {
         let mut prescribed = vec![false; n_nodes];
         for d in bodies {
             for (i, at) in d.attachment.iter().enumerate() {
-                prescribed[d.node_start + i] = !matches!(at, NodeAttachment::Free);
+                prescribed[d.node_start + i] = matches!(at, NodeAttachment::World | NodeAttachment::BodyOneWay(..));
             }
         }
         FemSystem {
@@ -539,12 +558,33 @@ pub struct FemContact {
     pub impulse: [f64; 3],
 }
 
+/// A two-way weld of a deformable node to a rigid link in the last step (see the module docs).
+#[derive(Clone, Copy, Debug)]
+pub struct FemWeld {
+    /// Global node index.
+    pub node: usize,
+    /// Rigid body the node is welded to.
+    pub body: usize,
+    /// The weld point on the link (m, world) at the start of the step.
+    pub position: Vec3,
+    /// Weld error `x_node − x_link point` at the start of the step (m, world).
+    pub error: Vec3,
+    /// Impulse on the node (N·s, world axes); the link receives the opposite at `position`.
+    /// The mean force over the step is `impulse / h`.
+    pub impulse: [f64; 3],
+    /// Row of this weld's three virtual-node Jacobian rows (x, y, z) in
+    /// [`FemWorkspace::jv`], `None` when the link point cannot move (zero Jacobian).
+    pub jv_row: Option<usize>,
+}
+
 /// Deformable-body scratch of the [`crate::workspace::Workspace`], sized once.
 pub struct FemWorkspace {
     /// The sparse system.
     pub system: FemSystem,
     /// Contacts of deformable nodes this step (capacity: the surface nodes).
     pub contacts: Vec<FemContact>,
+    /// Welds of deformable nodes to rigid links this step (capacity: the welded nodes).
+    pub welds: Vec<FemWeld>,
     /// Virtual-node Jacobian rows of the coupled solve, row-major `rows × nv`.
     pub jv: Vec<f64>,
     /// Constraints of the coupled solve.
@@ -563,14 +603,16 @@ impl FemWorkspace {
     /// Allocates everything for `model`.
     pub fn new(model: &crate::model::Model) -> Self {
         let surface: usize = model.deformables.iter().map(|d| d.surface_nodes.len()).sum();
-        let rows = model.max_constraint_rows() + 3 * surface;
+        let welded = welded_node_count(&model.deformables);
+        let rows = model.max_constraint_rows() + 3 * surface + 3 * welded;
         let mut system = FemSystem::new(&model.deformables);
         system.integrator = model.fem_integrator;
         FemWorkspace {
             system,
             contacts: Vec::with_capacity(surface),
+            welds: Vec::with_capacity(welded),
             jv: vec![0.0; rows * model.nv],
-            constraints: Vec::with_capacity(model.contact.max_contacts + model.max_joint_rows() + surface),
+            constraints: Vec::with_capacity(model.contact.max_contacts + model.max_joint_rows() + surface + welded),
             rigid_b: vec![0.0; model.nv],
             rigid_impulse: vec![0.0; model.nv],
             last_solve: Default::default(),
@@ -593,6 +635,11 @@ impl FemWorkspace {
         }
         jt
     }
+}
+
+/// Number of nodes welded to rigid links ([`NodeAttachment::Body`]) over `bodies`.
+pub fn welded_node_count(bodies: &[Deformable]) -> usize {
+    bodies.iter().map(|d| d.attachment.iter().filter(|a| matches!(a, NodeAttachment::Body(..))).count()).sum()
 }
 
 /// Total momentum of the deformable nodes (kg·m/s, world).
