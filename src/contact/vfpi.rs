@@ -81,7 +81,9 @@ pub struct VfpiParams {
     /// Contact operator. With `strict`, iterations past `max_iterations / 2` use the proximal
     /// operator (digest §8.6 \[N\]), which always converges (Thm. 2) but solves the CCP model.
     pub operator: ContactOperator,
-    /// Worker threads of the dedicated pool; 1 runs the serial path.
+    /// Worker threads of the dedicated pool; 1 runs the serial path. The serial path allocates
+    /// nothing; with more threads rayon allocates internally (each solve enters the pool from
+    /// outside through its injector queue, a list of 63-slot blocks: one block per 63 solves).
     pub threads: usize,
 }
 
