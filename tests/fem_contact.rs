@@ -9,11 +9,12 @@ use contact_sim::sim::Simulation;
 
 const G: f64 = 9.81;
 
-/// Net contact force on the deformable nodes (N, world) of the last step.
+/// Net ground / rigid contact force on the deformable nodes (N, world) of the last step
+/// (node–node contacts are internal to the deformables and left out).
 fn fem_contact_force(sim: &Simulation) -> Vec3 {
     let f = sim.workspace.fem.as_ref().unwrap();
     let dt = sim.model.timestep_s;
-    f.contacts.iter().map(|c| c.frame.transpose() * Vec3::new(c.impulse[0], c.impulse[1], c.impulse[2]) / dt).sum()
+    f.contacts.iter().filter(|c| c.other_node.is_none()).map(|c| c.frame.transpose() * Vec3::new(c.impulse[0], c.impulse[1], c.impulse[2]) / dt).sum()
 }
 
 #[test]
@@ -278,4 +279,121 @@ fn arm_folds_the_soft_mat_over_its_far_half() {
     assert!(lowest > -5e-4, "a mat node went {lowest} m into the ground");
     assert!(weld_error < 5e-4, "the welded edge left the hand by {weld_error} m");
     assert!(unconverged * 20 <= steps, "{unconverged} of {steps} steps did not converge");
+}
+
+/// Two soft blocks (`TetMesh::box_grid`, written to a temporary Gmsh file): a lower one
+/// 80 × 80 × 20 mm (4 × 4 × 2 cells) on the ground and an upper one 40 × 40 × 20 mm
+/// (2 × 2 × 2 cells), centred on it and `drop_m` above it (plus the contact thickness). With
+/// `gravity: false` the upper block flies at the lower one sideways-free, along −z, at 0.3 m/s
+/// and there is no gravity nor ground contact to disturb the momentum.
+fn block_stack_scene(drop_m: f64, gravity: bool, threads: usize, tolerance: f64) -> String {
+    let dir = std::env::temp_dir().join(format!("contact_sim_blocks_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (lower, upper) = (dir.join("lower.msh"), dir.join("upper.msh"));
+    if !upper.exists() {
+        contact_sim::config::write_gmsh41(&contact_sim::fem::TetMesh::box_grid([0.08, 0.08, 0.02], [4, 4, 2]), &lower).unwrap();
+        contact_sim::config::write_gmsh41(&contact_sim::fem::TetMesh::box_grid([0.04, 0.04, 0.02], [2, 2, 2]), &upper).unwrap();
+    }
+    let (g, z0, v0) = if gravity { ("[0, 0, -9.81]", 0.0, 0.0) } else { ("[0, 0, 0]", 0.05, -0.3) };
+    format!(
+        "timestep_s: 0.01\ngravity: {g}\nsolver: {{kind: vfpi, tolerance: {tolerance:e}, residual_tolerance: 1.0e-6, max_iterations: 20000, threads: {threads}}}\ncontact: {{deformable_contact: {{enabled: true, thickness_m: 0.004}}}}\ndeformables:\n  - name: lower\n    mesh: {}\n    position: [-0.04, -0.04, {z0}]\n    material: {{density_kg_m3: 1000, youngs_modulus_pa: 2.0e5, poisson_ratio: 0.3, rayleigh_stiffness_s: 0.002}}\n    friction: 0.5\n  - name: upper\n    mesh: {}\n    position: [-0.02, -0.02, {}]\n    linear_velocity: [0, 0, {v0}]\n    material: {{density_kg_m3: 1000, youngs_modulus_pa: 2.0e5, poisson_ratio: 0.3, rayleigh_stiffness_s: 0.002}}\n    friction: 0.5\n",
+        lower.display(),
+        upper.display(),
+        z0 + 0.02 + 0.004 + drop_m
+    )
+}
+
+/// Force (N, world) of the last step's node–node contacts on the nodes of deformable `b`.
+fn node_contact_force_on(sim: &Simulation, b: usize) -> Vec3 {
+    let f = sim.workspace.fem.as_ref().unwrap();
+    let d = &sim.model.deformables[b];
+    let owns = |g: usize| g >= d.node_start && g < d.node_start + d.num_nodes();
+    let dt = sim.model.timestep_s;
+    let mut sum = Vec3::zeros();
+    for c in f.contacts.iter() {
+        let Some(j) = c.other_node else { continue };
+        let fi = c.frame.transpose() * Vec3::new(c.impulse[0], c.impulse[1], c.impulse[2]) / dt;
+        if owns(c.node) {
+            sum += fi;
+        }
+        if owns(j) {
+            sum -= fi;
+        }
+    }
+    sum
+}
+
+/// Ground / rigid contact force (N, world) of the last step on the deformable nodes.
+fn ground_contact_force(sim: &Simulation) -> Vec3 {
+    let f = sim.workspace.fem.as_ref().unwrap();
+    let dt = sim.model.timestep_s;
+    f.contacts.iter().filter(|c| c.other_node.is_none()).map(|c| c.frame.transpose() * Vec3::new(c.impulse[0], c.impulse[1], c.impulse[2]) / dt).sum()
+}
+
+#[test]
+fn soft_block_rests_on_a_soft_block() {
+    let s = scene(&block_stack_scene(0.002, true, 1, 1e-7));
+    let mut sim = Simulation::from_scene(&s, None);
+    let (m1, m2) = (sim.model.deformables[0].total_mass(), sim.model.deformables[1].total_mass());
+    let (d0, d1) = (sim.model.deformables[0].clone(), sim.model.deformables[1].clone());
+    let mut worst_gap: f64 = 0.0;
+    let mut worst_sep: f64 = f64::INFINITY;
+    let mut node_contacts = 0;
+    for k in 0..150 {
+        let r = sim.step();
+        assert!(r.solve.converged, "step {k}: {:?}", r.solve);
+        let f = sim.workspace.fem.as_ref().unwrap();
+        // one constraint per node: no node twice among all contacts (either side)
+        let mut seen = std::collections::HashSet::new();
+        for c in &f.contacts {
+            assert!(seen.insert(c.node), "step {k}: node {} in two contacts", c.node);
+            if let Some(j) = c.other_node {
+                assert!(seen.insert(j), "step {k}: node {j} in two contacts");
+            }
+        }
+        node_contacts = f.contacts.iter().filter(|c| c.other_node.is_some()).count();
+        if k > 30 {
+            worst_gap = f.contacts.iter().filter(|c| c.other_node.is_some()).map(|c| -c.distance).fold(worst_gap, f64::max);
+        }
+        // the upper block's lowest node vs the lower block's highest (top face) node
+        let x = &sim.state.fem_x;
+        let top = (d0.node_start..d0.node_start + d0.num_nodes()).map(|g| x[3 * g + 2]).fold(f64::NEG_INFINITY, f64::max);
+        let bottom = (d1.node_start..d1.node_start + d1.num_nodes()).map(|g| x[3 * g + 2]).fold(f64::INFINITY, f64::min);
+        worst_sep = worst_sep.min(bottom - top);
+    }
+    let ground = ground_contact_force(&sim);
+    let on_upper = node_contact_force_on(&sim, 1);
+    let on_lower = node_contact_force_on(&sim, 0);
+    println!("m1 {m1:.4} kg, m2 {m2:.4} kg: ground {ground:?} N vs (m1 + m2) g {:.4}; on upper {on_upper:?} N vs m2 g {:.4}; on lower {on_lower:?}; {node_contacts} node contacts; worst penetration past the thickness {worst_gap:.2e} m; smallest separation {worst_sep:.2e} m", (m1 + m2) * G, m2 * G);
+    assert!(node_contacts >= 9, "the 3 × 3 bottom nodes of the upper block rest on the lower one: {node_contacts}");
+    assert!((ground.z - (m1 + m2) * G).abs() < 0.02 * (m1 + m2) * G, "ground {} N vs (m1 + m2) g {} N", ground.z, (m1 + m2) * G);
+    assert!((on_upper.z - m2 * G).abs() < 0.02 * m2 * G, "lower on upper {} N vs m2 g {} N", on_upper.z, m2 * G);
+    assert!((on_upper + on_lower).norm() < 1e-9 * m2 * G, "equal and opposite: {on_upper:?} vs {on_lower:?}");
+    assert!(on_upper.x.hypot(on_upper.y) < 0.02 * m2 * G, "friction at rest {on_upper:?}");
+    assert!(worst_gap < 5e-4, "nodes {worst_gap} m inside the 4 mm contact thickness");
+    assert!(worst_sep > 0.004 - 5e-4, "the upper block went through the lower: separation {worst_sep} m");
+}
+
+#[test]
+fn soft_blocks_colliding_without_gravity_conserve_momentum() {
+    let s = scene(&block_stack_scene(0.004, false, 1, 1e-11));
+    let mut sim = Simulation::from_scene(&s, None);
+    let p0 = contact_sim::fem::fem_momentum(&sim.model, &sim.state.fem_v);
+    let m2 = sim.model.deformables[1].total_mass();
+    let mut hits = 0;
+    let mut impulse = Vec3::zeros();
+    for k in 0..40 {
+        let r = sim.step();
+        assert!(r.solve.converged, "step {k}: {:?}", r.solve);
+        let f = sim.workspace.fem.as_ref().unwrap();
+        hits += usize::from(f.contacts.iter().any(|c| c.other_node.is_some() && c.impulse[0] > 0.0));
+        assert!(f.contacts.iter().all(|c| c.other_node.is_some()), "no ground contact expected");
+        impulse += node_contact_force_on(&sim, 1) * sim.model.timestep_s;
+    }
+    let p1 = contact_sim::fem::fem_momentum(&sim.model, &sim.state.fem_v);
+    let scale = m2 * 0.3;
+    println!("momentum {p0:?} -> {p1:?} kg·m/s; impulse on the upper block {impulse:?} N·s; {hits} steps with contact");
+    assert!(hits > 0, "the blocks never touched");
+    assert!(impulse.z > 0.3 * scale, "the collision must stop the upper block: impulse {impulse:?}");
+    assert!((p1 - p0).norm() < 1e-6 * scale, "momentum changed by {:?}", p1 - p0);
 }
