@@ -270,12 +270,38 @@ fn arm_folds_the_soft_mat_over_its_far_half() {
         ground + weld,
         iterations as f64 / steps as f64
     );
+    // self-contact: the folded layer (rest x < −0.03 m) now over the flat part of the far half
+    // (rest x > 0.07 m, which must not have slid) must lie on it, not in it
+    let d = &sim.model.deformables[0];
+    let x = &sim.state.fem_x;
+    let far: Vec<usize> = (0..d.num_nodes()).filter(|&i| d.rest[i].x > 0.07).collect();
+    let slide = far.iter().map(|&i| (x[3 * i] - d.rest[i].x).abs()).fold(0.0f64, f64::max);
+    let lower_top = far.iter().map(|&i| x[3 * i + 2]).fold(f64::NEG_INFINITY, f64::max);
+    let x_min = far.iter().map(|&i| x[3 * i]).fold(f64::INFINITY, f64::min);
+    let folded: Vec<usize> = (0..d.num_nodes()).filter(|&i| d.rest[i].x < -0.03 && x[3 * i] > x_min).collect();
+    let folded_low = folded.iter().map(|&i| x[3 * i + 2]).fold(f64::INFINITY, f64::min);
+    let f = sim.workspace.fem.as_ref().unwrap();
+    let across = |c: &&contact_sim::fem::FemContact| c.other_node.map(|j| (d.rest[c.node].x < 0.0) != (d.rest[j].x < 0.0)).unwrap_or(false);
+    let node_contacts = f.contacts.iter().filter(|c| c.other_node.is_some()).count();
+    let layer_contacts = f.contacts.iter().filter(across).count();
+    let worst_layer_pen = f.contacts.iter().filter(across).map(|c| -c.distance).fold(0.0f64, f64::max);
+    let worst_node_pen = f.contacts.iter().filter(|c| c.other_node.is_some()).map(|c| -c.distance).fold(0.0f64, f64::max);
+    let thickness = f.node_contact.thickness(0);
+    println!(
+        "self-contact: thickness {thickness:.4} m; far half slid {slide:.2e} m, its top at {lower_top:.4} m; {} folded nodes over it, lowest z {folded_low:.4} m; {node_contacts} node–node contacts ({layer_contacts} between the layers, deepest {worst_layer_pen:.2e} m past the thickness; deepest of all {worst_node_pen:.2e} m)",
+        folded.len()
+    );
+    assert!(slide < 0.01, "the far half slid {slide} m instead of staying under the fold");
+    assert!(folded.len() > 200, "only {} nodes of the folded half ended over the far half", folded.len());
+    assert!(folded_low > lower_top + 0.5 * thickness, "the folded layer sank into the lower one: lowest z {folded_low} m, lower top {lower_top} m");
+    assert!(layer_contacts > 30, "the folded layer rests on the lower one: {layer_contacts} node–node contacts between them");
+    assert!(worst_layer_pen < 0.5 * thickness, "node–node penetration {worst_layer_pen} m past the thickness between the layers");
     assert!((ground + weld - mg).abs() < 0.01 * mg, "ground + weld {} N vs m g {mg} N", ground + weld);
     assert!((ground - mg).abs() < 0.03 * mg, "ground {ground} N vs m g {mg} N (the welded edge carries ~2 %)");
     assert!(weld > 0.0 && weld < 0.03 * mg, "the hand holds the edge's share: {weld} N");
     assert!(x1 - x0 > 0.23, "the edge moved {} m along x (fold: 0.27 m)", x1 - x0);
     assert!(x1 > 0.08, "the edge ends at x = {x1} m, over the far half");
-    assert!(z1 > 0.01, "the edge ends at z = {z1} m, above the lower layer (top at 0.01 m)");
+    assert!(z1 > 0.01 + 0.5 * thickness, "the edge ends at z = {z1} m, above the lower layer (top at 0.01 m)");
     assert!(lowest > -5e-4, "a mat node went {lowest} m into the ground");
     assert!(weld_error < 5e-4, "the welded edge left the hand by {weld_error} m");
     assert!(unconverged * 20 <= steps, "{unconverged} of {steps} steps did not converge");

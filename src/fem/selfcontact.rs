@@ -24,15 +24,18 @@
 //!
 //! # Detection (allocation-free after construction)
 //! Every step: a uniform spatial hash (counting sort into `2^k ≥ 2 S` buckets, `S` the surface
-//! nodes, cell size `max t + margin + 2 h v_max`), then for every eligible surface node `i` the
+//! nodes, cell size `max t + max e + margin + 2 h v_max`, `e` the mean surface edge length),
+//! then for every eligible surface node `i` the
 //! closest surface node `j` (Euclidean) that
 //! 1. belongs to another deformable, or to the same one with a **rest distance** of at least
 //!    `rest_exclusion_m` (default 3 mean surface edge lengths: topological neighbours are kept
 //!    apart by the elasticity; the two layers of a folded mat are far apart at rest);
 //! 2. faces `i` (`n_i · n_j < 0.5`: rejects co-facing nodes of one surface, keeps edge nodes of
 //!    stacked blocks whose averaged normals are perpendicular);
-//! 3. lies within `t + margin + h |v_i − v_j|` and has a speculative gap
-//!    `g < margin + h |v_i − v_j|`.
+//! 3. lies within `t + e_j + margin + h |v_i − v_j|` (the edge length `e_j` of j's body lets
+//!    a node find its partner while it is laterally offset by up to an edge: a node passing
+//!    between the nodes of a coarse surface is never closer than ~0.7 edge to one of them) and
+//!    has a speculative gap `g < margin + h |v_i − v_j|`.
 //!
 //! **One constraint per node** (digest §8.1, else `Γ` is not diagonal): a node that already has
 //! a ground / rigid contact or a weld keeps it and takes no part in node–node contacts (neither
@@ -44,6 +47,7 @@
 use crate::fem::{Deformable, FemContact, NodeAttachment};
 use crate::math::{Mat3, Vec3};
 
+pub static DBG: [std::sync::atomic::AtomicUsize; 5] = [const { std::sync::atomic::AtomicUsize::new(0) }; 5];
 const FREE: u8 = 0;
 const TAKEN: u8 = 1;
 const PRESCRIBED: u8 = 2;
@@ -59,6 +63,7 @@ pub struct NodeContactScratch {
     normal: Vec<Vec3>,
     flatness: Vec<f64>,
     thickness: Vec<f64>,
+    edge: Vec<f64>,
     exclusion: Vec<f64>,
     cell_start: Vec<u32>,
     cell_entries: Vec<u32>,
@@ -103,6 +108,7 @@ impl NodeContactScratch {
             let e = mean_surface_edge(d);
             s.thickness.push(opts.thickness_m.unwrap_or(0.5 * e));
             s.exclusion.push(opts.rest_exclusion_m.unwrap_or(3.0 * e));
+            s.edge.push(e);
         }
         let n = s.surf_node.len();
         let buckets = (2 * n).max(2).next_power_of_two();
@@ -190,7 +196,8 @@ impl NodeContactScratch {
         let ns = self.surf_node.len();
         let v_max = self.surf_node.iter().map(|&g| vel(g as usize).norm()).fold(0.0, f64::max);
         let t_max = self.thickness.iter().copied().fold(0.0, f64::max);
-        let cell = (t_max + margin + 2.0 * dt * v_max).max(1e-6);
+        let e_max = self.edge.iter().copied().fold(0.0, f64::max);
+        let cell = (t_max + e_max + margin + 2.0 * dt * v_max).max(1e-6);
         let inv = 1.0 / cell;
         let mask = self.cell_start.len() - 2;
         self.cell_start.fill(0);
@@ -217,6 +224,7 @@ impl NodeContactScratch {
                 self.candidates.push((gap, si as u32, sj as u32));
             }
         }
+        if std::env::var_os("DBG_SC").is_some() { eprintln!("SC {:?} cand {} cell {cell}", DBG, self.candidates.len()); }
         self.candidates.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         // accept deepest first; then one retry for the nodes whose partner was taken
         for pass in 0..2 {
@@ -294,14 +302,17 @@ impl NodeContactScratch {
                         }
                         let gj = self.surf_node[sj] as usize;
                         if self.status[gj] == TAKEN {
+                            DBG[4].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                             continue;
                         }
                         let bj = self.surf_body[sj] as usize;
                         if bj == bi && (bodies[bj].rest[gj - bodies[bj].node_start] - rest_i).norm() < self.exclusion[bi] {
+                            DBG[0].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                             continue;
                         }
                         let nj = self.normal[sj];
                         if ni.dot(&nj) >= 0.5 {
+                            DBG[1].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                             continue;
                         }
                         let xj = Vec3::new(x[3 * gj], x[3 * gj + 1], x[3 * gj + 2]);
@@ -309,12 +320,14 @@ impl NodeContactScratch {
                         let thick = 0.5 * (self.thickness[bi] + self.thickness[bj]);
                         let reach = margin + dt * (vi - vj).norm();
                         let dist = (xi - xj).norm();
-                        if dist >= thick + reach {
+                        if dist >= thick + self.edge[bj] + reach {
+                            DBG[2].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                             continue;
                         }
                         let n = Self::pair_normal(ni, self.flatness[si], nj, self.flatness[sj]);
                         let gap = (xi - xj).dot(&n) - thick;
                         if gap >= reach {
+                            DBG[2].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                             continue;
                         }
                         if best.map(|b| dist < b.0).unwrap_or(true) {
