@@ -316,9 +316,11 @@ fn block_stack_scene(drop_m: f64, gravity: bool, threads: usize, tolerance: f64)
     let dir = std::env::temp_dir().join(format!("contact_sim_blocks_{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (lower, upper) = (dir.join("lower.msh"), dir.join("upper.msh"));
-    if !upper.exists() {
-        contact_sim::config::write_gmsh41(&contact_sim::fem::TetMesh::box_grid([0.08, 0.08, 0.02], [4, 4, 2]), &lower).unwrap();
-        contact_sim::config::write_gmsh41(&contact_sim::fem::TetMesh::box_grid([0.04, 0.04, 0.02], [2, 2, 2]), &upper).unwrap();
+    // tests run in parallel: write to a per-thread file, then rename (atomic)
+    for (path, size, cells) in [(&lower, [0.08, 0.08, 0.02], [4, 4, 2]), (&upper, [0.04, 0.04, 0.02], [2, 2, 2])] {
+        let tmp = path.with_extension(format!("{:?}.tmp", std::thread::current().id()).replace(['(', ')'], ""));
+        contact_sim::config::write_gmsh41(&contact_sim::fem::TetMesh::box_grid(size, cells), &tmp).unwrap();
+        std::fs::rename(&tmp, path).unwrap();
     }
     let (g, z0, v0) = if gravity { ("[0, 0, -9.81]", 0.0, 0.0) } else { ("[0, 0, 0]", 0.05, -0.3) };
     format!(

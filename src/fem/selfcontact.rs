@@ -25,13 +25,16 @@
 //! # Detection (allocation-free after construction)
 //! Every step: a uniform spatial hash (counting sort into `2^k ≥ 2 S` buckets, `S` the surface
 //! nodes, cell size `max t + max e + margin + 2 h v_max`, `e` the mean surface edge length),
-//! then for every eligible surface node `i` the
-//! closest surface node `j` (Euclidean) that
+//! then for every eligible surface node `i` the surface node `j` with the smallest
+//! `key = g + |lateral offset|` (the gap plus the distance of `x_i − x_j` off the normal line:
+//! the node most directly across, deepest first) among those that
 //! 1. belongs to another deformable, or to the same one with a **rest distance** of at least
 //!    `rest_exclusion_m` (default 3 mean surface edge lengths: topological neighbours are kept
 //!    apart by the elasticity; the two layers of a folded mat are far apart at rest);
-//! 2. faces `i` (`n_i · n_j < 0.5`: rejects co-facing nodes of one surface, keeps edge nodes of
-//!    stacked blocks whose averaged normals are perpendicular);
+//! 2. faces `i`: `n_i · n_j < 0.5 − f_i f_j` (`f` the flatness below). Two nodes inside flat
+//!    faces must be within 60° of opposite (rejects the side face of a block standing on a
+//!    face, and co-facing nodes of one surface); an edge or corner node, whose averaged normal
+//!    is tilted by 45–55°, gets a looser cone (the edges of stacked blocks still touch);
 //! 3. lies within `t + e_j + margin + h |v_i − v_j|` (the edge length `e_j` of j's body lets
 //!    a node find its partner while it is laterally offset by up to an edge: a node passing
 //!    between the nodes of a coarse surface is never closer than ~0.7 edge to one of them) and
@@ -39,7 +42,7 @@
 //!
 //! **One constraint per node** (digest §8.1, else `Γ` is not diagonal): a node that already has
 //! a ground / rigid contact or a weld keeps it and takes no part in node–node contacts (neither
-//! side); the candidate pairs are accepted deepest gap first, each accepted pair uses up both
+//! side); the candidate pairs are accepted smallest key first, each accepted pair uses up both
 //! nodes; a node whose partner was taken searches once more among the unused nodes. Nodes
 //! pinned to the world or driven one-way by a link (prescribed velocity, `W = 0`) may be side
 //! `j` of any number of contacts: with `w̄_j = 0` they add nothing to `Γ`.
@@ -47,7 +50,6 @@
 use crate::fem::{Deformable, FemContact, NodeAttachment};
 use crate::math::{Mat3, Vec3};
 
-pub static DBG: [std::sync::atomic::AtomicUsize; 5] = [const { std::sync::atomic::AtomicUsize::new(0) }; 5];
 const FREE: u8 = 0;
 const TAKEN: u8 = 1;
 const PRESCRIBED: u8 = 2;
@@ -69,7 +71,7 @@ pub struct NodeContactScratch {
     cell_entries: Vec<u32>,
     cell_of: Vec<u32>,
     status: Vec<u8>,
-    candidates: Vec<(f64, u32, u32)>,
+    candidates: Vec<(f64, f64, u32, u32)>,
 }
 
 /// Mean length (m) of the surface triangles' edges of `d` at rest (0 without a surface).
@@ -220,23 +222,22 @@ impl NodeContactScratch {
             if self.status[self.surf_node[si] as usize] != FREE {
                 continue;
             }
-            if let Some((gap, sj)) = self.closest(bodies, x, v, dt, margin, inv, mask, si) {
-                self.candidates.push((gap, si as u32, sj as u32));
+            if let Some((key, gap, sj)) = self.closest(bodies, x, v, dt, margin, inv, mask, si) {
+                self.candidates.push((key, gap, si as u32, sj as u32));
             }
         }
-        if std::env::var_os("DBG_SC").is_some() { eprintln!("SC {:?} cand {} cell {cell}", DBG, self.candidates.len()); }
-        self.candidates.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        self.candidates.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.2.cmp(&b.2)));
         // accept deepest first; then one retry for the nodes whose partner was taken
         for pass in 0..2 {
             for k in 0..self.candidates.len() {
-                let (mut gap, si, mut sj) = self.candidates[k];
+                let (_, mut gap, si, mut sj) = self.candidates[k];
                 let gi = self.surf_node[si as usize] as usize;
                 if self.status[gi] != FREE {
                     continue;
                 }
                 if pass == 1 {
                     match self.closest(bodies, x, v, dt, margin, inv, mask, si as usize) {
-                        Some((g, s)) => (gap, sj) = (g, s as u32),
+                        Some((_, g, s)) => (gap, sj) = (g, s as u32),
                         None => continue,
                     }
                 }
@@ -279,10 +280,11 @@ impl NodeContactScratch {
         }
     }
 
-    /// The closest eligible partner of surface slot `si` (see the module docs; nodes already
-    /// taken this step are skipped) and its gap.
+    /// The best eligible partner of surface slot `si` (see the module docs; nodes already taken
+    /// this step are skipped): the smallest `key = gap + lateral offset` (m); returns the key,
+    /// the gap and the partner's slot.
     #[allow(clippy::too_many_arguments)]
-    fn closest(&self, bodies: &[Deformable], x: &[f64], v: &[f64], dt: f64, margin: f64, inv: f64, mask: usize, si: usize) -> Option<(f64, usize)> {
+    fn closest(&self, bodies: &[Deformable], x: &[f64], v: &[f64], dt: f64, margin: f64, inv: f64, mask: usize, si: usize) -> Option<(f64, f64, usize)> {
         let gi = self.surf_node[si] as usize;
         let bi = self.surf_body[si] as usize;
         let xi = Vec3::new(x[3 * gi], x[3 * gi + 1], x[3 * gi + 2]);
@@ -290,7 +292,7 @@ impl NodeContactScratch {
         let ni = self.normal[si];
         let rest_i = bodies[bi].rest[gi - bodies[bi].node_start];
         let c = Self::cell(&xi, inv);
-        let mut best: Option<(f64, f64, usize)> = None; // (distance, gap, slot)
+        let mut best: Option<(f64, f64, usize)> = None; // (key, gap, slot)
         for dx in -1..=1 {
             for dy in -1..=1 {
                 for dz in -1..=1 {
@@ -302,17 +304,14 @@ impl NodeContactScratch {
                         }
                         let gj = self.surf_node[sj] as usize;
                         if self.status[gj] == TAKEN {
-                            DBG[4].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                             continue;
                         }
                         let bj = self.surf_body[sj] as usize;
                         if bj == bi && (bodies[bj].rest[gj - bodies[bj].node_start] - rest_i).norm() < self.exclusion[bi] {
-                            DBG[0].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                             continue;
                         }
                         let nj = self.normal[sj];
-                        if ni.dot(&nj) >= 0.5 {
-                            DBG[1].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        if ni.dot(&nj) >= 0.5 - self.flatness[si] * self.flatness[sj] {
                             continue;
                         }
                         let xj = Vec3::new(x[3 * gj], x[3 * gj + 1], x[3 * gj + 2]);
@@ -321,22 +320,22 @@ impl NodeContactScratch {
                         let reach = margin + dt * (vi - vj).norm();
                         let dist = (xi - xj).norm();
                         if dist >= thick + self.edge[bj] + reach {
-                            DBG[2].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                             continue;
                         }
                         let n = Self::pair_normal(ni, self.flatness[si], nj, self.flatness[sj]);
-                        let gap = (xi - xj).dot(&n) - thick;
+                        let along = (xi - xj).dot(&n);
+                        let gap = along - thick;
                         if gap >= reach {
-                            DBG[2].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                             continue;
                         }
-                        if best.map(|b| dist < b.0).unwrap_or(true) {
-                            best = Some((dist, gap, sj));
+                        let key = gap + (xi - xj - n * along).norm();
+                        if best.map(|b| key < b.0).unwrap_or(true) {
+                            best = Some((key, gap, sj));
                         }
                     }
                 }
             }
         }
-        best.map(|b| (b.1, b.2))
+        best
     }
 }
