@@ -425,3 +425,27 @@ fn soft_blocks_colliding_without_gravity_conserve_momentum() {
     assert!(impulse.z > 0.3 * scale, "the collision must stop the upper block: impulse {impulse:?}");
     assert!((p1 - p0).norm() < 1e-6 * scale, "momentum changed by {:?}", p1 - p0);
 }
+
+#[test]
+fn mat_fold_with_self_contact_is_bit_identical_serial_and_parallel() {
+    // the folded layer landing on the lower one (t = 2.8 s): > 64 constraints, so the parallel
+    // contact chunks mix node–node D-contacts, ground contacts and welds
+    let yaml = std::fs::read_to_string(repo().join("config/examples/fem_mat_fold.yaml")).unwrap().replace("../../", &format!("{}/", repo().display()));
+    let run = |threads: usize| {
+        let y = yaml.replace("virtual_node_gain: 1000}", &format!("virtual_node_gain: 1000, threads: {threads}}}"));
+        assert_ne!(y, yaml, "the solver line changed");
+        let mut sim = Simulation::from_scene(&scene(&y), None);
+        let mut node_contacts = 0;
+        for _ in 0..280 {
+            sim.step();
+            node_contacts += sim.workspace.fem.as_ref().unwrap().contacts.iter().filter(|c| c.other_node.is_some()).count();
+        }
+        (sim.state.fem_x.clone(), sim.state.fem_v.clone(), sim.state.q.clone(), node_contacts)
+    };
+    let (a, b) = (run(1), run(2));
+    assert!(a.3 > 0, "no node–node contact in the run");
+    assert_eq!(a.3, b.3, "node–node contact counts differ");
+    assert!(a.0.iter().zip(&b.0).all(|(x, y)| x.to_bits() == y.to_bits()), "node positions differ");
+    assert!(a.1.iter().zip(&b.1).all(|(x, y)| x.to_bits() == y.to_bits()), "node velocities differ");
+    assert!(a.2.iter().zip(&b.2).all(|(x, y)| x.to_bits() == y.to_bits()), "arm q differs");
+}
