@@ -449,3 +449,54 @@ fn mat_fold_with_self_contact_is_bit_identical_serial_and_parallel() {
     assert!(a.1.iter().zip(&b.1).all(|(x, y)| x.to_bits() == y.to_bits()), "node velocities differ");
     assert!(a.2.iter().zip(&b.2).all(|(x, y)| x.to_bits() == y.to_bits()), "arm q differs");
 }
+
+#[test]
+fn node_contact_impulses_agree_with_pgs_on_the_same_problem() {
+    // The upper block landing on the lower one: ground S-contacts and node–node D-contacts
+    // (Jᵀ with +R at node i and −R at node j, `FemWorkspace::dense_contact_jacobian_t`); the
+    // converged V-FPI impulses against PGS on G = J A⁻¹ Jᵀ, u_free = J A⁻¹ b + φ.
+    use contact_sim::contact::{ContactProblem, ContactSolver, PgsParams, PgsSolver};
+    let s = scene(&block_stack_scene(0.002, true, 1, 1e-12).replace("residual_tolerance: 1.0e-6", "residual_tolerance: 1.0e-11"));
+    let mut sim = Simulation::from_scene(&s, None);
+    let dt = sim.model.timestep_s;
+    let (erp, slop) = (sim.model.contact.erp, sim.model.contact.slop_m);
+    let (mut checked, mut worst) = (0, 0.0f64);
+    for k in 0..30 {
+        let r = sim.step();
+        assert!(r.solve.converged, "step {k}: {:?}", r.solve);
+        let f = sim.workspace.fem.as_ref().unwrap();
+        let nc = f.contacts.len();
+        if k < 8 || k % 5 != 0 || !f.contacts.iter().any(|c| c.other_node.is_some() && c.impulse[0] > 0.0) {
+            continue;
+        }
+        let n = f.system.dim();
+        let mut a = nalgebra::DMatrix::<f64>::zeros(n, n);
+        for (r, row) in f.system.a.row_iter().enumerate() {
+            for (&c, &v) in row.col_indices().iter().zip(row.values()) {
+                a[(r, c)] = v;
+            }
+        }
+        let chol = a.cholesky().expect("A is SPD");
+        let jt = f.dense_contact_jacobian_t(n);
+        let g = jt.transpose() * chol.solve(&jt);
+        let mut u = jt.transpose() * chol.solve(&nalgebra::DVector::from_column_slice(&f.system.b));
+        for (ci, c) in f.contacts.iter().enumerate() {
+            u[3 * ci] += if c.distance >= 0.0 { c.distance / dt } else { -erp * (-c.distance - slop).max(0.0) / dt };
+        }
+        let gt = g.transpose();
+        let mu = vec![0.5; nc];
+        let p = ContactProblem { num_contacts: nc, num_joint_rows: 0, friction: &mu, row_lower: &[], row_upper: &[], delassus: gt.as_slice(), free_velocity: u.as_slice(), primal: None };
+        let mut pgs = PgsSolver::new(PgsParams { max_iterations: 200_000, tolerance: 1e-14, relaxation: 1.0 }, nc);
+        let mut lam = vec![0.0; 3 * nc];
+        assert!(pgs.solve(&p, &mut lam).converged, "PGS did not converge");
+        let vf: Vec<f64> = f.contacts.iter().flat_map(|c| c.impulse).collect();
+        let scale = lam.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        let err = vf.iter().zip(&lam).fold(0.0f64, |m, (a, b)| m.max((a - b).abs())) / scale;
+        let nn = f.contacts.iter().filter(|c| c.other_node.is_some()).count();
+        println!("step {k}: {nc} contacts ({nn} node–node), max |λ| {scale:.3e} N·s, relative difference {err:.2e}");
+        worst = worst.max(err);
+        checked += 1;
+    }
+    assert!(checked >= 2, "checked {checked} steps");
+    assert!(worst < 1e-4, "V-FPI and PGS differ by {worst:e}");
+}
