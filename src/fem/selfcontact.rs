@@ -38,7 +38,11 @@
 //! 3. lies within `t + e_j + margin + h |v_i − v_j|` (the edge length `e_j` of j's body lets
 //!    a node find its partner while it is laterally offset by up to an edge: a node passing
 //!    between the nodes of a coarse surface is never closer than ~0.7 edge to one of them) and
-//!    has a speculative gap `g < margin + h |v_i − v_j|`.
+//!    has a speculative gap `g < margin + h |v_i − v_j|`, and `i` is not behind `j`'s surface
+//!    by more than that reach (`(x_i − x_j)·n ≥ −(margin + h |v_i − v_j|)`): a node found
+//!    deeper than one step's travel past the surface is on the far side of the other layer
+//!    (a wrong pairing, or a layer already crossed), and pushing it back along `n` would drive
+//!    it through; it is left alone (the skin keeps correct pairs far from this bound).
 //!
 //! **One constraint per node** (digest §8.1, else `Γ` is not diagonal): a node that already has
 //! a ground / rigid contact or a weld keeps it and takes no part in node–node contacts (neither
@@ -325,8 +329,8 @@ impl NodeContactScratch {
                         let n = Self::pair_normal(ni, self.flatness[si], nj, self.flatness[sj]);
                         let along = (xi - xj).dot(&n);
                         let gap = along - thick;
-                        if gap >= reach {
-                            continue;
+                        if gap >= reach || along < -reach {
+                            continue; // apart, or i behind j's surface: the wrong side (see docs)
                         }
                         let key = gap + (xi - xj - n * along).norm();
                         if best.map(|b| key < b.0).unwrap_or(true) {
