@@ -686,8 +686,9 @@ fn fem_collide(model: &Model, state: &State, geom_pose: &[crate::math::Pose], f:
                 let body = model.geoms[gi].body.filter(|&b| model.bodies[b].joint.kind != JointKind::Fixed || model.bodies[b].parent.is_some());
                 f.contacts.push(crate::fem::FemContact {
                     node: g,
-                    geom: gi,
+                    geom: Some(gi),
                     body,
+                    other_node: None,
                     position: p,
                     frame: crate::math::Mat3::from_rows(&[n.transpose(), t1.transpose(), t2.transpose()]),
                     distance: dist,
@@ -696,6 +697,9 @@ fn fem_collide(model: &Model, state: &State, geom_pose: &[crate::math::Pose], f:
             }
         }
     }
+    // node–node contacts (deformable–deformable, self-contact), on the nodes left free
+    let crate::fem::FemWorkspace { node_contact, contacts, .. } = f;
+    node_contact.detect(&model.deformables, &state.fem_x, &state.fem_v, dt, model.contact.margin_m, contacts);
 }
 
 /// One V-FPI solve of the rigid trees, the deformable bodies and all their contacts
@@ -748,11 +752,11 @@ fn solve_coupled(model: &Model, state: &mut State, ws: &mut Workspace, m: usize)
         if r < 3 * nc {
             if r % 3 == 0 {
                 let b = [bias, -impulse[r + 1] / kt, -impulse[r + 2] / kt];
-                f.constraints.push(NodalConstraint { i: base + r, i_is_fem: false, j: None, dim: 3, frame: crate::math::Mat3::identity(), bias: b, mu: friction[r / 3], lo: 0.0, hi: 0.0, bilateral: false });
+                f.constraints.push(NodalConstraint { i: base + r, i_is_fem: false, j: None, j_is_fem: false, dim: 3, frame: crate::math::Mat3::identity(), bias: b, mu: friction[r / 3], lo: 0.0, hi: 0.0, bilateral: false });
             }
         } else {
             let jr = r - 3 * nc;
-            f.constraints.push(NodalConstraint { i: base + r, i_is_fem: false, j: None, dim: 1, frame: crate::math::Mat3::identity(), bias: [bias, 0.0, 0.0], mu: 0.0, lo: row_lower[jr], hi: row_upper[jr], bilateral: false });
+            f.constraints.push(NodalConstraint { i: base + r, i_is_fem: false, j: None, j_is_fem: false, dim: 1, frame: crate::math::Mat3::identity(), bias: [bias, 0.0, 0.0], mu: 0.0, lo: row_lower[jr], hi: row_upper[jr], bilateral: false });
         }
     }
     f.jv[..m * nv].copy_from_slice(&jacobian[..m * nv]);
@@ -772,7 +776,15 @@ fn solve_coupled(model: &Model, state: &mut State, ws: &mut Workspace, m: usize)
                 vr += 3;
             }
         }
-        let mu = model.deformables.iter().find(|d| c.node >= d.node_start && c.node < d.node_start + d.num_nodes()).map(|d| d.friction).unwrap_or(0.5);
+        let friction_of = |g: usize| model.deformables.iter().find(|d| g >= d.node_start && g < d.node_start + d.num_nodes()).map(|d| d.friction).unwrap_or(0.5);
+        let mut mu = friction_of(c.node);
+        let mut j_is_fem = false;
+        if let Some(o) = c.other_node {
+            // node–node D-contact (crate::fem::selfcontact): j is the other FEM node, world axes
+            mu = mu.min(friction_of(o));
+            j = Some(3 * o);
+            j_is_fem = true;
+        }
         // Normal offset φ (m/s) on the end-of-step relative normal velocity: the gap /
         // Baumgarte term for both integrators. (With the midpoint integrator the gap closes at
         // the mean of the start and end velocities; the exact position-level offset
@@ -781,7 +793,7 @@ fn solve_coupled(model: &Model, state: &mut State, ws: &mut Workspace, m: usize)
         // arrives fast penetrate by at most h |v_n| / 2 in its impact step, removed by the
         // Baumgarte term afterwards.)
         let normal_offset = bias_of(c.distance);
-        f.constraints.push(NodalConstraint { i: 3 * c.node, i_is_fem: true, j, dim: 3, frame: c.frame, bias: [normal_offset, 0.0, 0.0], mu, lo: 0.0, hi: 0.0, bilateral: false });
+        f.constraints.push(NodalConstraint { i: 3 * c.node, i_is_fem: true, j, j_is_fem, dim: 3, frame: c.frame, bias: [normal_offset, 0.0, 0.0], mu, lo: 0.0, hi: 0.0, bilateral: false });
     }
     // two-way welds (crate::fem, "Welds"): a bilateral 3-D constraint, world axes, between the
     // node and a virtual node on the link point (3 J_v rows along x, y, z)
@@ -814,7 +826,7 @@ fn solve_coupled(model: &Model, state: &mut State, ws: &mut Workspace, m: usize)
                 vr += 3;
             }
             f.welds.push(crate::fem::FemWeld { node: g, body: b, position: p_link, error: err, impulse: [0.0; 3], jv_row });
-            f.constraints.push(NodalConstraint { i: 3 * g, i_is_fem: true, j, dim: 3, frame: crate::math::Mat3::identity(), bias, mu: 0.0, lo: 0.0, hi: 0.0, bilateral: true });
+            f.constraints.push(NodalConstraint { i: 3 * g, i_is_fem: true, j, j_is_fem: false, dim: 3, frame: crate::math::Mat3::identity(), bias, mu: 0.0, lo: 0.0, hi: 0.0, bilateral: true });
         }
     }
     for i in 0..nv {
@@ -853,7 +865,8 @@ fn solve_coupled(model: &Model, state: &mut State, ws: &mut Workspace, m: usize)
     let nrig = first_weld - f.contacts.len();
     for (k, c) in f.contacts.iter_mut().enumerate() {
         c.impulse = [lam[o], lam[o + 1], lam[o + 2]];
-        if let Some(j) = f.constraints[nrig + k].j {
+        let con = &f.constraints[nrig + k];
+        if let (Some(j), false) = (con.j, con.j_is_fem) {
             let r0 = j - base;
             for r in 0..3 {
                 let row = &f.jv[(r0 + r) * nv..(r0 + r + 1) * nv];

@@ -133,3 +133,14 @@ fn bad_welds_name_the_file_and_key() {
     let p = write_scene("weld_unknown_key.yaml", &pad("{box_min: [-1, -1, 0.0869], box_max: [1, 1, 1], to: {link: finger}, stiffness: 5}"));
     assert_clean_error(&["run", &p], &["weld_unknown_key.yaml", "stiffness"]);
 }
+
+#[test]
+fn bad_deformable_contact_options_name_the_file_and_key() {
+    let ball = |contact: &str| format!("timestep_s: 0.01\nsolver: {{kind: vfpi}}\ncontact: {contact}\ndeformables:\n  - name: ball\n    mesh: ../../assets/meshes/soft_ball.msh\n    position: [0, 0, 0.042]\n    material: {{density_kg_m3: 1100, youngs_modulus_pa: 1.0e6, poisson_ratio: 0.35}}\n");
+    let p = write_scene("deformable_contact_unknown_key.yaml", &ball("{deformable_contact: {enabled: true, thickness: 0.004}}"));
+    assert_clean_error(&["run", &p], &["deformable_contact_unknown_key.yaml", "unknown field `thickness`", "thickness_m"]);
+    let p = write_scene("deformable_contact_negative.yaml", &ball("{deformable_contact: {enabled: true, thickness_m: -0.004}}"));
+    assert_clean_error(&["run", &p], &["deformable_contact_negative.yaml", "contact.deformable_contact.thickness_m", "≥ 0"]);
+    let p = write_scene("deformable_contact_nan.yaml", &ball("{deformable_contact: {enabled: true, rest_exclusion_m: .nan}}"));
+    assert_clean_error(&["run", &p], &["deformable_contact_nan.yaml", "contact.deformable_contact.rest_exclusion_m"]);
+}

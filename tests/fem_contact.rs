@@ -9,11 +9,12 @@ use contact_sim::sim::Simulation;
 
 const G: f64 = 9.81;
 
-/// Net contact force on the deformable nodes (N, world) of the last step.
+/// Net ground / rigid contact force on the deformable nodes (N, world) of the last step
+/// (node–node contacts are internal to the deformables and left out).
 fn fem_contact_force(sim: &Simulation) -> Vec3 {
     let f = sim.workspace.fem.as_ref().unwrap();
     let dt = sim.model.timestep_s;
-    f.contacts.iter().map(|c| c.frame.transpose() * Vec3::new(c.impulse[0], c.impulse[1], c.impulse[2]) / dt).sum()
+    f.contacts.iter().filter(|c| c.other_node.is_none()).map(|c| c.frame.transpose() * Vec3::new(c.impulse[0], c.impulse[1], c.impulse[2]) / dt).sum()
 }
 
 #[test]
@@ -269,13 +270,234 @@ fn arm_folds_the_soft_mat_over_its_far_half() {
         ground + weld,
         iterations as f64 / steps as f64
     );
+    // self-contact: the folded layer (rest x < −0.03 m) now over the flat part of the far half
+    // (rest x > 0.07 m, which must not have slid) must lie on it, not in it
+    let d = &sim.model.deformables[0];
+    let x = &sim.state.fem_x;
+    let far: Vec<usize> = (0..d.num_nodes()).filter(|&i| d.rest[i].x > 0.07).collect();
+    let slide = far.iter().map(|&i| (x[3 * i] - d.rest[i].x).abs()).fold(0.0f64, f64::max);
+    let lower_top = far.iter().map(|&i| x[3 * i + 2]).fold(f64::NEG_INFINITY, f64::max);
+    let x_min = far.iter().map(|&i| x[3 * i]).fold(f64::INFINITY, f64::min);
+    let folded: Vec<usize> = (0..d.num_nodes()).filter(|&i| d.rest[i].x < -0.03 && x[3 * i] > x_min).collect();
+    let folded_low = folded.iter().map(|&i| x[3 * i + 2]).fold(f64::INFINITY, f64::min);
+    let f = sim.workspace.fem.as_ref().unwrap();
+    let across = |c: &&contact_sim::fem::FemContact| c.other_node.map(|j| (d.rest[c.node].x < 0.0) != (d.rest[j].x < 0.0)).unwrap_or(false);
+    let node_contacts = f.contacts.iter().filter(|c| c.other_node.is_some()).count();
+    let layer_contacts = f.contacts.iter().filter(across).count();
+    let worst_layer_pen = f.contacts.iter().filter(across).map(|c| -c.distance).fold(0.0f64, f64::max);
+    let worst_node_pen = f.contacts.iter().filter(|c| c.other_node.is_some()).map(|c| -c.distance).fold(0.0f64, f64::max);
+    let thickness = f.node_contact.thickness(0);
+    println!(
+        "self-contact: thickness {thickness:.4} m; far half slid {slide:.2e} m, its top at {lower_top:.4} m; {} folded nodes over it, lowest z {folded_low:.4} m; {node_contacts} node–node contacts ({layer_contacts} between the layers, deepest {worst_layer_pen:.2e} m past the thickness; deepest of all {worst_node_pen:.2e} m)",
+        folded.len()
+    );
+    assert!(slide < 0.01, "the far half slid {slide} m instead of staying under the fold");
+    assert!(folded.len() > 200, "only {} nodes of the folded half ended over the far half", folded.len());
+    assert!(folded_low > lower_top + 0.5 * thickness, "the folded layer sank into the lower one: lowest z {folded_low} m, lower top {lower_top} m");
+    assert!(layer_contacts > 30, "the folded layer rests on the lower one: {layer_contacts} node–node contacts between them");
+    assert!(worst_layer_pen < 1e-3, "node–node penetration {worst_layer_pen} m past the thickness between the layers");
+    assert!(worst_node_pen < 1e-3, "node–node penetration {worst_node_pen} m past the thickness");
     assert!((ground + weld - mg).abs() < 0.01 * mg, "ground + weld {} N vs m g {mg} N", ground + weld);
     assert!((ground - mg).abs() < 0.03 * mg, "ground {ground} N vs m g {mg} N (the welded edge carries ~2 %)");
     assert!(weld > 0.0 && weld < 0.03 * mg, "the hand holds the edge's share: {weld} N");
     assert!(x1 - x0 > 0.23, "the edge moved {} m along x (fold: 0.27 m)", x1 - x0);
     assert!(x1 > 0.08, "the edge ends at x = {x1} m, over the far half");
-    assert!(z1 > 0.01, "the edge ends at z = {z1} m, above the lower layer (top at 0.01 m)");
+    assert!(z1 > 0.01 + 0.5 * thickness, "the edge ends at z = {z1} m, above the lower layer (top at 0.01 m)");
     assert!(lowest > -5e-4, "a mat node went {lowest} m into the ground");
     assert!(weld_error < 5e-4, "the welded edge left the hand by {weld_error} m");
     assert!(unconverged * 20 <= steps, "{unconverged} of {steps} steps did not converge");
+}
+
+/// Two soft blocks (`TetMesh::box_grid`, written to a temporary Gmsh file): a lower one
+/// 80 × 80 × 20 mm (4 × 4 × 2 cells) on the ground and an upper one 40 × 40 × 20 mm
+/// (2 × 2 × 2 cells), centred on it and `drop_m` above it (plus the contact thickness). With
+/// `gravity: false` the upper block flies at the lower one sideways-free, along −z, at 0.3 m/s
+/// and there is no gravity nor ground contact to disturb the momentum.
+fn block_stack_scene(drop_m: f64, gravity: bool, threads: usize, tolerance: f64) -> String {
+    let dir = std::env::temp_dir().join(format!("contact_sim_blocks_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (lower, upper) = (dir.join("lower.msh"), dir.join("upper.msh"));
+    // tests run in parallel: write to a per-thread file, then rename (atomic)
+    for (path, size, cells) in [(&lower, [0.08, 0.08, 0.02], [4, 4, 2]), (&upper, [0.04, 0.04, 0.02], [2, 2, 2])] {
+        let tmp = path.with_extension(format!("{:?}.tmp", std::thread::current().id()).replace(['(', ')'], ""));
+        contact_sim::config::write_gmsh41(&contact_sim::fem::TetMesh::box_grid(size, cells), &tmp).unwrap();
+        std::fs::rename(&tmp, path).unwrap();
+    }
+    let (g, z0, v0) = if gravity { ("[0, 0, -9.81]", 0.0, 0.0) } else { ("[0, 0, 0]", 0.05, -0.3) };
+    format!(
+        "timestep_s: 0.01\ngravity: {g}\nsolver: {{kind: vfpi, tolerance: {tolerance:e}, residual_tolerance: 1.0e-6, max_iterations: 20000, threads: {threads}}}\ncontact: {{deformable_contact: {{enabled: true, thickness_m: 0.004}}}}\ndeformables:\n  - name: lower\n    mesh: {}\n    position: [-0.04, -0.04, {z0}]\n    material: {{density_kg_m3: 1000, youngs_modulus_pa: 2.0e5, poisson_ratio: 0.3, rayleigh_stiffness_s: 0.002}}\n    friction: 0.5\n  - name: upper\n    mesh: {}\n    position: [-0.02, -0.02, {}]\n    linear_velocity: [0, 0, {v0}]\n    material: {{density_kg_m3: 1000, youngs_modulus_pa: 2.0e5, poisson_ratio: 0.3, rayleigh_stiffness_s: 0.002}}\n    friction: 0.5\n",
+        lower.display(),
+        upper.display(),
+        z0 + 0.02 + 0.004 + drop_m
+    )
+}
+
+/// Force (N, world) of the last step's node–node contacts on the nodes of deformable `b`.
+fn node_contact_force_on(sim: &Simulation, b: usize) -> Vec3 {
+    let f = sim.workspace.fem.as_ref().unwrap();
+    let d = &sim.model.deformables[b];
+    let owns = |g: usize| g >= d.node_start && g < d.node_start + d.num_nodes();
+    let dt = sim.model.timestep_s;
+    let mut sum = Vec3::zeros();
+    for c in f.contacts.iter() {
+        let Some(j) = c.other_node else { continue };
+        let fi = c.frame.transpose() * Vec3::new(c.impulse[0], c.impulse[1], c.impulse[2]) / dt;
+        if owns(c.node) {
+            sum += fi;
+        }
+        if owns(j) {
+            sum -= fi;
+        }
+    }
+    sum
+}
+
+/// Ground / rigid contact force (N, world) of the last step on the deformable nodes.
+fn ground_contact_force(sim: &Simulation) -> Vec3 {
+    let f = sim.workspace.fem.as_ref().unwrap();
+    let dt = sim.model.timestep_s;
+    f.contacts.iter().filter(|c| c.other_node.is_none()).map(|c| c.frame.transpose() * Vec3::new(c.impulse[0], c.impulse[1], c.impulse[2]) / dt).sum()
+}
+
+#[test]
+fn soft_block_rests_on_a_soft_block() {
+    let s = scene(&block_stack_scene(0.002, true, 1, 1e-7));
+    let mut sim = Simulation::from_scene(&s, None);
+    let (m1, m2) = (sim.model.deformables[0].total_mass(), sim.model.deformables[1].total_mass());
+    let (d0, d1) = (sim.model.deformables[0].clone(), sim.model.deformables[1].clone());
+    let mut worst_gap: f64 = 0.0;
+    let mut worst_sep: f64 = f64::INFINITY;
+    let mut node_contacts = 0;
+    for k in 0..150 {
+        let r = sim.step();
+        assert!(r.solve.converged, "step {k}: {:?}", r.solve);
+        let f = sim.workspace.fem.as_ref().unwrap();
+        // one constraint per node: no node twice among all contacts (either side)
+        let mut seen = std::collections::HashSet::new();
+        for c in &f.contacts {
+            assert!(seen.insert(c.node), "step {k}: node {} in two contacts", c.node);
+            if let Some(j) = c.other_node {
+                assert!(seen.insert(j), "step {k}: node {j} in two contacts");
+            }
+        }
+        node_contacts = f.contacts.iter().filter(|c| c.other_node.is_some()).count();
+        if k > 30 {
+            worst_gap = f.contacts.iter().filter(|c| c.other_node.is_some()).map(|c| -c.distance).fold(worst_gap, f64::max);
+        }
+        // the upper block's lowest node vs the lower block's highest (top face) node
+        let x = &sim.state.fem_x;
+        let top = (d0.node_start..d0.node_start + d0.num_nodes()).map(|g| x[3 * g + 2]).fold(f64::NEG_INFINITY, f64::max);
+        let bottom = (d1.node_start..d1.node_start + d1.num_nodes()).map(|g| x[3 * g + 2]).fold(f64::INFINITY, f64::min);
+        worst_sep = worst_sep.min(bottom - top);
+    }
+    let ground = ground_contact_force(&sim);
+    let on_upper = node_contact_force_on(&sim, 1);
+    let on_lower = node_contact_force_on(&sim, 0);
+    println!("m1 {m1:.4} kg, m2 {m2:.4} kg: ground {ground:?} N vs (m1 + m2) g {:.4}; on upper {on_upper:?} N vs m2 g {:.4}; on lower {on_lower:?}; {node_contacts} node contacts; worst penetration past the thickness {worst_gap:.2e} m; smallest separation {worst_sep:.2e} m", (m1 + m2) * G, m2 * G);
+    assert!(node_contacts >= 9, "the 3 × 3 bottom nodes of the upper block rest on the lower one: {node_contacts}");
+    assert!((ground.z - (m1 + m2) * G).abs() < 0.02 * (m1 + m2) * G, "ground {} N vs (m1 + m2) g {} N", ground.z, (m1 + m2) * G);
+    assert!((on_upper.z - m2 * G).abs() < 0.02 * m2 * G, "lower on upper {} N vs m2 g {} N", on_upper.z, m2 * G);
+    assert!((on_upper + on_lower).norm() < 1e-9 * m2 * G, "equal and opposite: {on_upper:?} vs {on_lower:?}");
+    assert!(on_upper.x.hypot(on_upper.y) < 0.02 * m2 * G, "friction at rest {on_upper:?}");
+    assert!(worst_gap < 5e-4, "nodes {worst_gap} m inside the 4 mm contact thickness");
+    assert!(worst_sep > 0.004 - 5e-4, "the upper block went through the lower: separation {worst_sep} m");
+}
+
+#[test]
+fn soft_blocks_colliding_without_gravity_conserve_momentum() {
+    let s = scene(&block_stack_scene(0.004, false, 1, 1e-11));
+    let mut sim = Simulation::from_scene(&s, None);
+    let p0 = contact_sim::fem::fem_momentum(&sim.model, &sim.state.fem_v);
+    let m2 = sim.model.deformables[1].total_mass();
+    let mut hits = 0;
+    let mut impulse = Vec3::zeros();
+    for k in 0..40 {
+        let r = sim.step();
+        assert!(r.solve.converged, "step {k}: {:?}", r.solve);
+        let f = sim.workspace.fem.as_ref().unwrap();
+        hits += usize::from(f.contacts.iter().any(|c| c.other_node.is_some() && c.impulse[0] > 0.0));
+        assert!(f.contacts.iter().all(|c| c.other_node.is_some()), "no ground contact expected");
+        impulse += node_contact_force_on(&sim, 1) * sim.model.timestep_s;
+    }
+    let p1 = contact_sim::fem::fem_momentum(&sim.model, &sim.state.fem_v);
+    let scale = m2 * 0.3;
+    println!("momentum {p0:?} -> {p1:?} kg·m/s; impulse on the upper block {impulse:?} N·s; {hits} steps with contact");
+    assert!(hits > 0, "the blocks never touched");
+    assert!(impulse.z > 0.3 * scale, "the collision must stop the upper block: impulse {impulse:?}");
+    assert!((p1 - p0).norm() < 1e-6 * scale, "momentum changed by {:?}", p1 - p0);
+}
+
+#[test]
+fn mat_fold_with_self_contact_is_bit_identical_serial_and_parallel() {
+    // the folded layer landing on the lower one (t = 2.8 s): > 64 constraints, so the parallel
+    // contact chunks mix node–node D-contacts, ground contacts and welds
+    let yaml = std::fs::read_to_string(repo().join("config/examples/fem_mat_fold.yaml")).unwrap().replace("../../", &format!("{}/", repo().display()));
+    let run = |threads: usize| {
+        let y = yaml.replace("virtual_node_gain: 1000}", &format!("virtual_node_gain: 1000, threads: {threads}}}"));
+        assert_ne!(y, yaml, "the solver line changed");
+        let mut sim = Simulation::from_scene(&scene(&y), None);
+        let mut node_contacts = 0;
+        for _ in 0..280 {
+            sim.step();
+            node_contacts += sim.workspace.fem.as_ref().unwrap().contacts.iter().filter(|c| c.other_node.is_some()).count();
+        }
+        (sim.state.fem_x.clone(), sim.state.fem_v.clone(), sim.state.q.clone(), node_contacts)
+    };
+    let (a, b) = (run(1), run(2));
+    assert!(a.3 > 0, "no node–node contact in the run");
+    assert_eq!(a.3, b.3, "node–node contact counts differ");
+    assert!(a.0.iter().zip(&b.0).all(|(x, y)| x.to_bits() == y.to_bits()), "node positions differ");
+    assert!(a.1.iter().zip(&b.1).all(|(x, y)| x.to_bits() == y.to_bits()), "node velocities differ");
+    assert!(a.2.iter().zip(&b.2).all(|(x, y)| x.to_bits() == y.to_bits()), "arm q differs");
+}
+
+#[test]
+fn node_contact_impulses_agree_with_pgs_on_the_same_problem() {
+    // The upper block landing on the lower one: ground S-contacts and node–node D-contacts
+    // (Jᵀ with +R at node i and −R at node j, `FemWorkspace::dense_contact_jacobian_t`); the
+    // converged V-FPI impulses against PGS on G = J A⁻¹ Jᵀ, u_free = J A⁻¹ b + φ.
+    use contact_sim::contact::{ContactProblem, ContactSolver, PgsParams, PgsSolver};
+    let s = scene(&block_stack_scene(0.002, true, 1, 1e-12).replace("residual_tolerance: 1.0e-6", "residual_tolerance: 1.0e-11"));
+    let mut sim = Simulation::from_scene(&s, None);
+    let dt = sim.model.timestep_s;
+    let (erp, slop) = (sim.model.contact.erp, sim.model.contact.slop_m);
+    let (mut checked, mut worst) = (0, 0.0f64);
+    for k in 0..30 {
+        let r = sim.step();
+        assert!(r.solve.converged, "step {k}: {:?}", r.solve);
+        let f = sim.workspace.fem.as_ref().unwrap();
+        let nc = f.contacts.len();
+        if k < 8 || k % 5 != 0 || !f.contacts.iter().any(|c| c.other_node.is_some() && c.impulse[0] > 0.0) {
+            continue;
+        }
+        let n = f.system.dim();
+        let mut a = nalgebra::DMatrix::<f64>::zeros(n, n);
+        for (r, row) in f.system.a.row_iter().enumerate() {
+            for (&c, &v) in row.col_indices().iter().zip(row.values()) {
+                a[(r, c)] = v;
+            }
+        }
+        let chol = a.cholesky().expect("A is SPD");
+        let jt = f.dense_contact_jacobian_t(n);
+        let g = jt.transpose() * chol.solve(&jt);
+        let mut u = jt.transpose() * chol.solve(&nalgebra::DVector::from_column_slice(&f.system.b));
+        for (ci, c) in f.contacts.iter().enumerate() {
+            u[3 * ci] += if c.distance >= 0.0 { c.distance / dt } else { -erp * (-c.distance - slop).max(0.0) / dt };
+        }
+        let gt = g.transpose();
+        let mu = vec![0.5; nc];
+        let p = ContactProblem { num_contacts: nc, num_joint_rows: 0, friction: &mu, row_lower: &[], row_upper: &[], delassus: gt.as_slice(), free_velocity: u.as_slice(), primal: None };
+        let mut pgs = PgsSolver::new(PgsParams { max_iterations: 200_000, tolerance: 1e-14, relaxation: 1.0 }, nc);
+        let mut lam = vec![0.0; 3 * nc];
+        assert!(pgs.solve(&p, &mut lam).converged, "PGS did not converge");
+        let vf: Vec<f64> = f.contacts.iter().flat_map(|c| c.impulse).collect();
+        let scale = lam.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        let err = vf.iter().zip(&lam).fold(0.0f64, |m, (a, b)| m.max((a - b).abs())) / scale;
+        let nn = f.contacts.iter().filter(|c| c.other_node.is_some()).count();
+        println!("step {k}: {nc} contacts ({nn} node–node), max |λ| {scale:.3e} N·s, relative difference {err:.2e}");
+        worst = worst.max(err);
+        checked += 1;
+    }
+    assert!(checked >= 2, "checked {checked} steps");
+    assert!(worst < 1e-4, "V-FPI and PGS differ by {worst:e}");
 }

@@ -111,8 +111,13 @@ pub struct NodalConstraint {
     /// Side i is a FEM node in world coordinates (use `frame`); otherwise a virtual node in
     /// contact coordinates.
     pub i_is_fem: bool,
-    /// Side j (always a virtual node, contact coordinates) of a D-contact.
+    /// Side j of a D-contact: index in `x` of its first coordinate, a virtual node in contact
+    /// coordinates, or a FEM node in world coordinates (`j_is_fem`).
     pub j: Option<usize>,
+    /// Side j is a FEM node in world coordinates (a node–node contact, [`crate::fem::selfcontact`]):
+    /// `η = R (v_i − v_j)`, node i receives `+w̄_i Rᵀλ`, node j `−w̄_j Rᵀλ`, `γ = w̄_i + w̄_j`.
+    /// Requires `i_is_fem` and `dim == 3`.
+    pub j_is_fem: bool,
     /// 3 (contact) or 1 (joint row).
     pub dim: u8,
     /// World → contact rotation, rows `n, t1, t2` (FEM side only). The normal points from j
@@ -369,7 +374,7 @@ fn solve_nodal_inner(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &
     }
     // virtual nodes: equal entries per constraint (its 1 or 3 rows)
     for k in sys.constraints.iter() {
-        for (slot, is_virtual) in [(k.i, !k.i_is_fem), (k.j.unwrap_or(usize::MAX), k.j.is_some())] {
+        for (slot, is_virtual) in [(k.i, !k.i_is_fem), (k.j.unwrap_or(usize::MAX), k.j.is_some() && !k.j_is_fem)] {
             if !is_virtual {
                 continue;
             }
@@ -453,8 +458,12 @@ fn solve_nodal_inner(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &
                     return;
                 }
                 let vi = nalgebra::Vector3::new(xi[0], xi[1], xi[2]);
-                let mut eta = if k.i_is_fem { k.frame * vi } else { vi };
-                if let Some(j) = k.j {
+                let mut vij = vi;
+                if let (Some(j), true) = (k.j, k.j_is_fem) {
+                    vij -= nalgebra::Vector3::new(xs[j], xs[j + 1], xs[j + 2]); // node–node: world axes
+                }
+                let mut eta = if k.i_is_fem { k.frame * vij } else { vij };
+                if let (Some(j), false) = (k.j, k.j_is_fem) {
                     eta -= nalgebra::Vector3::new(xs[j], xs[j + 1], xs[j + 2]);
                 }
                 let gamma = w[k.i] + k.j.map(|j| w[j]).unwrap_or(0.0);
@@ -521,8 +530,9 @@ fn solve_nodal_inner(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &
             }
             if let Some(j) = k.j {
                 let wj = s.w[j];
+                let fj = if k.j_is_fem { fi } else { lam };
                 for t in 0..3 {
-                    s.xs[j + t] -= wj * lam[t];
+                    s.xs[j + t] -= wj * fj[t];
                 }
             }
         }
@@ -679,6 +689,7 @@ impl ContactSolver for VfpiSolver {
                 i: nv + i,
                 i_is_fem: false,
                 j: None,
+                j_is_fem: false,
                 dim: 3,
                 frame: Mat3::identity(),
                 bias: [p.free_velocity[i] - jv - impulse[i] / kt, -impulse[i + 1] / kt, -impulse[i + 2] / kt],
@@ -696,6 +707,7 @@ impl ContactSolver for VfpiSolver {
                 i: nv + i,
                 i_is_fem: false,
                 j: None,
+                j_is_fem: false,
                 dim: 1,
                 frame: Mat3::identity(),
                 bias: [p.free_velocity[i] - jv - impulse[i] / kt, 0.0, 0.0],

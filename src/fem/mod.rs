@@ -56,6 +56,7 @@
 
 mod material;
 mod mesh;
+pub mod selfcontact;
 
 pub use material::{ElasticModel, FemMaterial};
 pub use mesh::{signed_volume, MeshDefect, TetMesh};
@@ -543,18 +544,25 @@ mod simd {
 pub struct FemContact {
     /// Global node index.
     pub node: usize,
-    /// Geometry touched (index into [`crate::model::Model::geoms`]).
-    pub geom: usize,
-    /// Rigid body in two-way contact (`None`: the ground or a static geometry).
+    /// Geometry touched (index into [`crate::model::Model::geoms`]); `None` for a node–node
+    /// contact.
+    pub geom: Option<usize>,
+    /// Rigid body in two-way contact (`None`: the ground, a static geometry or a node–node
+    /// contact).
     pub body: Option<usize>,
+    /// Node–node D-contact ([`selfcontact`]): the global index of the other node `j` (of
+    /// another deformable or of the same one). `None` for ground / rigid contacts.
+    pub other_node: Option<usize>,
     /// Contact point (m, world): the node position.
     pub position: Vec3,
-    /// World → contact rotation, rows `n, t1, t2`; `n` points from the geometry to the node.
+    /// World → contact rotation, rows `n, t1, t2`; `n` points from the geometry (or from node
+    /// `j`'s surface, along `j`'s outward normal) to the node.
     pub frame: Mat3,
-    /// Signed distance (m, negative when penetrating).
+    /// Signed distance (m, negative when penetrating); for a node–node contact the gap
+    /// `(x_i − x_j)·n − thickness`.
     pub distance: f64,
-    /// Impulse on the node in contact coordinates `[n, t1, t2]` (N·s); the body receives the
-    /// opposite.
+    /// Impulse on the node in contact coordinates `[n, t1, t2]` (N·s); the body, or node `j`,
+    /// receives the opposite (`−Rᵀλ` in world axes).
     pub impulse: [f64; 3],
 }
 
@@ -581,8 +589,11 @@ pub struct FemWeld {
 pub struct FemWorkspace {
     /// The sparse system.
     pub system: FemSystem,
-    /// Contacts of deformable nodes this step (capacity: the surface nodes).
+    /// Contacts of deformable nodes this step (capacity: the surface nodes): the ground /
+    /// rigid contacts first, then the node–node contacts ([`FemContact::other_node`]).
     pub contacts: Vec<FemContact>,
+    /// Node–node contact detection scratch ([`selfcontact`]).
+    pub node_contact: selfcontact::NodeContactScratch,
     /// Welds of deformable nodes to rigid links this step (capacity: the welded nodes).
     pub welds: Vec<FemWeld>,
     /// Virtual-node Jacobian rows of the coupled solve, row-major `rows × nv`.
@@ -610,6 +621,7 @@ impl FemWorkspace {
         FemWorkspace {
             system,
             contacts: Vec::with_capacity(surface),
+            node_contact: selfcontact::NodeContactScratch::new(&model.deformables, &model.contact.deformable_contact),
             welds: Vec::with_capacity(welded),
             jv: vec![0.0; rows * model.nv],
             constraints: Vec::with_capacity(model.contact.max_contacts + model.max_joint_rows() + surface + welded),
@@ -622,14 +634,17 @@ impl FemWorkspace {
 
     /// `Jᵀ` of this step's deformable contacts as a dense `n × 3·contacts` matrix (`n` = the
     /// deformable velocity coordinates, 3 per node): column `3c + r` holds row `r` of contact
-    /// `c`'s frame (`n, t1, t2`) at its node. For reference solves in tests and benchmarks
-    /// (allocates; the step never calls it).
+    /// `c`'s frame (`n, t1, t2`) at its node, and its opposite at the other node of a node–node
+    /// contact. For reference solves in tests and benchmarks (allocates; the step never calls it).
     pub fn dense_contact_jacobian_t(&self, n: usize) -> nalgebra::DMatrix<f64> {
         let mut jt = nalgebra::DMatrix::<f64>::zeros(n, 3 * self.contacts.len());
         for (ci, c) in self.contacts.iter().enumerate() {
             for r in 0..3 {
                 for d in 0..3 {
                     jt[(3 * c.node + d, 3 * ci + r)] = c.frame[(r, d)];
+                    if let Some(j) = c.other_node {
+                        jt[(3 * j + d, 3 * ci + r)] = -c.frame[(r, d)];
+                    }
                 }
             }
         }

@@ -811,6 +811,14 @@ impl ModelBuilder {
         if c.margin_m < 0.0 || c.slop_m < 0.0 || c.max_contacts == 0 || c.max_points_per_pair == 0 {
             return Err(self.err("contact", "margin_m and slop_m must be ≥ 0, max_contacts and max_points_per_pair ≥ 1"));
         }
+        let dc = &c.deformable_contact;
+        for (key, v) in [("contact.deformable_contact.thickness_m", dc.thickness_m), ("contact.deformable_contact.rest_exclusion_m", dc.rest_exclusion_m)] {
+            if let Some(v) = v {
+                if !(v >= 0.0 && v.is_finite()) {
+                    return Err(self.err(key, format!("must be a finite length ≥ 0 (m), got {v}")));
+                }
+            }
+        }
         // candidate collision pairs
         let mut pairs = vec![];
         for a in 0..self.geoms.len() {

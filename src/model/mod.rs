@@ -332,12 +332,35 @@ pub struct ContactOptions {
     pub erp: f64,
     /// Maximum number of contact points kept per geometry pair.
     pub max_points_per_pair: usize,
+    /// Node–node contact between deformable bodies and of a deformable with itself
+    /// (`contact: {deformable_contact: {enabled: true}}`; see [`crate::fem::selfcontact`]).
+    pub deformable_contact: DeformableContactOptions,
 }
 
 impl Default for ContactOptions {
     fn default() -> Self {
-        Self { max_contacts: 256, margin_m: 0.002, slop_m: 0.0002, erp: 0.2, max_points_per_pair: 8 }
+        Self { max_contacts: 256, margin_m: 0.002, slop_m: 0.0002, erp: 0.2, max_points_per_pair: 8, deformable_contact: DeformableContactOptions::default() }
     }
+}
+
+/// Deformable–deformable contact (the scene's `contact.deformable_contact` section): node–node
+/// D-contacts between the surface nodes of two deformables, or of one deformable with itself
+/// (see [`crate::fem::selfcontact`] for the detection rule, frames and signs).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DeformableContactOptions {
+    /// Detect node–node contacts (off by default: it costs a spatial hash per step).
+    pub enabled: bool,
+    /// Contact thickness (m): two surface nodes are in contact when their distance along the
+    /// normal falls below it. Node-to-node contact on a coarse surface lets the layers
+    /// interpenetrate *between* nodes, so the thickness keeps them apart by about half an edge.
+    /// Default (`null`): half the mean surface edge length of each body, averaged over the
+    /// two bodies of a pair.
+    pub thickness_m: Option<f64>,
+    /// Self-contact exclusion (m): two nodes of the same body whose *rest* distance is below
+    /// this never contact each other (they are topological neighbours, kept apart by the
+    /// elasticity). Default (`null`): 3 mean surface edge lengths of the body.
+    pub rest_exclusion_m: Option<f64>,
 }
 
 /// The immutable scene description.
