@@ -17,6 +17,30 @@ fn fem_contact_force(sim: &Simulation) -> Vec3 {
     f.contacts.iter().filter(|c| c.other_node.is_none()).map(|c| c.frame.transpose() * Vec3::new(c.impulse[0], c.impulse[1], c.impulse[2]) / dt).sum()
 }
 
+/// The last step's deformable contact problem built densely, as an independent reference for
+/// the V-FPI: `Gᵀ` (row-major storage of the symmetric `G = J A⁻¹ Jᵀ`, N·s per m/s inverse) and
+/// `u_free = J A⁻¹ b + φ` (m/s) with the step's gap / Baumgarte offsets φ.
+fn dense_contact_problem(sim: &Simulation) -> (nalgebra::DMatrix<f64>, nalgebra::DVector<f64>) {
+    let f = sim.workspace.fem.as_ref().unwrap();
+    let dt = sim.model.timestep_s;
+    let (erp, slop) = (sim.model.contact.erp, sim.model.contact.slop_m);
+    let n = f.system.dim();
+    let mut a = nalgebra::DMatrix::<f64>::zeros(n, n);
+    for (r, row) in f.system.a.row_iter().enumerate() {
+        for (&c, &v) in row.col_indices().iter().zip(row.values()) {
+            a[(r, c)] = v;
+        }
+    }
+    let chol = a.cholesky().expect("A is SPD");
+    let jt = f.dense_contact_jacobian_t(n);
+    let g = jt.transpose() * chol.solve(&jt);
+    let mut u = jt.transpose() * chol.solve(&nalgebra::DVector::from_column_slice(&f.system.b));
+    for (ci, c) in f.contacts.iter().enumerate() {
+        u[3 * ci] += if c.distance >= 0.0 { c.distance / dt } else { -erp * (-c.distance - slop).max(0.0) / dt };
+    }
+    (g.transpose(), u)
+}
+
 #[test]
 fn resting_ball_carries_its_weight() {
     let s = scene_file("config/examples/fem_ball_rest.yaml");
@@ -102,8 +126,6 @@ fn vfpi_impulses_agree_with_pgs_on_the_same_problem() {
     use contact_sim::contact::{ContactProblem, ContactSolver, PgsParams, PgsSolver};
     let s = scene(&small_ball_scene(1));
     let mut sim = Simulation::from_scene(&s, None);
-    let dt = sim.model.timestep_s;
-    let (erp, slop) = (sim.model.contact.erp, sim.model.contact.slop_m);
     let mut checked = 0;
     let mut worst: f64 = 0.0;
     for k in 0..40 {
@@ -114,23 +136,7 @@ fn vfpi_impulses_agree_with_pgs_on_the_same_problem() {
         if k < 5 || nc == 0 || k % 5 != 0 {
             continue;
         }
-        let n = f.system.dim();
-        let mut a = nalgebra::DMatrix::<f64>::zeros(n, n);
-        for (r, row) in f.system.a.row_iter().enumerate() {
-            for (&c, &v) in row.col_indices().iter().zip(row.values()) {
-                a[(r, c)] = v;
-            }
-        }
-        let chol = a.cholesky().expect("A is SPD");
-        let jt = f.dense_contact_jacobian_t(n);
-        let ainv_jt = chol.solve(&jt);
-        let g = jt.transpose() * &ainv_jt;
-        let v_free = chol.solve(&nalgebra::DVector::from_column_slice(&f.system.b));
-        let mut u = jt.transpose() * v_free;
-        for (ci, c) in f.contacts.iter().enumerate() {
-            u[3 * ci] += if c.distance >= 0.0 { c.distance / dt } else { -erp * (-c.distance - slop).max(0.0) / dt };
-        }
-        let gt = g.transpose(); // row-major storage of the symmetric G
+        let (gt, u) = dense_contact_problem(&sim);
         let mu = vec![0.3; nc];
         let p = ContactProblem { num_contacts: nc, num_joint_rows: 0, friction: &mu, row_lower: &[], row_upper: &[], delassus: gt.as_slice(), free_velocity: u.as_slice(), primal: None };
         let mut pgs = PgsSolver::new(PgsParams { max_iterations: 200_000, tolerance: 1e-14, relaxation: 1.0 }, nc);
@@ -459,8 +465,6 @@ fn node_contact_impulses_agree_with_pgs_on_the_same_problem() {
     use contact_sim::contact::{ContactProblem, ContactSolver, PgsParams, PgsSolver};
     let s = scene(&block_stack_scene(0.002, true, 1, 1e-12).replace("residual_tolerance: 1.0e-6", "residual_tolerance: 1.0e-11"));
     let mut sim = Simulation::from_scene(&s, None);
-    let dt = sim.model.timestep_s;
-    let (erp, slop) = (sim.model.contact.erp, sim.model.contact.slop_m);
     let (mut checked, mut worst) = (0, 0.0f64);
     for k in 0..30 {
         let r = sim.step();
@@ -470,21 +474,7 @@ fn node_contact_impulses_agree_with_pgs_on_the_same_problem() {
         if k < 8 || k % 5 != 0 || !f.contacts.iter().any(|c| c.other_node.is_some() && c.impulse[0] > 0.0) {
             continue;
         }
-        let n = f.system.dim();
-        let mut a = nalgebra::DMatrix::<f64>::zeros(n, n);
-        for (r, row) in f.system.a.row_iter().enumerate() {
-            for (&c, &v) in row.col_indices().iter().zip(row.values()) {
-                a[(r, c)] = v;
-            }
-        }
-        let chol = a.cholesky().expect("A is SPD");
-        let jt = f.dense_contact_jacobian_t(n);
-        let g = jt.transpose() * chol.solve(&jt);
-        let mut u = jt.transpose() * chol.solve(&nalgebra::DVector::from_column_slice(&f.system.b));
-        for (ci, c) in f.contacts.iter().enumerate() {
-            u[3 * ci] += if c.distance >= 0.0 { c.distance / dt } else { -erp * (-c.distance - slop).max(0.0) / dt };
-        }
-        let gt = g.transpose();
+        let (gt, u) = dense_contact_problem(&sim);
         let mu = vec![0.5; nc];
         let p = ContactProblem { num_contacts: nc, num_joint_rows: 0, friction: &mu, row_lower: &[], row_upper: &[], delassus: gt.as_slice(), free_velocity: u.as_slice(), primal: None };
         let mut pgs = PgsSolver::new(PgsParams { max_iterations: 200_000, tolerance: 1e-14, relaxation: 1.0 }, nc);
