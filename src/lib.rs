@@ -33,6 +33,7 @@ pub mod collision;
 pub mod compare;
 pub mod config;
 pub mod contact;
+pub mod coupled;
 pub mod dynamics;
 pub mod error;
 pub mod fem;
