@@ -24,8 +24,8 @@ import mujoco.rollout
 class SceneSpec:
     """One row group of the table: a scene file, our solvers, the window timed, what to compare."""
 
-    def __init__(self, key, path, solvers, warmup, steps, observe, title, notes=()):
-        self.key, self.path, self.solvers = key, path, solvers
+    def __init__(self, key, path, solvers, warmup, steps, observe, title, notes=(), duration_s=None):
+        self.key, self.path, self.solvers, self.duration_s = key, path, solvers, duration_s
         self.warmup, self.steps, self.observe, self.title = warmup, steps, observe, title
         self.notes = list(notes)
 
@@ -37,7 +37,8 @@ SCENES = [
     SceneSpec("stand", "config/examples/quadruped_stand.yaml", RIGID, 500, 5000,
               {"base": "quadruped", "feet": FEET, "window_s": 0.5}, "quadruped standing (18 DOF, 4 feet)"),
     SceneSpec("trot", "config/examples/bisection_trot.yaml", RIGID, 500, 4000,
-              {"base": "quadruped", "feet": FEET, "window_s": 0.4}, "quadruped trotting (open-loop gait, feet only collide)"),
+              {"base": "quadruped", "feet": FEET, "window_s": 0.4}, "quadruped trotting (open-loop gait, feet only collide)",
+              duration_s=4.8),
     SceneSpec("push", "config/examples/arm_push_box.yaml", RIGID, 500, 5000,
               {"box": "box", "window_s": 0.1}, "7-DOF arm pushing a 0.5 kg box"),
     SceneSpec("default", "config/default.yaml", RIGID, 500, 5000,
@@ -122,8 +123,8 @@ class MjScene:
         sc = self.sc = load_scene(scene_path)
         self.notes = []
         base_dir = os.path.dirname(os.path.abspath(scene_path))
-        mu = friction_fn(sc)
-        ground_mat = sc["ground"].get("material", "default")
+        mu = self.mu = friction_fn(sc)
+        ground_mat = self.ground_mat = sc["ground"].get("material", "default")
         spec = mujoco.MjSpec()
         spec.option.timestep = sc["timestep_s"]
         spec.option.gravity = sc["gravity"]
@@ -264,14 +265,6 @@ class MjScene:
             for g in spec.geoms:
                 g.solref = [max(0.002, 2 * sc["timestep_s"]), 1.0]
                 g.solimp = [0.99, 0.99, 0.001, 0.5, 2.0]
-        # friction pairs MuJoCo cannot reproduce with one coefficient per geometry
-        objs = [o for o in sc["objects"]]
-        for o in objs:
-            om = o.get("material", "default")
-            want_ground = mu(om, ground_mat)
-            for rob_mat in {m for n, m in self.geom_material.items() if "/" in n}:
-                if abs(mu(om, rob_mat) - want_ground) > 1e-12:
-                    self.notes.append(f"friction {o['name']}–robot is {want_ground} in MuJoCo, {mu(om, rob_mat)} in ours")
         self.spec = spec
         self.model = spec.compile()
         self.data = mujoco.MjData(self.model)
@@ -300,6 +293,7 @@ class MjScene:
         for rob in sc["robots"]:
             pass  # base velocities: none of the compared scenes sets them
         mujoco.mj_forward(m, self.data)
+        self.q0, self.v0 = self.data.qpos.copy(), self.data.qvel.copy()
         self.ctrl_index = {full: i for i, (full, *_rest) in enumerate(self.actuated)}
         self.ctrl0 = np.zeros(m.nu)
         for i, (full, mode, _r, _j) in enumerate(self.actuated):
@@ -311,6 +305,13 @@ class MjScene:
         for full, _m, rname, jname in self.actuated:
             self.joint_prefix[jname] = full
         self.dt = sc["timestep_s"]
+
+    def fresh_data(self):
+        """A new MjData at the scene's initial state."""
+        d = mujoco.MjData(self.model)
+        d.qpos[:], d.qvel[:] = self.q0, self.v0
+        mujoco.mj_forward(self.model, d)
+        return d
 
     def controls(self, nsteps):
         """The scripted controls of steps 0..nsteps-1 (our Script::apply at t = k dt)."""
@@ -365,30 +366,37 @@ class MjScene:
         raise KeyError(our_name)
 
     def contact_normal_forces(self):
-        """Our body name -> summed normal force (N) of its contacts; max penetration (m)."""
+        """Our body name -> summed normal force (N) of its contacts with the ground; deepest
+        penetration (m); the contacts whose friction differs from ours (set of descriptions)."""
         m, d = self.model, self.data
         forces = {}
         pen = 0.0
         f6 = np.zeros(6)
+        bad = set()
         for i in range(d.ncon):
             c = d.contact[i]
             if c.efc_address < 0:
                 continue
             mujoco.mj_contactForce(m, d, i, f6)
             pen = max(pen, -c.dist)
-            for gid in (c.geom1, c.geom2):
-                name = m.geom(gid).name
-                owner = self.geom_owner.get(name.split("/", 1)[-1] if "/" in name and name not in self.geom_owner else name)
-                if owner is None:
-                    owner = self.geom_owner.get(name)
+            n1, n2 = m.geom(c.geom1).name, m.geom(c.geom2).name
+            if "ground" in (n1, n2):
+                other = n2 if n1 == "ground" else n1
+                owner = self.geom_owner.get(other)
                 if owner is not None:
                     forces[owner] = forces.get(owner, 0.0) + f6[0]
-        return forces, pen
+            ma = self.geom_material.get(n1, self.ground_mat)
+            mb = self.geom_material.get(n2, self.ground_mat)
+            want = self.mu(ma, mb)
+            if abs(c.friction[0] - want) > 1e-9:
+                bad.add(f"{self.geom_owner.get(n1, n1)}–{self.geom_owner.get(n2, n2)}: μ {c.friction[0]:g} here, {want:g} in ours")
+        return forces, pen, bad
 
 
 def mj_observe(mjs, spec, duration_s):
     """Runs the MuJoCo scene for `duration_s` and returns the observed outcome."""
-    m, d = mjs.model, mjs.data
+    m, d = mjs.model, mjs.fresh_data()
+    mjs.data = d
     n = int(round(duration_s / mjs.dt))
     ctrl = mjs.controls(n)
     obs = spec.observe
@@ -401,8 +409,11 @@ def mj_observe(mjs, spec, duration_s):
     for k in range(n):
         d.ctrl[:] = ctrl[k]
         mujoco.mj_step(m, d)
-        forces, pen = mjs.contact_normal_forces()
+        forces, pen, bad = mjs.contact_normal_forces()
         pen_max = max(pen_max, pen)
+        for b in bad:
+            if b not in mjs.notes:
+                mjs.notes.append(b)
         if k >= n - window:
             for name in obs.get("feet", []) + obs.get("ground", []):
                 acc.setdefault(name, []).append(forces.get(name, 0.0))
@@ -422,16 +433,10 @@ def mj_observe(mjs, spec, duration_s):
 def mj_time(mjs, warmup, steps, rounds=1):
     """µs per mj_step over `steps` steps after `warmup` untimed ones (best and all rounds)."""
     m = mjs.model
-    d = mujoco.MjData(m)
-    d.qpos[:] = mjs.data.qpos  # the initial state kept by MjScene (before any stepping)
     ctrl = mjs.controls(warmup + steps)
     times = []
     for _ in range(rounds):
-        d2 = mujoco.MjData(m)
-        mujoco.mj_resetData(m, d2)
-        d2.qpos[:] = mjs.q0
-        d2.qvel[:] = mjs.v0
-        mujoco.mj_forward(m, d2)
+        d2 = mjs.fresh_data()
         for k in range(warmup):
             d2.ctrl[:] = ctrl[k]
             mujoco.mj_step(m, d2)
@@ -442,7 +447,7 @@ def mj_time(mjs, warmup, steps, rounds=1):
         c = ctrl[warmup:warmup + steps][None, :, :]
         out_state = np.zeros((1, steps, state.size))
         t0 = time.perf_counter()
-        mujoco.rollout.rollout(m, d2, state[None, :], c, initial_warmstart=warm[None, :], state=out_state, skip_checks=True)
+        mujoco.rollout.rollout([m], [d2], state[None, :], c, initial_warmstart=warm[None, :], state=out_state, nstep=steps, skip_checks=True)
         times.append((time.perf_counter() - t0) * 1e6 / steps)
     return times, d2
 
@@ -491,6 +496,168 @@ def ours_observe(binary, spec, solver, duration_s, dt):
 # ---------------------------------------------------------------------------------------------
 
 
+VARIANTS = {"matched": "stiff", "default": "default"}
+
+
+def fmt(x, prec=2):
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "–"
+    return f"{x:.{prec}f}"
+
+
+def load_avg():
+    with open("/proc/loadavg") as f:
+        return f.read().split()[:3]
+
+
+def ensure_binary(repo, given):
+    if given:
+        if not os.path.exists(given):
+            raise SystemExit(f"error: --bin {given}: no such file")
+        return given
+    b = os.path.join(repo, "target", "release", "contact_sim")
+    if not os.path.exists(b):
+        print("bench-peers: building contact_sim (cargo build --release --bin contact_sim) ...", file=sys.stderr)
+        subprocess.run(["cargo", "build", "--release", "--bin", "contact_sim"], cwd=repo, check=True)
+    return b
+
+
+def physics_rows(spec, ours, mj):
+    """(label, [values per column], precision) for the physical outcome table."""
+    obs = spec.observe
+    cols = list(ours.values()) + list(mj.values())
+    rows = []
+    if "base" in obs:
+        rows.append(("base height z (mm)", [c.get("base_z_m", math.nan) * 1e3 for c in cols], 1))
+        if spec.key in ("trot",):
+            rows.append(("base forward x (m)", [c.get("base_x_m", math.nan) for c in cols], 3))
+    for f in obs.get("feet", []) + obs.get("ground", []):
+        label = f"{f} normal force (N)" if f in obs.get("feet", []) else f"ground on {f}, normal (N)"
+        rows.append((label, [c.get(f"fn_{f}", math.nan) for c in cols], 2))
+    if "box" in obs:
+        for i, ax in enumerate("xyz"):
+            rows.append((f"{obs['box']} {ax} (mm)", [c["box_xyz_m"][i] * 1e3 for c in cols], 1))
+    rows.append(("deepest penetration (mm)", [c.get("penetration_max_m", math.nan) * 1e3 for c in cols], 2))
+    return rows
+
+
 def main(args, repo):
-    print("not implemented yet")
-    return 1
+    os.chdir(repo)
+    if args.list:
+        for s in SCENES:
+            print(f"{s.key:<12} {s.path:<45} {s.title}")
+        return 0
+    keys = [s.key for s in SCENES] if args.scenes == "all" else args.scenes.split(",")
+    known = {s.key: s for s in SCENES}
+    for k in keys:
+        if k not in known:
+            raise SystemExit(f"error: --scenes: unknown scene '{k}' (known: {', '.join(known)})")
+    binary = ensure_binary(repo, args.bin)
+    ver = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.strip()
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=repo).stdout.strip()
+    print(f"bench-peers: {ver} (git {head}) vs MuJoCo {mujoco.__version__}; {args.rounds} rounds, alternated; "
+          f"load average {' '.join(load_avg())} at the start; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    results = []
+    md = []
+    for key in keys:
+        spec = known[key]
+        solvers = args.solvers.split(",") if args.solvers else spec.solvers
+        warmup = args.warmup if args.warmup is not None else spec.warmup
+        steps = args.steps if args.steps is not None else spec.steps
+        mjs = {v: MjScene(spec.path, mode) for v, mode in VARIANTS.items()}
+        dt = mjs["matched"].dt
+        duration = spec.duration_s or float(mjs["matched"].sc.get("duration_s", 5.0))
+        if args.dump_xml:
+            os.makedirs(args.dump_xml, exist_ok=True)
+            for v, s in mjs.items():
+                with open(os.path.join(args.dump_xml, f"{key}.{v}.xml"), "w") as f:
+                    f.write(s.spec.to_xml())
+        print(f"\n== {key}: {spec.title}\n   {spec.path}, dt {dt * 1e3:g} ms, warm-up {warmup} steps, timed {steps} steps; "
+              f"MuJoCo nv {mjs['matched'].model.nv}, {mjs['matched'].model.nu} actuators")
+        t_ours = {s: [] for s in solvers}
+        t_mj = {v: [] for v in VARIANTS}
+        loads = []
+        if not args.no_timing:
+            for r in range(args.rounds):
+                loads.append(load_avg()[0])
+                order = ("ours", "mj") if r % 2 == 0 else ("mj", "ours")
+                for who in order:
+                    if who == "ours":
+                        rows = ours_bench(binary, spec.path, solvers, warmup, steps)
+                        for s in solvers:
+                            t_ours[s].append(rows[s]["mean_us"])
+                    else:
+                        for v, s in mjs.items():
+                            t_mj[v].append(mj_time(s, warmup, steps, 1)[0][0])
+            mean = lambda xs: sum(xs) / len(xs)
+            ref = mean(t_mj["matched"])
+            print(f"   step µs per round (load average at each round start: {', '.join(loads)}):")
+            for s in solvers:
+                print(f"     ours {s:<10} {mean(t_ours[s]):8.2f}   ({', '.join(fmt(x) for x in t_ours[s])})   ours/MuJoCo {mean(t_ours[s]) / ref:5.2f}")
+            for v in VARIANTS:
+                print(f"     MuJoCo {v:<8} {mean(t_mj[v]):8.2f}   ({', '.join(fmt(x) for x in t_mj[v])})")
+        ours_phys, mj_phys = {}, {}
+        if not args.no_physics:
+            for s in solvers:
+                ours_phys[f"ours {s}"] = ours_observe(binary, spec, s, duration, dt)
+            for v, sc in mjs.items():
+                mj_phys[f"MuJoCo {v}"] = mj_observe(sc, spec, duration)
+            cols = list(ours_phys) + list(mj_phys)
+            print(f"   physical outcome after {duration:g} s ({'mean over the last ' + format(spec.observe.get('window_s', 0.1), 'g') + ' s for forces'}):")
+            print("     " + " " * 30 + "".join(f"{c:>17}" for c in cols))
+            for label, vals, prec in physics_rows(spec, ours_phys, mj_phys):
+                print(f"     {label:<30}" + "".join(f"{fmt(v, prec):>17}" for v in vals))
+        notes = list(spec.notes)
+        for v, sc in mjs.items():
+            notes += [f"MuJoCo {v}: {n}" for n in sc.notes]
+        for n in notes:
+            print(f"   note: {n}")
+        results.append({"scene": key, "title": spec.title, "file": spec.path, "dt_s": dt, "warmup": warmup, "steps": steps,
+                        "ours_us": t_ours, "mujoco_us": t_mj, "load": loads, "ours_physics": ours_phys, "mujoco_physics": mj_phys,
+                        "notes": notes, "duration_s": duration})
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"ours": ver, "git": head, "mujoco": mujoco.__version__, "results": results}, f, indent=1)
+    if args.markdown:
+        write_markdown(args.markdown, results, ver, head)
+    return 0
+
+
+def write_markdown(path, results, ver, head):
+    mean = lambda xs: sum(xs) / len(xs) if xs else math.nan
+    out = []
+    solvers = []
+    for r in results:
+        for s in r["ours_us"]:
+            if s not in solvers:
+                solvers.append(s)
+    out.append("| scene | " + " | ".join(f"ours {s} µs" for s in solvers) + " | MuJoCo µs (matched) | MuJoCo µs (its defaults) | "
+               + " | ".join(f"{s} / MuJoCo" for s in solvers) + " | load |")
+    out.append("|---" * (1 + 2 * len(solvers) + 3) + "|")
+    for r in results:
+        ref = mean(r["mujoco_us"].get("matched", []))
+        cells = [r["scene"]]
+        cells += [fmt(mean(r["ours_us"].get(s, []))) for s in solvers]
+        cells += [fmt(ref), fmt(mean(r["mujoco_us"].get("default", [])))]
+        cells += [fmt(mean(r["ours_us"][s]) / ref) if r["ours_us"].get(s) else "–" for s in solvers]
+        cells += ["/".join(r["load"])]
+        out.append("| " + " | ".join(cells) + " |")
+    out.append("")
+    for r in results:
+        if not r["ours_physics"]:
+            continue
+        spec = {s.key: s for s in SCENES}[r["scene"]]
+        cols = list(r["ours_physics"]) + list(r["mujoco_physics"])
+        out.append(f"**{r['scene']}** ({r['title']}; after {r['duration_s']:g} s)")
+        out.append("")
+        out.append("| | " + " | ".join(cols) + " |")
+        out.append("|---" * (1 + len(cols)) + "|")
+        for label, vals, prec in physics_rows(spec, r["ours_physics"], r["mujoco_physics"]):
+            out.append(f"| {label} | " + " | ".join(fmt(v, prec) for v in vals) + " |")
+        out.append("")
+        for n in r["notes"]:
+            out.append(f"- {n}")
+        if r["notes"]:
+            out.append("")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
