@@ -44,9 +44,9 @@ SCENES = [
     SceneSpec("default", "config/default.yaml", RIGID, 500, 5000,
               {"base": "quadruped", "box": "box", "feet": FEET, "window_s": 0.1}, "default scene (quadruped crouching + arm pushing a box)"),
     SceneSpec("stack", "config/examples/box_stack.yaml", RIGID, 500, 5000,
-              {"box": "box4", "ground": ["box0"], "window_s": 0.5}, "5-box stack, 1 kg each"),
+              {"box": "box4", "stack": ["box0", "box1", "box2", "box3", "box4"], "window_s": 0.5}, "5-box stack, 1 kg each"),
     SceneSpec("heavy_stack", "config/examples/box_stack_heavy.yaml", RIGID, 500, 5000,
-              {"box": "box4", "ground": ["box0"], "window_s": 0.5}, "5-box stack, 1 to 4096 kg, heaviest on top"),
+              {"box": "box4", "stack": ["box0", "box1", "box2", "box3", "box4"], "window_s": 0.5}, "5-box stack, 1 to 4096 kg, heaviest on top"),
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -366,7 +366,7 @@ class MjScene:
         raise KeyError(our_name)
 
     def contact_normal_forces(self):
-        """Our body name -> summed normal force (N) of its contacts with the ground; deepest
+        """Our body name -> net contact force on it, world z (N), as `contact_sim run --csv`; deepest
         penetration (m); the contacts whose friction differs from ours (set of descriptions)."""
         m, d = self.model, self.data
         forces = {}
@@ -380,11 +380,12 @@ class MjScene:
             mujoco.mj_contactForce(m, d, i, f6)
             pen = max(pen, -c.dist)
             n1, n2 = m.geom(c.geom1).name, m.geom(c.geom2).name
-            if "ground" in (n1, n2):
-                other = n2 if n1 == "ground" else n1
-                owner = self.geom_owner.get(other)
+            # the contact frame's first row is the normal, from geom1 to geom2: geom2 gets +F
+            fz = (c.frame.reshape(3, 3).T @ f6[:3])[2]
+            for name, sign in ((n1, -1.0), (n2, 1.0)):
+                owner = self.geom_owner.get(name)
                 if owner is not None:
-                    forces[owner] = forces.get(owner, 0.0) + f6[0]
+                    forces[owner] = forces.get(owner, 0.0) + sign * fz
             ma = self.geom_material.get(n1, self.ground_mat)
             mb = self.geom_material.get(n2, self.ground_mat)
             want = self.mu(ma, mb)
@@ -415,7 +416,7 @@ def mj_observe(mjs, spec, duration_s):
             if b not in mjs.notes:
                 mjs.notes.append(b)
         if k >= n - window:
-            for name in obs.get("feet", []) + obs.get("ground", []):
+            for name in obs.get("feet", []) + obs.get("stack", []):
                 acc.setdefault(name, []).append(forces.get(name, 0.0))
             if base_id is not None:
                 base_z.append(d.xpos[base_id][2])
@@ -466,7 +467,7 @@ def ours_bench(binary, scene, solvers, warmup, steps):
 
 def ours_observe(binary, spec, solver, duration_s, dt):
     obs = spec.observe
-    bodies = obs.get("feet", []) + obs.get("ground", [])
+    bodies = obs.get("feet", []) + obs.get("stack", [])
     with tempfile.TemporaryDirectory() as tmp:
         summ, csv = os.path.join(tmp, "s.json"), os.path.join(tmp, "c.csv")
         cmd = [binary, "run", spec.path, "--solver", solver, "--duration", str(duration_s), "--summary", summ, "--quiet"]
@@ -531,9 +532,15 @@ def physics_rows(spec, ours, mj):
         rows.append(("base height z (mm)", [c.get("base_z_m", math.nan) * 1e3 for c in cols], 1))
         if spec.key in ("trot",):
             rows.append(("base forward x (m)", [c.get("base_x_m", math.nan) for c in cols], 3))
-    for f in obs.get("feet", []) + obs.get("ground", []):
-        label = f"{f} normal force (N)" if f in obs.get("feet", []) else f"ground on {f}, normal (N)"
-        rows.append((label, [c.get(f"fn_{f}", math.nan) for c in cols], 2))
+    for f in obs.get("feet", []):
+        rows.append((f"{f} contact force z (N)", [c.get(f"fn_{f}", math.nan) for c in cols], 2))
+    if obs.get("feet"):
+        rows.append(("feet total z (N)", [sum(c.get(f"fn_{f}", math.nan) for f in obs["feet"]) for c in cols], 2))
+    st = obs.get("stack", [])
+    for k, b in enumerate(st):
+        # the support under box k carries box k and everything above: sum of their net contact forces
+        label = "ground under " + b if k == 0 else f"{st[k - 1]} under {b}"
+        rows.append((label + " (N)", [sum(c.get(f"fn_{x}", math.nan) for x in st[k:]) for c in cols], 2))
     if "box" in obs:
         for i, ax in enumerate("xyz"):
             rows.append((f"{obs['box']} {ax} (mm)", [c["box_xyz_m"][i] * 1e3 for c in cols], 1))
