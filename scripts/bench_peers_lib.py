@@ -24,8 +24,8 @@ import mujoco.rollout
 class SceneSpec:
     """One row group of the table: a scene file, our solvers, the window timed, what to compare."""
 
-    def __init__(self, key, path, solvers, warmup, steps, observe, title, notes=(), duration_s=None):
-        self.key, self.path, self.solvers, self.duration_s = key, path, solvers, duration_s
+    def __init__(self, key, path, solvers, warmup, steps, observe, title, notes=(), duration_s=None, threads1=False):
+        self.key, self.path, self.solvers, self.duration_s, self.threads1 = key, path, solvers, duration_s, threads1
         self.warmup, self.steps, self.observe, self.title = warmup, steps, observe, title
         self.notes = list(notes)
 
@@ -47,6 +47,9 @@ SCENES = [
               {"box": "box4", "stack": ["box0", "box1", "box2", "box3", "box4"], "window_s": 0.5}, "5-box stack, 1 kg each"),
     SceneSpec("heavy_stack", "config/examples/box_stack_heavy.yaml", RIGID, 500, 5000,
               {"box": "box4", "stack": ["box0", "box1", "box2", "box3", "box4"], "window_s": 0.5}, "5-box stack, 1 to 4096 kg, heaviest on top"),
+    SceneSpec("grasp", "config/examples/fem_gripper_ball.yaml", ["vfpi"], 0, 200,
+              {"joints": ["finger_left_joint", "finger_right_joint", "lift"], "flex": "ball", "window_s": 0.1},
+              "soft-ball grasp (FEM ball 3 993 DOF vs MuJoCo flexcomp), 10 ms step, one thread", threads1=True),
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -92,6 +95,54 @@ def rpy_quat(rpy):
     return [cr * cp * cy + sr * sp * sy, sr * cp * cy - cr * sp * sy, cr * sp * cy + sr * cp * sy, cr * cp * sy - sr * sp * cy]
 
 
+def gmsh_volume(path):
+    """Volume (m³) of the linear tetrahedra of a Gmsh 4.1 or 2.2 ASCII mesh."""
+    with open(path) as f:
+        lines = f.read().split("\n")
+    ver = lines[1].split()[0]
+    nodes, tets = {}, []
+    i = 0
+    while i < len(lines):
+        if lines[i] == "$Nodes":
+            if ver.startswith("4"):
+                nblocks = int(lines[i + 1].split()[0])
+                j = i + 2
+                for _ in range(nblocks):
+                    _d, _t, _p, n = map(int, lines[j].split())
+                    tags = [int(x) for x in lines[j + 1:j + 1 + n]]
+                    for k, t in enumerate(tags):
+                        nodes[t] = [float(x) for x in lines[j + 1 + n + k].split()[:3]]
+                    j += 1 + 2 * n
+            else:
+                n = int(lines[i + 1])
+                for k in range(n):
+                    a = lines[i + 2 + k].split()
+                    nodes[int(a[0])] = [float(x) for x in a[1:4]]
+        if lines[i] == "$Elements":
+            if ver.startswith("4"):
+                nblocks = int(lines[i + 1].split()[0])
+                j = i + 2
+                for _ in range(nblocks):
+                    _d, _t, et, n = map(int, lines[j].split())
+                    for k in range(n):
+                        a = [int(x) for x in lines[j + 1 + k].split()]
+                        if et == 4:
+                            tets.append(a[1:5])
+                    j += 1 + n
+            else:
+                n = int(lines[i + 1])
+                for k in range(n):
+                    a = [int(x) for x in lines[i + 2 + k].split()]
+                    if a[1] == 4:
+                        tets.append(a[-4:])
+        i += 1
+    v = 0.0
+    for t in tets:
+        p = [np.array(nodes[x]) for x in t]
+        v += abs(np.dot(p[1] - p[0], np.cross(p[2] - p[0], p[3] - p[0]))) / 6
+    return v
+
+
 def urdf_root(txt):
     links = re.findall(r"<link\s+name=\"([^\"]+)\"", txt)
     children = set(re.findall(r"<child\s+link=\"([^\"]+)\"", txt))
@@ -132,7 +183,8 @@ class MjScene:
         spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
         spec.compiler.fusestatic = True
         if sc["deformables"]:
-            raise NotImplementedError("deformables are not translated (the flexcomp scene is separate)")
+            # MuJoCo 4 integrates flex elasticity implicitly only with its `discrete` integrator
+            spec.option.integrator = mujoco.mjtIntegrator.mjINT_DISCRETE if hasattr(mujoco.mjtIntegrator, "mjINT_DISCRETE") else spec.option.integrator
         # collision bits: robots (2) touch the world and objects (1|2) but not each other
         if sc["ground"].get("enabled", True):
             g = spec.worldbody.add_geom(name="ground", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 1])
@@ -266,6 +318,35 @@ class MjScene:
                 g.solref = [max(0.002, 2 * sc["timestep_s"]), 1.0]
                 g.solimp = [0.99, 0.99, 0.001, 0.5, 2.0]
         self.spec = spec
+        self.flex = []
+        if sc["deformables"]:
+            xml = spec.to_xml()
+            if 'integrator="discrete"' not in xml and "integrator=" not in xml:
+                xml = xml.replace("<option ", '<option integrator="discrete" ', 1)
+            flex = []
+            for df in sc["deformables"]:
+                mesh = os.path.abspath(os.path.join(base_dir, df["mesh"]))
+                mat = df["material"]
+                vol = gmsh_volume(mesh) * float(np.prod(df.get("scale", [1, 1, 1])))
+                mass = float(mat["density_kg_m3"]) * vol
+                pos = df.get("position", [0, 0, 0])
+                f = float(df.get("friction", 0.8))
+                sol = ""
+                if contact_mode == "stiff":
+                    sol = f' solref="{max(0.002, 2 * sc["timestep_s"])} 1" solimp="0.99 0.99 0.001 0.5 2"'
+                flex.append(f'<flexcomp name="{df["name"]}" type="gmsh" file="{mesh}" dim="3" pos="{pos[0]} {pos[1]} {pos[2]}" '
+                            f'mass="{mass}" radius="0.0005"><contact condim="3" friction="{f} 0 0" selfcollide="none"{sol}/>'
+                            f'<edge equality="false"/><elasticity young="{mat["youngs_modulus_pa"]}" poisson="{mat["poisson_ratio"]}" '
+                            f'damping="{mat.get("rayleigh_stiffness_s", 0.0)}"/></flexcomp>')
+                self.flex.append(df["name"])
+                if mat.get("rayleigh_mass_1_s"):
+                    self.notes.append("Rayleigh mass damping is not translated (MuJoCo's flex damping is stiffness-proportional)")
+                if mat.get("model", "corotational") != "corotational":
+                    self.notes.append(f"material model {mat['model']}: MuJoCo's flex elasticity is its own (St. Venant–Kirchhoff-like)")
+            i = xml.rindex("</worldbody>")
+            xml = xml[:i] + "\n".join(flex) + xml[i:]
+            self.xml = xml
+            spec = self.spec = mujoco.MjSpec.from_string(xml)
         self.model = spec.compile()
         self.data = mujoco.MjData(self.model)
         m = self.model
@@ -305,6 +386,12 @@ class MjScene:
         for full, _m, rname, jname in self.actuated:
             self.joint_prefix[jname] = full
         self.dt = sc["timestep_s"]
+
+    def joint_full(self, jname):
+        for rname in self.root_bodies:
+            if mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_JOINT, f"{rname}/{jname}") >= 0:
+                return f"{rname}/{jname}"
+        return jname
 
     def fresh_data(self):
         """A new MjData at the scene's initial state."""
@@ -421,6 +508,13 @@ def mj_observe(mjs, spec, duration_s):
             if base_id is not None:
                 base_z.append(d.xpos[base_id][2])
     out = {"penetration_max_m": pen_max}
+    for j in obs.get("joints", []):
+        jid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, mjs.joint_full(j))
+        out[f"q_{j}"] = float(d.qpos[m.jnt_qposadr[jid]])
+    if obs.get("flex"):
+        x = d.flexvert_xpos
+        out["flex_centroid_z_m"] = float(x[:, 2].mean())
+        out["flex_lowest_z_m"] = float(x[:, 2].min())
     if base_id is not None:
         out["base_z_m"] = float(d.xpos[base_id][2])
         out["base_x_m"] = float(d.xpos[base_id][0])
@@ -457,6 +551,23 @@ def mj_time(mjs, warmup, steps, rounds=1):
 # our side
 
 
+def single_thread_copy(path):
+    """A copy of a scene with `threads: 1` and absolute paths, under .cache/peers/scenes."""
+    sc = load_scene(path)
+    base = os.path.dirname(os.path.abspath(path))
+    for r in sc["robots"]:
+        r["urdf"] = os.path.join(base, r["urdf"])
+    for d in sc["deformables"]:
+        d["mesh"] = os.path.join(base, d["mesh"])
+    sc.setdefault("solver", {})["threads"] = 1
+    out_dir = os.path.join(".cache", "peers", "scenes")
+    os.makedirs(out_dir, exist_ok=True)
+    out = os.path.join(out_dir, os.path.basename(path))
+    with open(out, "w") as f:
+        yaml.safe_dump(sc, f)
+    return out
+
+
 def ours_bench(binary, scene, solvers, warmup, steps):
     cmd = [binary, "bench", scene, "--solver", ",".join(solvers), "--steps", str(steps), "--warmup", str(warmup), "--json"]
     r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "RAYON_NUM_THREADS": "1"})
@@ -470,7 +581,8 @@ def ours_observe(binary, spec, solver, duration_s, dt):
     bodies = obs.get("feet", []) + obs.get("stack", [])
     with tempfile.TemporaryDirectory() as tmp:
         summ, csv = os.path.join(tmp, "s.json"), os.path.join(tmp, "c.csv")
-        cmd = [binary, "run", spec.path, "--solver", solver, "--duration", str(duration_s), "--summary", summ, "--quiet"]
+        path = single_thread_copy(spec.path) if spec.threads1 else spec.path
+        cmd = [binary, "run", path, "--solver", solver, "--duration", str(duration_s), "--summary", summ, "--quiet"]
         if bodies:
             cmd += ["--csv", csv, "--wrench-bodies", ",".join(bodies)]
         r = subprocess.run(cmd, capture_output=True, text=True)
@@ -480,6 +592,8 @@ def ours_observe(binary, spec, solver, duration_s, dt):
             s = json.load(f)
         out = {"penetration_max_m": s["stats"]["max_penetration_m"], "iterations_mean": s["stats"]["iterations_mean"]}
         poses = {b["name"]: b for b in s["bodies"]}
+        for j in obs.get("joints", []):
+            out[f"q_{j}"] = s["joint_positions"][j]
         if "base" in obs:
             out["base_x_m"] = poses[obs["base"]]["position_m"][0]
             out["base_z_m"] = poses[obs["base"]]["position_m"][2]
@@ -544,6 +658,11 @@ def physics_rows(spec, ours, mj):
     if "box" in obs:
         for i, ax in enumerate("xyz"):
             rows.append((f"{obs['box']} {ax} (mm)", [c["box_xyz_m"][i] * 1e3 for c in cols], 1))
+    for j in obs.get("joints", []):
+        rows.append((f"{j} (mm)", [c.get(f"q_{j}", math.nan) * 1e3 for c in cols], 2))
+    if obs.get("flex"):
+        rows.append((f"{obs['flex']} centroid z (mm)", [c.get("flex_centroid_z_m", math.nan) * 1e3 for c in cols], 1))
+        rows.append((f"{obs['flex']} lowest node z (mm)", [c.get("flex_lowest_z_m", math.nan) * 1e3 for c in cols], 1))
     rows.append(("deepest penetration (mm)", [c.get("penetration_max_m", math.nan) * 1e3 for c in cols], 2))
     return rows
 
@@ -590,7 +709,7 @@ def main(args, repo):
                 order = ("ours", "mj") if r % 2 == 0 else ("mj", "ours")
                 for who in order:
                     if who == "ours":
-                        rows = ours_bench(binary, spec.path, solvers, warmup, steps)
+                        rows = ours_bench(binary, single_thread_copy(spec.path) if spec.threads1 else spec.path, solvers, warmup, steps)
                         for s in solvers:
                             t_ours[s].append(rows[s]["mean_us"])
                     else:
