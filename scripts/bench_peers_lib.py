@@ -466,6 +466,8 @@ class MjScene:
                 continue
             mujoco.mj_contactForce(m, d, i, f6)
             pen = max(pen, -c.dist)
+            if c.geom1 < 0 or c.geom2 < 0:  # a flex vertex / element: no per-geometry bookkeeping
+                continue
             n1, n2 = m.geom(c.geom1).name, m.geom(c.geom2).name
             # the contact frame's first row is the normal, from geom1 to geom2: geom2 gets +F
             fz = (c.frame.reshape(3, 3).T @ f6[:3])[2]
