@@ -705,6 +705,7 @@ def main(args, repo):
         t_ours = {s: [] for s in solvers}
         t_mj = {v: [] for v in VARIANTS}
         loads = []
+        iters = {}
         if not args.no_timing:
             for r in range(args.rounds):
                 loads.append(load_avg()[0])
@@ -714,6 +715,7 @@ def main(args, repo):
                         rows = ours_bench(binary, single_thread_copy(spec.path) if spec.threads1 else spec.path, solvers, warmup, steps)
                         for s in solvers:
                             t_ours[s].append(rows[s]["mean_us"])
+                            iters.setdefault(s, []).append((rows[s]["iterations_mean"], rows[s]["unconverged_steps"]))
                     else:
                         for v, s in mjs.items():
                             t_mj[v].append(mj_time(s, warmup, steps, 1)[0][0])
@@ -721,7 +723,9 @@ def main(args, repo):
             ref = mean(t_mj["matched"])
             print(f"   step µs per round (load average at each round start: {', '.join(loads)}):")
             for s in solvers:
-                print(f"     ours {s:<10} {mean(t_ours[s]):8.2f}   ({', '.join(fmt(x) for x in t_ours[s])})   ours/MuJoCo {mean(t_ours[s]) / ref:5.2f}")
+                it, unc = iters[s][-1]
+                print(f"     ours {s:<10} {mean(t_ours[s]):8.2f}   ({', '.join(fmt(x) for x in t_ours[s])})   ours/MuJoCo {mean(t_ours[s]) / ref:5.2f}"
+                      f"   [{it:.1f} solver iterations per step, {unc} of {steps} steps unconverged]")
             for v in VARIANTS:
                 print(f"     MuJoCo {v:<8} {mean(t_mj[v]):8.2f}   ({', '.join(fmt(x) for x in t_mj[v])})")
         ours_phys, mj_phys = {}, {}
@@ -741,7 +745,7 @@ def main(args, repo):
         for n in notes:
             print(f"   note: {n}")
         results.append({"scene": key, "title": spec.title, "file": spec.path, "dt_s": dt, "warmup": warmup, "steps": steps,
-                        "ours_us": t_ours, "mujoco_us": t_mj, "load": loads, "ours_physics": ours_phys, "mujoco_physics": mj_phys,
+                        "ours_us": t_ours, "ours_iterations": iters, "mujoco_us": t_mj, "load": loads, "ours_physics": ours_phys, "mujoco_physics": mj_phys,
                         "notes": notes, "duration_s": duration})
     if args.json:
         with open(args.json, "w") as f:
