@@ -34,6 +34,7 @@ pub mod collision;
 pub mod compare;
 pub mod config;
 pub mod contact;
+pub mod coupled;
 pub mod docs;
 pub mod dynamics;
 pub mod error;

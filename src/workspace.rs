@@ -5,7 +5,7 @@
 //! in [`crate::step::StepReport`]). This is what makes the step allocation-free.
 
 use crate::collision::CollisionScratch;
-use crate::contact::{Contact, ContactProblem, Solver, SolverConfig};
+use crate::contact::{Contact, ContactProblem, ContactRows, Solver, SolverConfig};
 use crate::math::{Pose, SpatialInertia, Vec6};
 use crate::model::Model;
 use nalgebra::{DMatrix, DVector};
@@ -119,6 +119,11 @@ pub struct Workspace {
     pub timestep_s: f64,
     /// Deformable-body scratch (`None` without deformables).
     pub fem: Option<crate::fem::FemWorkspace>,
+    /// Scratch of the coupled rigid–FEM solve (`None` without deformables).
+    pub coupled: Option<crate::coupled::CoupledScratch>,
+    /// The rows of each contact in [`Workspace::impulse`], [`Workspace::jacobian`] and the
+    /// Delassus matrix: the configured method's layout.
+    pub contact_rows: ContactRows,
 }
 
 /// [`Workspace::dof_parent`] of a root coordinate.
@@ -129,7 +134,8 @@ impl Workspace {
     pub fn new(model: &Model, solver: &SolverConfig) -> Self {
         let nb = model.bodies.len();
         let nv = model.nv;
-        let rows = model.max_constraint_rows();
+        let contact_rows = solver.capabilities().contact_rows;
+        let rows = model.max_constraint_rows(contact_rows.len());
         let mut one_dof_index = vec![usize::MAX; nb];
         let mut k = 0;
         for (i, b) in model.bodies.iter().enumerate() {
@@ -193,12 +199,41 @@ impl Workspace {
             solver: Solver::new(solver, model),
             timestep_s: model.timestep_s,
             fem: if model.deformables.is_empty() { None } else { Some(crate::fem::FemWorkspace::new(model)) },
+            coupled: if model.deformables.is_empty() { None } else { Some(crate::coupled::CoupledScratch::new(model)) },
+            contact_rows,
         }
     }
 
     /// Number of constraint rows of the current step.
     pub fn num_rows(&self) -> usize {
-        3 * self.contacts.len() + self.joint_rows.len()
+        self.first_joint_row() + self.joint_rows.len()
+    }
+
+    /// First scalar row of contact `c`.
+    #[inline]
+    pub fn contact_row(&self, c: usize) -> usize {
+        self.contact_rows.start(c)
+    }
+
+    /// First joint row of the current step (after every contact's rows).
+    #[inline]
+    pub fn first_joint_row(&self) -> usize {
+        self.contact_rows.start(self.contacts.len())
+    }
+
+    /// The impulse of contact `i` of the last step in its frame (N·s): `[normal, tangent 1,
+    /// tangent 2]`, acting on body B (the opposite on A). Torsional rows are not included.
+    pub fn contact_impulse(&self, i: usize) -> [f64; 3] {
+        let r = self.contact_row(i);
+        [self.impulse[r], self.impulse[r + 1], self.impulse[r + 2]]
+    }
+
+    /// The force of contact `i` of the last step in world coordinates (N): impulse / dt, acting
+    /// on body B (the second geometry); its opposite acts on A.
+    pub fn contact_force_world(&self, i: usize) -> crate::math::Vec3 {
+        let c = &self.contacts[i];
+        let l = self.contact_impulse(i);
+        (c.normal * l[0] + c.tangent1 * l[1] + c.tangent2 * l[2]) / self.timestep_s
     }
 
     /// The current step's contact problem (a view into this workspace), the impulses it is
@@ -206,7 +241,8 @@ impl Workspace {
     /// disjoint borrows: `let (p, impulse, solver) = ws.split_for_solve(); solver.solve(&p, impulse)`.
     pub fn split_for_solve(&mut self) -> (ContactProblem<'_>, &mut [f64], &mut Solver) {
         let (nc, nj) = (self.contacts.len(), self.joint_rows.len());
-        let m = 3 * nc + nj;
+        let m = self.num_rows();
+        let contact_rows = self.contact_rows;
         let nv = self.free_velocity.len();
         let dt = self.timestep_s;
         let Workspace {
@@ -222,6 +258,7 @@ impl Workspace {
         });
         let problem = ContactProblem {
             num_contacts: nc,
+            contact_rows,
             num_joint_rows: nj,
             friction: &friction[..nc],
             row_lower: &row_lower[..nj],

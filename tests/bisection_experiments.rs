@@ -53,7 +53,7 @@
 mod common;
 
 use common::*;
-use contact_sim::contact::{BisectionParams, BisectionSolver, ContactProblem, ContactSolver, PgsParams, PgsSolver};
+use contact_sim::contact::{BisectionParams, BisectionSolver, ContactProblem, ImpulseSolver, PgsParams, PgsSolver};
 use contact_sim::sim::Simulation;
 use contact_sim::state::State;
 

@@ -3,7 +3,7 @@
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use contact_sim::config::{self, load_scene, RobotConfig, Scene};
-use contact_sim::contact::{Solver, SolverConfig};
+use contact_sim::contact::{ConstraintStage, Solver, SolverConfig, SolverKind};
 use contact_sim::model::ModelBuilder;
 use contact_sim::report::{self, RunStats};
 use contact_sim::sim::Simulation;
@@ -28,9 +28,10 @@ enum Command {
         /// Simulated duration (s); default: the scene's duration_s.
         #[arg(long, allow_hyphen_values = true)]
         duration: Option<f64>,
-        /// Contact solver kind, overriding the scene (one of: pgs).
-        #[arg(long)]
-        solver: Option<String>,
+        /// Contact method, overriding the scene's (the scene's parameters are kept when it
+        /// already uses this method; otherwise the method's defaults).
+        #[arg(long, value_enum)]
+        solver: Option<SolverKind>,
         /// Write the summary as JSON to this file.
         #[arg(long)]
         summary: Option<PathBuf>,
@@ -149,9 +150,10 @@ enum Command {
         /// Untimed steps first (settling, warm caches).
         #[arg(long, default_value_t = 500)]
         warmup: usize,
-        /// Solver kinds to compare (comma separated); default: the scene's solver.
-        #[arg(long, value_delimiter = ',')]
-        solver: Option<Vec<String>>,
+        /// Contact methods to compare (comma separated); default: the scene's. The scene's
+        /// parameters are kept for the method it configures; others run with their defaults.
+        #[arg(long, value_enum, value_delimiter = ',')]
+        solver: Option<Vec<SolverKind>>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -201,8 +203,15 @@ fn repo_path(rel: &str) -> PathBuf {
     }
 }
 
-fn solver_from_arg(kind: &str) -> Result<SolverConfig> {
-    SolverConfig::from_kind(kind).with_context(|| format!("--solver: unknown solver '{kind}' (known: {})", SolverConfig::KINDS.join(", ")))
+/// The method a `--solver` option selects on `scene`: the scene's own when absent or of the same
+/// kind, otherwise the kind's defaults; refused when it cannot simulate the scene.
+fn solver_for(scene: &Scene, kind: Option<SolverKind>) -> Result<SolverConfig> {
+    let config = match kind {
+        Some(k) => scene.solver.overridden_by(k),
+        None => scene.solver.clone(),
+    };
+    config.check_model(&scene.model, &scene.file.display().to_string()).map_err(|e| anyhow::anyhow!("--solver: {e}"))?;
+    Ok(config)
 }
 
 fn load(scene: &Path) -> Result<Scene> {
@@ -214,6 +223,8 @@ struct RunSummary {
     scene: String,
     file: String,
     solver: String,
+    /// Every parameter of the method, `kind(key=value, ...)`.
+    solver_params: String,
     timestep_s: f64,
     sim_time_s: f64,
     wall_time_s: f64,
@@ -290,18 +301,15 @@ impl CsvWriter {
     }
 }
 
-fn run(scene: Option<PathBuf>, duration: Option<f64>, solver: Option<String>, summary: Option<PathBuf>, quiet: bool, csv: CsvOptions, record: Option<(PathBuf, f64)>) -> Result<()> {
+fn run(scene: Option<PathBuf>, duration: Option<f64>, solver: Option<SolverKind>, summary: Option<PathBuf>, quiet: bool, csv: CsvOptions, record: Option<(PathBuf, f64)>) -> Result<()> {
     let path = scene.unwrap_or_else(|| repo_path("config/default.yaml"));
     let scene = load(&path)?;
-    let solver_cfg = match &solver {
-        Some(k) => Some(solver_from_arg(k)?),
-        None => None,
-    };
+    let solver_cfg = solver_for(&scene, solver)?;
     let duration = duration.unwrap_or(scene.duration_s);
     if !(duration > 0.0 && duration.is_finite()) {
         bail!("--duration: must be positive, got {duration}");
     }
-    let mut sim = Simulation::from_scene(&scene, solver_cfg.as_ref());
+    let mut sim = Simulation::from_scene(&scene, Some(&solver_cfg));
     let mut csv_writer = CsvWriter::new(&csv, &sim)?;
     let steps = (duration / sim.model.timestep_s).round() as u64;
     let mut recorder = match &record {
@@ -360,6 +368,7 @@ fn run(scene: Option<PathBuf>, duration: Option<f64>, solver: Option<String>, su
         scene: scene.name.clone(),
         file: path.display().to_string(),
         solver: sim.workspace.solver.kind().to_string(),
+        solver_params: sim.workspace.solver.config().describe(),
         timestep_s: sim.model.timestep_s,
         sim_time_s: sim.state.time_s,
         wall_time_s: wall,
@@ -370,7 +379,7 @@ fn run(scene: Option<PathBuf>, duration: Option<f64>, solver: Option<String>, su
         joint_positions,
     };
     println!("scene      {} ({})", s.scene, s.file);
-    println!("solver     {}   dt {} s   DOF {}", s.solver, s.timestep_s, s.dof);
+    println!("solver     {}   dt {} s   DOF {}", s.solver_params, s.timestep_s, s.dof);
     println!("sim time   {:.3} s in {:.3} s wall  (real-time factor {:.1})", s.sim_time_s, s.wall_time_s, s.real_time_factor);
     println!(
         "contacts   mean {:.1}  max {}   solver iterations mean {:.1}  max {}   unconverged steps {}",
@@ -533,6 +542,8 @@ fn model(urdf: &Path, floating: bool, q: Option<Vec<f64>>, v: Option<Vec<f64>>, 
 struct BenchRow {
     scene: String,
     solver: String,
+    /// Every parameter of the method, `kind(key=value, ...)`.
+    solver_params: String,
     steps: usize,
     dof: usize,
     /// Whole step (kinematics, collision, dynamics, assembly, solve, integration), µs.
@@ -603,17 +614,20 @@ fn copy_state(dst: &mut contact_sim::state::State, src: &contact_sim::state::Sta
 /// from `before`, the state before the step) with `solver`, a second solver of the same
 /// configuration, and times that call; for the bisection, also times single-contact solves.
 fn time_solve(sim: &mut Simulation, before: &contact_sim::state::State, solver: &mut Solver, config: &SolverConfig, out: &mut SolveTimes) {
-    use contact_sim::contact::{ContactSolver, SingleContact};
+    use contact_sim::contact::SingleContact;
     use std::hint::black_box;
     let (model, ws) = (&sim.model, &mut sim.workspace);
-    let (nc, nj) = (ws.contacts.len(), ws.joint_rows.len());
-    let m = 3 * nc + nj;
+    let nc = ws.contacts.len();
+    let m = ws.num_rows();
     if m == 0 {
         return;
     }
     let solution: Vec<f64> = ws.impulse[..m].to_vec();
     contact_sim::step::warm_start(model, before, ws);
     let (p, impulse, _) = ws.split_for_solve();
+    let ConstraintStage::Impulse(solver) = solver.stage() else {
+        return;
+    };
     let t0 = Instant::now();
     solver.solve(black_box(&p), impulse);
     let us = t0.elapsed().as_secs_f64() * 1e6;
@@ -680,7 +694,7 @@ fn time_single_contacts(samples: &[(contact_sim::contact::SingleContact, [f64; 3
     (all, slip, each)
 }
 
-fn bench(scenes: Vec<PathBuf>, steps: usize, warmup: usize, solvers: Option<Vec<String>>, json: bool) -> Result<()> {
+fn bench(scenes: Vec<PathBuf>, steps: usize, warmup: usize, solvers: Option<Vec<SolverKind>>, json: bool) -> Result<()> {
     let scenes = if scenes.is_empty() {
         vec![repo_path("config/examples/quadruped_stand.yaml"), repo_path("config/examples/box_stack.yaml")]
     } else {
@@ -692,12 +706,12 @@ fn bench(scenes: Vec<PathBuf>, steps: usize, warmup: usize, solvers: Option<Vec<
     let mut rows = vec![];
     for path in &scenes {
         let scene = load(path)?;
-        let kinds: Vec<Option<SolverConfig>> = match &solvers {
+        let kinds: Vec<Option<SolverKind>> = match &solvers {
             None => vec![None],
-            Some(k) => k.iter().map(|k| solver_from_arg(k).map(Some)).collect::<Result<_>>()?,
+            Some(k) => k.iter().copied().map(Some).collect(),
         };
-        for solver in kinds {
-            let config = solver.clone().unwrap_or_else(|| scene.solver.clone());
+        for kind in kinds {
+            let config = solver_for(&scene, kind)?;
             let mut sim = Simulation::from_scene(&scene, Some(&config));
             let mut resolver = Solver::new(&config, &sim.model);
             for _ in 0..warmup {
@@ -736,6 +750,7 @@ fn bench(scenes: Vec<PathBuf>, steps: usize, warmup: usize, solvers: Option<Vec<
             rows.push(BenchRow {
                 scene: scene.name.clone(),
                 solver: sim.workspace.solver.kind().into(),
+                solver_params: config.describe(),
                 steps,
                 dof: sim.model.nv + 3 * sim.model.fem_nodes(),
                 mean_us,
@@ -793,6 +808,9 @@ fn bench(scenes: Vec<PathBuf>, steps: usize, warmup: usize, solvers: Option<Vec<
                 r.iterations_mean,
                 r.unconverged_steps
             );
+        }
+        for r in &rows {
+            println!("{}: {}", r.scene, r.solver_params);
         }
         println!(
             "step: the whole step; solve: the solver call alone (the step's problem re-solved from the same warm start), per step and per contact; \
@@ -947,7 +965,7 @@ struct SweepRow {
 /// contact, so each step's solution differs from the last. Timed: `steps` steps after 10
 /// settling steps.
 fn dof_sweep(steps: usize, pgs_max_dof: usize, threads: usize, json: bool) -> Result<()> {
-    use contact_sim::contact::{ContactProblem, ContactSolver, PgsParams, PgsSolver};
+    use contact_sim::contact::{ContactProblem, ImpulseSolver, PgsParams, PgsSolver};
     use nalgebra_sparse::{factorization::CscCholesky, CscMatrix};
     let dir = std::env::temp_dir().join(format!("contact_sim_sweep_{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
@@ -1023,7 +1041,7 @@ fn dof_sweep(steps: usize, pgs_max_dof: usize, threads: usize, json: bool) -> Re
             }
             let mu = vec![0.3; nc];
             let gt = g.transpose();
-            let p = ContactProblem { num_contacts: nc, num_joint_rows: 0, friction: &mu, row_lower: &[], row_upper: &[], delassus: gt.as_slice(), free_velocity: u.as_slice(), primal: None };
+            let p = ContactProblem { num_contacts: nc, contact_rows: contact_sim::contact::ContactRows::POINT, num_joint_rows: 0, friction: &mu, row_lower: &[], row_upper: &[], delassus: gt.as_slice(), free_velocity: u.as_slice(), primal: None };
             // same accuracy target as V-FPI's: impulses to ~1e-3 of the largest
             let scale = f.contacts.iter().map(|c| c.impulse[0].abs()).fold(0.0, f64::max);
             let mut pgs = PgsSolver::new(PgsParams { max_iterations: 10_000, tolerance: 1e-4 * scale, relaxation: 1.0 }, nc);

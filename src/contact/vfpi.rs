@@ -40,7 +40,11 @@
 //! speculative gap / Baumgarte term (digest §2.9 \[N\]); the Frobenius `W` is recomputed every
 //! step (the paper recycles it); the backward-Euler form of `A` (see [`crate::fem`]).
 
-use super::{ContactProblem, ContactSolver, PgsParams, PgsSolver, SolveStats};
+use super::method::{
+    check_params, Capabilities, ConstraintStage, ContactMethod, ContactRows, ImpulseSolver, MethodKind, MethodParams, NodalSolver, ParamError, Tolerance,
+};
+use super::{ContactProblem, FrictionModel, PgsParams, PgsSolver, SolveStats};
+use crate::model::Model;
 use crate::math::Mat3;
 use nalgebra_sparse::CsrMatrix;
 
@@ -179,6 +183,89 @@ impl NodalSystem<'_> {
 const CHUNK: usize = 768;
 const TRACE: bool = false;
 const CONTACT_CHUNK: usize = 64;
+
+impl MethodParams for VfpiParams {
+    type Runtime = VfpiSolver;
+    const NAME: &'static str = "vfpi";
+    const SUMMARY: &'static str = "velocity fixed-point iteration with contact nodalization (Lee, Lee & Lee); handles deformables";
+    const CAPABILITIES: Capabilities =
+        Capabilities { kind: MethodKind::Impulse, deformables: true, contact_rows: ContactRows::POINT, friction: FrictionModel::Coulomb, dense_mass: true };
+
+    fn validate(&self) -> Result<(), ParamError> {
+        check_params(&[
+            (self.max_iterations >= 1, "max_iterations", "must be ≥ 1"),
+            (self.tolerance >= 0.0, "tolerance", "must be ≥ 0"),
+            (self.residual_tolerance >= 0.0, "residual_tolerance", "must be ≥ 0"),
+            (self.virtual_node_gain > 0.0 && self.virtual_node_gain.is_finite(), "virtual_node_gain", "must be > 0 and finite"),
+            (self.chebyshev_start >= 3, "chebyshev_start", "must be ≥ 3"),
+            (self.under_relaxation > 0.0 && self.under_relaxation <= 1.0, "under_relaxation", "must be in (0, 1]"),
+            (self.threads >= 1 && self.threads <= 256, "threads", "must be in [1, 256]"),
+        ])
+    }
+    /// θ_th: the change of the iterate between two iterations.
+    fn tolerance(&self) -> Tolerance {
+        Tolerance { value: self.tolerance, unit: "m/s", field: "tolerance" }
+    }
+    fn set_tolerance(&mut self, value: f64) {
+        self.tolerance = value;
+    }
+    fn max_iterations(&self) -> u32 {
+        self.max_iterations
+    }
+    fn set_max_iterations(&mut self, n: u32) {
+        self.max_iterations = n;
+    }
+    fn build(&self, model: &Model) -> VfpiSolver {
+        let (n, rows, constraints) = vfpi_sizes(model);
+        VfpiSolver::new(self.clone(), n, rows, model.nv, constraints)
+    }
+}
+
+/// V-FPI sizes of a model: `(unknowns, λ rows, constraints)`. Rigid contacts and joint rows are
+/// virtual nodes; each deformable surface node can carry one contact, whose rigid side (if any)
+/// is a 3-row virtual node.
+pub fn vfpi_sizes(model: &Model) -> (usize, usize, usize) {
+    let nodes: usize = model.deformables.iter().map(|d| d.num_nodes()).sum();
+    let surface: usize = model.deformables.iter().map(|d| d.surface_nodes.len()).sum();
+    let welded = crate::fem::welded_node_count(&model.deformables);
+    let rigid_rows = model.max_constraint_rows(ContactRows::POINT.len());
+    let virtual_rows = rigid_rows + 3 * surface + 3 * welded;
+    let n = 3 * nodes + model.nv + virtual_rows;
+    let rows = rigid_rows + 3 * surface + 3 * welded;
+    let constraints = model.contact.max_contacts + model.max_joint_rows() + surface + welded;
+    (n, rows, constraints)
+}
+
+impl ContactMethod for VfpiSolver {
+    type Params = VfpiParams;
+    fn params(&self) -> &VfpiParams {
+        &self.params
+    }
+    fn params_mut(&mut self) -> &mut VfpiParams {
+        &mut self.params
+    }
+    fn stage(&mut self) -> ConstraintStage<'_> {
+        ConstraintStage::Impulse(self)
+    }
+}
+
+impl NodalSolver for VfpiSolver {
+    fn virtual_node_gain(&self) -> f64 {
+        self.params.virtual_node_gain
+    }
+    fn initial_guess(&mut self) -> &mut [f64] {
+        &mut self.scratch.x
+    }
+    fn solve_nodal(&mut self, sys: &NodalSystem) -> SolveStats {
+        VfpiSolver::solve_nodal(self, sys)
+    }
+    fn solution(&self) -> &[f64] {
+        &self.scratch.x
+    }
+    fn impulses(&self) -> &[f64] {
+        &self.scratch.lambda
+    }
+}
 
 /// V-FPI scratch (sized once).
 pub struct VfpiScratch {
@@ -661,7 +748,7 @@ fn solve_nodal_inner(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &
     stats
 }
 
-impl ContactSolver for VfpiSolver {
+impl ImpulseSolver for VfpiSolver {
     /// Rigid scenes: every contact and joint row becomes a virtual node on the problem's primal
     /// view (`M̃`, `J`, `v*`); the impulses are the virtual nodes' λ. Without a primal view
     /// (hand-built problems) the solve falls back to PGS.
@@ -682,7 +769,7 @@ impl ContactSolver for VfpiSolver {
         self.constraints.clear();
         // bias b = u_free − J v*
         for c in 0..p.num_contacts {
-            let i = 3 * c;
+            let i = p.contact_row(c);
             let row = &pr.jacobian[i * nv..(i + 1) * nv];
             let jv: f64 = row.iter().zip(pr.free_velocity).map(|(a, b)| a * b).sum();
             self.constraints.push(NodalConstraint {
@@ -700,7 +787,7 @@ impl ContactSolver for VfpiSolver {
             });
         }
         for r in 0..p.num_joint_rows {
-            let i = 3 * p.num_contacts + r;
+            let i = p.first_joint_row() + r;
             let row = &pr.jacobian[i * nv..(i + 1) * nv];
             let jv: f64 = row.iter().zip(pr.free_velocity).map(|(a, b)| a * b).sum();
             self.constraints.push(NodalConstraint {
@@ -742,6 +829,10 @@ impl ContactSolver for VfpiSolver {
         // λ in row order equals the constraint order (3 per contact, then 1 per joint row)
         impulse[..m].copy_from_slice(&self.scratch.lambda[..m]);
         stats
+    }
+
+    fn nodal(&mut self) -> Option<&mut dyn NodalSolver> {
+        Some(self)
     }
 }
 

@@ -596,16 +596,6 @@ pub struct FemWorkspace {
     pub node_contact: selfcontact::NodeContactScratch,
     /// Welds of deformable nodes to rigid links this step (capacity: the welded nodes).
     pub welds: Vec<FemWeld>,
-    /// Virtual-node Jacobian rows of the coupled solve, row-major `rows × nv`.
-    pub jv: Vec<f64>,
-    /// Constraints of the coupled solve.
-    pub constraints: Vec<crate::contact::NodalConstraint>,
-    /// `M̃ v*` of the rigid part (N·s).
-    pub rigid_b: Vec<f64>,
-    /// Generalized impulse of the deformable contacts on the rigid trees (N·s).
-    pub rigid_impulse: Vec<f64>,
-    /// Solve statistics of the last step.
-    pub last_solve: crate::contact::SolveStats,
     /// Node velocities at the start of the step (m/s, 3 per node; the midpoint position update).
     pub velocity_start: Vec<f64>,
 }
@@ -615,7 +605,6 @@ impl FemWorkspace {
     pub fn new(model: &crate::model::Model) -> Self {
         let surface: usize = model.deformables.iter().map(|d| d.surface_nodes.len()).sum();
         let welded = welded_node_count(&model.deformables);
-        let rows = model.max_constraint_rows() + 3 * surface + 3 * welded;
         let mut system = FemSystem::new(&model.deformables);
         system.integrator = model.fem_integrator;
         FemWorkspace {
@@ -623,11 +612,6 @@ impl FemWorkspace {
             contacts: Vec::with_capacity(surface),
             node_contact: selfcontact::NodeContactScratch::new(&model.deformables, &model.contact.deformable_contact),
             welds: Vec::with_capacity(welded),
-            jv: vec![0.0; rows * model.nv],
-            constraints: Vec::with_capacity(model.contact.max_contacts + model.max_joint_rows() + surface + welded),
-            rigid_b: vec![0.0; model.nv],
-            rigid_impulse: vec![0.0; model.nv],
-            last_solve: Default::default(),
             velocity_start: vec![0.0; 3 * model.deformables.iter().map(|d| d.num_nodes()).sum::<usize>()],
         }
     }

@@ -440,10 +440,10 @@ impl Model {
         let t = &self.trees[tree];
         self.bodies[t.body_start..t.body_end].iter().map(|b| b.mass).sum()
     }
-    /// Maximum number of scalar constraint rows: 3 per contact plus joint limits, joint friction
-    /// and mimic rows.
-    pub fn max_constraint_rows(&self) -> usize {
-        3 * self.contact.max_contacts + self.max_joint_rows()
+    /// Maximum number of scalar constraint rows with `rows_per_contact` rows per contact (the
+    /// contact method's layout) plus joint limits, joint friction and mimic rows.
+    pub fn max_constraint_rows(&self, rows_per_contact: usize) -> usize {
+        rows_per_contact * self.contact.max_contacts + self.max_joint_rows()
     }
     /// Maximum number of one-dimensional joint rows: for each one-DOF joint a lower-limit, an
     /// upper-limit and a friction slot, then one slot per mimic coupling.

@@ -31,7 +31,7 @@
 use super::convert::{self, level};
 use super::params::ParamStore;
 use crate::config::load_scene;
-use crate::contact::{Solver, SolverConfig};
+use crate::contact::SolverConfig;
 use crate::model::ControlMode;
 use crate::rt::clock::{monotonic_ns, realtime_ns};
 use crate::rt::messages::*;
@@ -165,11 +165,7 @@ fn param_strings(node: &r2r::Node, name: &str) -> Vec<String> {
 }
 
 fn solver_settings(s: &SolverConfig) -> (i64, f64) {
-    match s {
-        SolverConfig::Pgs(p) => (p.max_iterations as i64, p.tolerance),
-        SolverConfig::Bisection(p) => (p.max_iterations as i64, p.tolerance_impulse),
-        SolverConfig::Vfpi(p) => (p.max_iterations as i64, p.tolerance),
-    }
+    (s.max_iterations() as i64, s.tolerance().value)
 }
 
 /// Counters kept on the ROS side (read by the diagnostics publisher).
@@ -732,11 +728,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
     }
     let scene = load_scene(&scene_path).map_err(|e| anyhow!("{e}"))?;
     let solver_kind = param_string(&node, "solver").unwrap_or_default();
-    let solver = if solver_kind.is_empty() || solver_kind == "scene" || solver_kind == scene.solver.kind() {
-        scene.solver.clone()
-    } else {
-        SolverConfig::from_kind(&solver_kind).ok_or_else(|| anyhow!("parameter solver: unknown solver '{solver_kind}' (known: {})", SolverConfig::KINDS.join(", ")))?
-    };
+    let solver = scene.solver_for(&solver_kind).map_err(|e| anyhow!("parameter solver: {e}"))?;
     let mut sim = Simulation::from_scene(&scene, Some(&solver));
     let layout = JointLayout::new(&sim.model);
     let (iters, tol) = solver_settings(&solver);
@@ -777,20 +769,8 @@ fn run_node(cli: CliArgs) -> Result<()> {
         }
         let it = s.i64("solver_max_iterations").clamp(1, u32::MAX as i64) as u32;
         let tol = s.f64("solver_tolerance");
-        match &mut sim.workspace.solver {
-            Solver::Pgs(p) => {
-                p.params.max_iterations = it;
-                p.params.tolerance = tol;
-            }
-            Solver::Bisection(p) => {
-                p.params.max_iterations = it;
-                p.params.tolerance_impulse = tol;
-            }
-            Solver::Vfpi(p) => {
-                p.params.max_iterations = it;
-                p.params.tolerance = tol;
-            }
-        }
+        sim.workspace.solver.set_max_iterations(it);
+        sim.workspace.solver.set_tolerance(tol);
     }
 
     // ---- command groups -----------------------------------------------------------------
@@ -1087,12 +1067,13 @@ fn run_node(cli: CliArgs) -> Result<()> {
     };
     r2r::log_info!(
         &logger,
-        "scene '{}' ({}): {} joints, {} floating base(s), solver {}; {} mode, {}; /joint_states at {} Hz; command groups: {}",
+        "scene '{}' ({}): {} joints, {} floating base(s), solver {} (solver_tolerance in {}); {} mode, {}; /joint_states at {} Hz; command groups: {}",
         scene.name,
         scene_path.display(),
         n,
         layout.bases.len(),
-        solver.kind(),
+        solver.describe(),
+        solver.tolerance().unit,
         cfg.rt.time_mode.name(),
         rate,
         cfg.rt.publish_rate_hz,

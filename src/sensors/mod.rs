@@ -380,7 +380,7 @@ pub fn body_contact_wrench(model: &Model, ws: &crate::workspace::Workspace, body
         } else {
             continue;
         };
-        let l = &ws.impulse[3 * i..3 * i + 3];
+        let l = ws.contact_impulse(i);
         let dt = model.timestep_s;
         let fn_ = c.normal * (l[0] / dt) * sign;
         let ft = (c.tangent1 * l[1] + c.tangent2 * l[2]) * (sign / dt);
