@@ -1,4 +1,4 @@
-//! Two-way welds of deformable nodes to robot links (issue 7): the link carries the
+//! Two-way welds of deformable nodes to robot links (docs/fem.md): the link carries the
 //! deformable's weight (F/T sensor, joint effort, weld forces) and its inertia (a free joint
 //! pushed by a constant force accelerates the link and the block together).
 

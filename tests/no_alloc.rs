@@ -60,7 +60,7 @@ fn step_does_not_allocate_after_warm_up() {
 
 #[test]
 fn bisection_experiments_do_not_allocate_across_episode_resets() {
-    // the issue-4 scenes: periodic script (trot), feet-only collision (hang), episode resets
+    // the bisection experiments' scenes: periodic script (trot), feet-only collision (hang), episode resets
     // (drop every 3 s, random every 5 s) that `Simulation::step` performs in place
     for (file, steps) in [
         ("config/examples/bisection_trot.yaml", 1000),

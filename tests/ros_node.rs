@@ -367,7 +367,7 @@ fn runtime_parameters_are_validated_and_applied() {
 
 #[test]
 fn force_topics_carry_the_sensor_weight_the_box_weight_and_the_configured_noise() {
-    // Issue 5 over DDS: the wrist sensor holds the hand (0.95 kg), the box (2 kg) rests on the
+    // F/T sensor topics over DDS: the wrist sensor holds the hand (0.95 kg), the box (2 kg) rests on the
     // floor; the expected values come from the physics, not from the node.
     let _g = lock();
     let d = domain();
