@@ -151,7 +151,7 @@
 // `!(x > 0.0)` is deliberate throughout: it also catches NaN.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
-use super::method::{check_params, Capabilities, ConstraintStage, ContactMethod, ContactRows, ImpulseSolver, MethodKind, MethodParams, ParamError, Tolerance};
+use super::method::{check_params, contact_method, tolerance_and_iterations, Capabilities, ContactRows, ImpulseSolver, MethodKind, MethodParams, ParamError};
 use super::{ContactProblem, FrictionModel, SolveStats};
 use crate::model::Model;
 
@@ -786,36 +786,14 @@ impl MethodParams for BisectionParams {
             (self.singular_threshold >= 0.0 && self.singular_threshold < 1.0, "singular_threshold", "must be in [0, 1)"),
         ])
     }
-    /// The impulse tolerance; the velocity tolerance `tolerance_velocity` (m/s) is a second test.
-    fn tolerance(&self) -> Tolerance {
-        Tolerance { value: self.tolerance_impulse, unit: "N·s", field: "tolerance_impulse" }
-    }
-    fn set_tolerance(&mut self, value: f64) {
-        self.tolerance_impulse = value;
-    }
-    fn max_iterations(&self) -> u32 {
-        self.max_iterations
-    }
-    fn set_max_iterations(&mut self, n: u32) {
-        self.max_iterations = n;
-    }
+    // the impulse tolerance; the velocity tolerance `tolerance_velocity` (m/s) is a second test
+    tolerance_and_iterations!(tolerance_impulse, "N·s", max_iterations);
     fn build(&self, model: &Model) -> BisectionSolver {
         BisectionSolver::new(self.clone(), model.contact.max_contacts, model.max_joint_rows())
     }
 }
 
-impl ContactMethod for BisectionSolver {
-    type Params = BisectionParams;
-    fn params(&self) -> &BisectionParams {
-        &self.params
-    }
-    fn params_mut(&mut self) -> &mut BisectionParams {
-        &mut self.params
-    }
-    fn stage(&mut self) -> ConstraintStage<'_> {
-        ConstraintStage::Impulse(self)
-    }
-}
+contact_method!(BisectionSolver, BisectionParams, Impulse);
 
 /// The per-contact bisection solver with its scratch: the per-contact blocks and the joint rows'
 /// diagonal entries, sized at construction.

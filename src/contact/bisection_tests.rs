@@ -192,6 +192,20 @@ fn rel_diff(a: &[f64], b: &[f64]) -> f64 {
 
 // ---------- single contact: the three cases ----------
 
+
+/// The bisection (exact settings, cold start) and PGS solutions of `o` agree to 1e-6 (relative)
+/// and the bisection's satisfies the physical conditions.
+fn assert_bisection_agrees_with_pgs(o: &Owned, case: usize) {
+    let (lp, sp) = run_pgs(o);
+    assert!(sp.converged, "case {case}: PGS did not converge: {sp:?}");
+    let (lb, sb) = run(o, exact_params(), &vec![0.0; o.dim()]);
+    assert!(sb.converged, "case {case}: {sb:?}");
+    let d = rel_diff(&lb, &lp);
+    assert!(d < 1e-6, "case {case}: relative difference {d}\n{lb:?}\n{lp:?}");
+    let (imp, vel) = o.view().violation(&lb);
+    assert!(imp < 1e-10 && vel < 1e-9, "violation {imp} {vel}");
+}
+
 #[test]
 fn open_contact_gives_zero_impulse() {
     let mut rng = ChaCha8Rng::seed_from_u64(1);
@@ -562,14 +576,7 @@ fn multi_contact_agrees_with_pgs() {
         let u = random_u(&mut rng, nc, 0);
         let mu: Vec<f64> = (0..nc).map(|_| rng.random_range::<f64, _>(0.1..=0.8)).collect();
         let o = owned_from(&g, nc, 0, u, mu, vec![], vec![]);
-        let (lp, sp) = run_pgs(&o);
-        assert!(sp.converged, "PGS did not converge: {sp:?}");
-        let (lb, sb) = run(&o, exact_params(), &vec![0.0; o.dim()]);
-        assert!(sb.converged, "case {case}: {sb:?}");
-        let d = rel_diff(&lb, &lp);
-        assert!(d < 1e-6, "case {case}: relative difference {d}\n{lb:?}\n{lp:?}");
-        let (imp, vel) = o.view().violation(&lb);
-        assert!(imp < 1e-10 && vel < 1e-9, "violation {imp} {vel}");
+        assert_bisection_agrees_with_pgs(&o, case);
     }
 }
 
@@ -683,14 +690,7 @@ fn contacts_and_joint_rows_agree_with_pgs() {
         let lo = vec![f64::NEG_INFINITY, 0.0, f64::NEG_INFINITY, -0.1];
         let hi = vec![f64::INFINITY, f64::INFINITY, 0.0, 0.1];
         let o = owned_from(&g, nc, nj, u, mu, lo, hi);
-        let (lp, sp) = run_pgs(&o);
-        assert!(sp.converged);
-        let (lb, sb) = run(&o, exact_params(), &vec![0.0; o.dim()]);
-        assert!(sb.converged, "case {case}: {sb:?}");
-        let d = rel_diff(&lb, &lp);
-        assert!(d < 1e-6, "case {case}: relative difference {d}\n{lb:?}\n{lp:?}");
-        let (imp, vel) = o.view().violation(&lb);
-        assert!(imp < 1e-10 && vel < 1e-9, "violation {imp} {vel}");
+        assert_bisection_agrees_with_pgs(&o, case);
     }
 }
 

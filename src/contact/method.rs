@@ -149,6 +149,45 @@ pub fn check_params(checks: &[(bool, &str, &str)]) -> Result<(), ParamError> {
     }
 }
 
+/// Inside `impl MethodParams for P`: the tolerance and iteration-cap accessors of a params type
+/// whose tolerance field is `$tol` (in `$unit`) and whose cap is `$iters`.
+macro_rules! tolerance_and_iterations {
+    ($tol:ident, $unit:literal, $iters:ident) => {
+        fn tolerance(&self) -> $crate::contact::Tolerance {
+            $crate::contact::Tolerance { value: self.$tol, unit: $unit, field: stringify!($tol) }
+        }
+        fn set_tolerance(&mut self, value: f64) {
+            self.$tol = value;
+        }
+        fn max_iterations(&self) -> u32 {
+            self.$iters
+        }
+        fn set_max_iterations(&mut self, n: u32) {
+            self.$iters = n;
+        }
+    };
+}
+pub(crate) use tolerance_and_iterations;
+
+/// `impl ContactMethod` for a runtime type holding its params in the field `params`.
+macro_rules! contact_method {
+    ($runtime:ty, $params:ty, $stage:ident) => {
+        impl $crate::contact::ContactMethod for $runtime {
+            type Params = $params;
+            fn params(&self) -> &$params {
+                &self.params
+            }
+            fn params_mut(&mut self) -> &mut $params {
+                &mut self.params
+            }
+            fn stage(&mut self) -> $crate::contact::ConstraintStage<'_> {
+                $crate::contact::ConstraintStage::$stage(self)
+            }
+        }
+    };
+}
+pub(crate) use contact_method;
+
 /// A method's parameters: what the scene writes under `solver: {kind: NAME, ...}`.
 pub trait MethodParams: Clone + Default + std::fmt::Debug + PartialEq + serde::Serialize + serde::de::DeserializeOwned {
     /// The runtime object (scratch memory sized for a model).

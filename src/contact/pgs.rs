@@ -14,7 +14,7 @@
 //! scalar step the radial projection is the Euclidean projection, and its fixed point opposes the
 //! slip.
 
-use super::method::{check_params, Capabilities, ConstraintStage, ContactMethod, ContactRows, ImpulseSolver, MethodKind, MethodParams, ParamError, Tolerance};
+use super::method::{check_params, contact_method, tolerance_and_iterations, Capabilities, ContactRows, ImpulseSolver, MethodKind, MethodParams, ParamError};
 use super::{ContactProblem, FrictionModel, SolveStats};
 use crate::model::Model;
 
@@ -50,35 +50,13 @@ impl MethodParams for PgsParams {
             (self.relaxation > 0.0 && self.relaxation < 2.0, "relaxation", "must be in (0, 2)"),
         ])
     }
-    fn tolerance(&self) -> Tolerance {
-        Tolerance { value: self.tolerance, unit: "N·s", field: "tolerance" }
-    }
-    fn set_tolerance(&mut self, value: f64) {
-        self.tolerance = value;
-    }
-    fn max_iterations(&self) -> u32 {
-        self.max_iterations
-    }
-    fn set_max_iterations(&mut self, n: u32) {
-        self.max_iterations = n;
-    }
+    tolerance_and_iterations!(tolerance, "N·s", max_iterations);
     fn build(&self, model: &Model) -> PgsSolver {
         PgsSolver::new(self.clone(), model.contact.max_contacts)
     }
 }
 
-impl ContactMethod for PgsSolver {
-    type Params = PgsParams;
-    fn params(&self) -> &PgsParams {
-        &self.params
-    }
-    fn params_mut(&mut self) -> &mut PgsParams {
-        &mut self.params
-    }
-    fn stage(&mut self) -> ConstraintStage<'_> {
-        ConstraintStage::Impulse(self)
-    }
-}
+contact_method!(PgsSolver, PgsParams, Impulse);
 
 /// PGS with its per-contact scratch (inverse tangential blocks).
 pub struct PgsSolver {

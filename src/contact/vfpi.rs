@@ -41,7 +41,7 @@
 //! step (the paper recycles it); the backward-Euler form of `A` (see [`crate::fem`]).
 
 use super::method::{
-    check_params, Capabilities, ConstraintStage, ContactMethod, ContactRows, ImpulseSolver, MethodKind, MethodParams, NodalSolver, ParamError, Tolerance,
+    check_params, contact_method, tolerance_and_iterations, Capabilities, ContactRows, ImpulseSolver, MethodKind, MethodParams, NodalSolver, ParamError,
 };
 use super::{ContactProblem, FrictionModel, PgsParams, PgsSolver, SolveStats};
 use crate::model::Model;
@@ -202,19 +202,8 @@ impl MethodParams for VfpiParams {
             (self.threads >= 1 && self.threads <= 256, "threads", "must be in [1, 256]"),
         ])
     }
-    /// θ_th: the change of the iterate between two iterations.
-    fn tolerance(&self) -> Tolerance {
-        Tolerance { value: self.tolerance, unit: "m/s", field: "tolerance" }
-    }
-    fn set_tolerance(&mut self, value: f64) {
-        self.tolerance = value;
-    }
-    fn max_iterations(&self) -> u32 {
-        self.max_iterations
-    }
-    fn set_max_iterations(&mut self, n: u32) {
-        self.max_iterations = n;
-    }
+    // θ_th: the change of the iterate between two iterations
+    tolerance_and_iterations!(tolerance, "m/s", max_iterations);
     fn build(&self, model: &Model) -> VfpiSolver {
         let (n, rows, constraints) = vfpi_sizes(model);
         VfpiSolver::new(self.clone(), n, rows, model.nv, constraints)
@@ -236,18 +225,7 @@ pub fn vfpi_sizes(model: &Model) -> (usize, usize, usize) {
     (n, rows, constraints)
 }
 
-impl ContactMethod for VfpiSolver {
-    type Params = VfpiParams;
-    fn params(&self) -> &VfpiParams {
-        &self.params
-    }
-    fn params_mut(&mut self) -> &mut VfpiParams {
-        &mut self.params
-    }
-    fn stage(&mut self) -> ConstraintStage<'_> {
-        ConstraintStage::Impulse(self)
-    }
-}
+contact_method!(VfpiSolver, VfpiParams, Impulse);
 
 impl NodalSolver for VfpiSolver {
     fn virtual_node_gain(&self) -> f64 {
