@@ -12,38 +12,9 @@ use crate::kinematics::add_point_jacobian_row;
 use crate::math::{Pose, Vec3};
 use crate::model::{JointKind, Model};
 use crate::state::State;
+pub use crate::workspace::CoupledScratch;
 use crate::workspace::Workspace;
 
-/// Scratch of the coupled solve, sized once from the model.
-pub struct CoupledScratch {
-    /// Jacobian rows of the virtual nodes (rigid rows, rigid sides of deformable contacts,
-    /// welds), row-major `rows × nv`.
-    pub jv: Vec<f64>,
-    /// Constraints of the coupled solve.
-    pub constraints: Vec<NodalConstraint>,
-    /// `M̃ v*` of the rigid part (N·s).
-    pub rigid_b: Vec<f64>,
-    /// Generalized impulse of the deformable contacts and welds on the rigid trees (N·s).
-    pub rigid_impulse: Vec<f64>,
-    /// Solve statistics of the last step.
-    pub last_solve: SolveStats,
-}
-
-impl CoupledScratch {
-    /// Allocates everything for `model` (which has deformable bodies).
-    pub fn new(model: &Model) -> Self {
-        let surface: usize = model.deformables.iter().map(|d| d.surface_nodes.len()).sum();
-        let welded = crate::fem::welded_node_count(&model.deformables);
-        let rows = model.max_constraint_rows(crate::contact::ContactRows::POINT.len()) + 3 * surface + 3 * welded;
-        CoupledScratch {
-            jv: vec![0.0; rows * model.nv],
-            constraints: Vec::with_capacity(model.contact.max_contacts + model.max_joint_rows() + surface + welded),
-            rigid_b: vec![0.0; model.nv],
-            rigid_impulse: vec![0.0; model.nv],
-            last_solve: SolveStats::default(),
-        }
-    }
-}
 
 /// Contacts of deformable surface nodes: against the ground and every rigid geometry, the
 /// deepest one per node (one contact per node keeps the surrogate Delassus operator diagonal,
@@ -106,118 +77,31 @@ pub fn solve(model: &Model, state: &mut State, ws: &mut Workspace, m: usize) -> 
     let Some(vs) = impulse_solver.nodal() else {
         return SolveStats::default();
     };
-    // prescribed node velocities: pinned (zero) and driven one-way (the link point's); two-way
-    // welded nodes are free unknowns (welds below)
-    for d in &model.deformables {
-        for (i, at) in d.attachment.iter().enumerate() {
-            let g = d.node_start + i;
-            let v = match at {
-                NodeAttachment::Free | NodeAttachment::Body(..) => continue,
-                NodeAttachment::World => Vec3::zeros(),
-                NodeAttachment::BodyOneWay(b, off) => {
-                    let pw = body_pose[*b] * nalgebra::Point3::from(*off);
-                    crate::math::point_velocity(&body_velocity[*b], &pw.coords)
-                }
-            };
-            f.system.prescribed_velocity[3 * g..3 * g + 3].copy_from_slice(v.as_slice());
-        }
-    }
+    prescribe_node_velocities(model, body_pose, body_velocity, f);
     f.system.assemble(&model.deformables, &state.fem_x, &state.fem_v, dt, &model.gravity);
     f.velocity_start.copy_from_slice(&state.fem_v);
     collide_nodes(model, state, &collision.geom_pose, f);
     let nf = f.system.dim();
     let base = nf + nv;
-    let erp = model.contact.erp;
-    let slop = model.contact.slop_m;
-    let bias_of = |d: f64| if d >= 0.0 { d / dt } else { -erp * (-d - slop).max(0.0) / dt };
-    cs.constraints.clear();
-    let rows = crate::contact::ContactRows::POINT;
-    let first_joint_row = rows.start(contacts.len());
     let kt = vs.virtual_node_gain() * dt;
-    for r in 0..m {
-        let row = &jacobian[r * nv..(r + 1) * nv];
-        let jvs: f64 = row.iter().zip(free_velocity.iter()).map(|(a, b)| a * b).sum();
-        let bias = free_constraint_velocity[r] - jvs - impulse[r] / kt;
-        if r < first_joint_row {
-            if r % rows.len() == 0 {
-                let b = [bias, -impulse[r + 1] / kt, -impulse[r + 2] / kt];
-                cs.constraints.push(NodalConstraint { i: base + r, i_is_fem: false, j: None, j_is_fem: false, dim: 3, frame: crate::math::Mat3::identity(), bias: b, mu: friction[r / rows.len()], lo: 0.0, hi: 0.0, bilateral: false });
-            }
-        } else {
-            let jr = r - first_joint_row;
-            cs.constraints.push(NodalConstraint { i: base + r, i_is_fem: false, j: None, j_is_fem: false, dim: 1, frame: crate::math::Mat3::identity(), bias: [bias, 0.0, 0.0], mu: 0.0, lo: row_lower[jr], hi: row_upper[jr], bilateral: false });
-        }
-    }
-    cs.jv[..m * nv].copy_from_slice(&jacobian[..m * nv]);
+    cs.constraints.clear();
+    let rigid = RigidRows {
+        num_contacts: contacts.len(),
+        jacobian: &jacobian[..m * nv],
+        free_velocity: free_velocity.as_slice(),
+        free_constraint_velocity,
+        warm_impulse: impulse,
+        friction,
+        row_lower,
+        row_upper,
+    };
+    push_rigid_rows(&rigid, m, nv, base, kt, cs);
     let mut vr = m;
-    for k in 0..f.contacts.len() {
-        let c = f.contacts[k];
-        let mut j = None;
-        if let Some(b) = c.body {
-            let rows = &mut cs.jv[vr * nv..(vr + 3) * nv];
-            rows.fill(0.0);
-            for r in 0..3 {
-                let dir = c.frame.row(r).transpose();
-                add_point_jacobian_row(model, dof_axis, b, &c.position, &dir, 1.0, &mut rows[r * nv..(r + 1) * nv]);
-            }
-            if rows.iter().any(|x| *x != 0.0) {
-                j = Some(base + vr);
-                vr += 3;
-            }
-        }
-        let friction_of = |g: usize| model.deformables.iter().find(|d| g >= d.node_start && g < d.node_start + d.num_nodes()).map(|d| d.friction).unwrap_or(0.5);
-        let mut mu = friction_of(c.node);
-        let mut j_is_fem = false;
-        if let Some(o) = c.other_node {
-            // node–node D-contact (crate::fem::selfcontact): j is the other FEM node, world axes
-            mu = mu.min(friction_of(o));
-            j = Some(3 * o);
-            j_is_fem = true;
-        }
-        // Normal offset φ (m/s) on the end-of-step relative normal velocity: the gap /
-        // Baumgarte term for both integrators. (With the midpoint integrator the gap closes at
-        // the mean of the start and end velocities; the exact position-level offset
-        // 2 d/h + v_n(start) made v⁺ mirror v at resting contacts, the period-2 chatter of
-        // digest §8.3, and doubled the iterations; the velocity-level term lets a node that
-        // arrives fast penetrate by at most h |v_n| / 2 in its impact step, removed by the
-        // Baumgarte term afterwards.)
-        let normal_offset = bias_of(c.distance);
-        cs.constraints.push(NodalConstraint { i: 3 * c.node, i_is_fem: true, j, j_is_fem, dim: 3, frame: c.frame, bias: [normal_offset, 0.0, 0.0], mu, lo: 0.0, hi: 0.0, bilateral: false });
-    }
-    // two-way welds (crate::fem, "Welds"): a bilateral 3-D constraint, world axes, between the
-    // node and a virtual node on the link point (3 J_v rows along x, y, z)
+    push_deformable_contacts(model, dof_axis, f, cs, base, &mut vr);
     let first_weld = cs.constraints.len();
-    f.welds.clear();
-    for d in &model.deformables {
-        for (ln, at) in d.attachment.iter().enumerate() {
-            let NodeAttachment::Body(b, off) = *at else { continue };
-            if f.welds.len() == f.welds.capacity() {
-                break;
-            }
-            let g = d.node_start + ln;
-            let p_link = (body_pose[b] * nalgebra::Point3::from(off)).coords;
-            let p_node = Vec3::new(state.fem_x[3 * g], state.fem_x[3 * g + 1], state.fem_x[3 * g + 2]);
-            let err = p_node - p_link;
-            let rows = &mut cs.jv[vr * nv..(vr + 3) * nv];
-            rows.fill(0.0);
-            for r in 0..3 {
-                add_point_jacobian_row(model, dof_axis, b, &p_link, &Vec3::ith(r, 1.0), 1.0, &mut rows[r * nv..(r + 1) * nv]);
-            }
-            let mut bias = [erp * err.x / dt, erp * err.y / dt, erp * err.z / dt];
-            let (mut j, mut jv_row) = (None, None);
-            if rows.iter().any(|x| *x != 0.0) {
-                // virtual-node creep compensation with the previous step's λ (steady state: 0)
-                for r in 0..3 {
-                    bias[r] -= state.fem_weld_impulse[3 * g + r] / kt;
-                }
-                j = Some(base + vr);
-                jv_row = Some(vr);
-                vr += 3;
-            }
-            f.welds.push(crate::fem::FemWeld { node: g, body: b, position: p_link, error: err, impulse: [0.0; 3], jv_row });
-            cs.constraints.push(NodalConstraint { i: 3 * g, i_is_fem: true, j, j_is_fem: false, dim: 3, frame: crate::math::Mat3::identity(), bias, mu: 0.0, lo: 0.0, hi: 0.0, bilateral: true });
-        }
-    }
+    push_welds(model, state, body_pose, dof_axis, f, cs, base, kt, &mut vr);
+    // b = M̃ v* of the rigid part; initial guess: previous velocities (paper: previous step's
+    // v̂), prescribed nodes exact
     for i in 0..nv {
         let mut s = 0.0;
         for k in 0..nv {
@@ -247,7 +131,163 @@ pub fn solve(model: &Model, state: &mut State, ws: &mut Workspace, m: usize) -> 
         k_tilde: kt,
     };
     let stats = vs.solve_nodal(&sys);
-    let lam = vs.impulses();
+    scatter_impulses(vs.impulses(), m, base, first_weld, nv, f, cs, state, impulse);
+    state.fem_v.copy_from_slice(&vs.solution()[..nf]);
+    cs.last_solve = stats;
+    stats
+}
+
+/// Prescribed node velocities: pinned (zero) and driven one-way (the link point's); two-way
+/// welded nodes are free unknowns (see [`push_welds`]).
+fn prescribe_node_velocities(model: &Model, body_pose: &[Pose], body_velocity: &[crate::math::Vec6], f: &mut FemWorkspace) {
+    for d in &model.deformables {
+        for (i, at) in d.attachment.iter().enumerate() {
+            let g = d.node_start + i;
+            let v = match at {
+                NodeAttachment::Free | NodeAttachment::Body(..) => continue,
+                NodeAttachment::World => Vec3::zeros(),
+                NodeAttachment::BodyOneWay(b, off) => {
+                    let pw = body_pose[*b] * nalgebra::Point3::from(*off);
+                    crate::math::point_velocity(&body_velocity[*b], &pw.coords)
+                }
+            };
+            f.system.prescribed_velocity[3 * g..3 * g + 3].copy_from_slice(v.as_slice());
+        }
+    }
+}
+
+/// The rigid rows of the step (contacts then joint rows, with their warm start) as they enter
+/// the coupled solve.
+struct RigidRows<'a> {
+    num_contacts: usize,
+    /// J, row-major `rows × nv`.
+    jacobian: &'a [f64],
+    /// v*.
+    free_velocity: &'a [f64],
+    /// `u_free = J v* + b` per row.
+    free_constraint_velocity: &'a [f64],
+    /// The warm start λ per row (N·s).
+    warm_impulse: &'a [f64],
+    friction: &'a [f64],
+    row_lower: &'a [f64],
+    row_upper: &'a [f64],
+}
+
+/// Rigid contacts (3-D) and joint rows (1-D) as virtual-node constraints: offset
+/// `u_free − J v* − λ_warm / k̃` (the virtual-node drift compensation of
+/// [`crate::contact::VfpiSolver`]); their Jacobian rows are the first rows of `jv`.
+fn push_rigid_rows(rigid: &RigidRows, m: usize, nv: usize, base: usize, kt: f64, cs: &mut CoupledScratch) {
+    let RigidRows { num_contacts, jacobian, free_velocity, free_constraint_velocity, warm_impulse: impulse, friction, row_lower, row_upper } = *rigid;
+    let rows = crate::contact::ContactRows::POINT;
+    let first_joint_row = rows.start(num_contacts);
+    for r in 0..m {
+        let row = &jacobian[r * nv..(r + 1) * nv];
+        let jvs: f64 = row.iter().zip(free_velocity.iter()).map(|(a, b)| a * b).sum();
+        let bias = free_constraint_velocity[r] - jvs - impulse[r] / kt;
+        if r < first_joint_row {
+            if r % rows.len() == 0 {
+                let b = [bias, -impulse[r + 1] / kt, -impulse[r + 2] / kt];
+                cs.constraints.push(NodalConstraint { i: base + r, i_is_fem: false, j: None, j_is_fem: false, dim: 3, frame: crate::math::Mat3::identity(), bias: b, mu: friction[r / rows.len()], lo: 0.0, hi: 0.0, bilateral: false });
+            }
+        } else {
+            let jr = r - first_joint_row;
+            cs.constraints.push(NodalConstraint { i: base + r, i_is_fem: false, j: None, j_is_fem: false, dim: 1, frame: crate::math::Mat3::identity(), bias: [bias, 0.0, 0.0], mu: 0.0, lo: row_lower[jr], hi: row_upper[jr], bilateral: false });
+        }
+    }
+    cs.jv[..m * nv].copy_from_slice(&jacobian[..m * nv]);
+    cs.jv[..m * nv].copy_from_slice(&jacobian[..m * nv]);
+}
+
+/// Deformable contacts (node–geometry and node–node), 3-D in the contact frame; a contact with
+/// a movable rigid body gets a virtual node of 3 `jv` rows at row `*vr`.
+fn push_deformable_contacts(model: &Model, dof_axis: &[crate::math::Vec6], f: &FemWorkspace, cs: &mut CoupledScratch, base: usize, vr: &mut usize) {
+    let dt = model.timestep_s;
+    let nv = model.nv;
+    let erp = model.contact.erp;
+    let slop = model.contact.slop_m;
+    let bias_of = |d: f64| if d >= 0.0 { d / dt } else { -erp * (-d - slop).max(0.0) / dt };
+    for k in 0..f.contacts.len() {
+        let c = f.contacts[k];
+        let mut j = None;
+        if let Some(b) = c.body {
+            let rows = &mut cs.jv[*vr * nv..(*vr + 3) * nv];
+            rows.fill(0.0);
+            for r in 0..3 {
+                let dir = c.frame.row(r).transpose();
+                add_point_jacobian_row(model, dof_axis, b, &c.position, &dir, 1.0, &mut rows[r * nv..(r + 1) * nv]);
+            }
+            if rows.iter().any(|x| *x != 0.0) {
+                j = Some(base + *vr);
+                *vr += 3;
+            }
+        }
+        let friction_of = |g: usize| model.deformables.iter().find(|d| g >= d.node_start && g < d.node_start + d.num_nodes()).map(|d| d.friction).unwrap_or(0.5);
+        let mut mu = friction_of(c.node);
+        let mut j_is_fem = false;
+        if let Some(o) = c.other_node {
+            // node–node D-contact (crate::fem::selfcontact): j is the other FEM node, world axes
+            mu = mu.min(friction_of(o));
+            j = Some(3 * o);
+            j_is_fem = true;
+        }
+        // Normal offset φ (m/s) on the end-of-step relative normal velocity: the gap /
+        // Baumgarte term for both integrators. (With the midpoint integrator the gap closes at
+        // the mean of the start and end velocities; the exact position-level offset
+        // 2 d/h + v_n(start) made v⁺ mirror v at resting contacts, the period-2 chatter of
+        // digest §8.3, and doubled the iterations; the velocity-level term lets a node that
+        // arrives fast penetrate by at most h |v_n| / 2 in its impact step, removed by the
+        // Baumgarte term afterwards.)
+        let normal_offset = bias_of(c.distance);
+        cs.constraints.push(NodalConstraint { i: 3 * c.node, i_is_fem: true, j, j_is_fem, dim: 3, frame: c.frame, bias: [normal_offset, 0.0, 0.0], mu, lo: 0.0, hi: 0.0, bilateral: false });
+    }
+}
+
+/// Two-way welds ([`crate::fem`], "Welds"): a bilateral 3-D constraint, world axes, between the
+/// node and a virtual node on the link point (3 `jv` rows along x, y, z at row `*vr`).
+#[allow(clippy::too_many_arguments)]
+fn push_welds(model: &Model, state: &State, body_pose: &[Pose], dof_axis: &[crate::math::Vec6], f: &mut FemWorkspace, cs: &mut CoupledScratch, base: usize, kt: f64, vr: &mut usize) {
+    let dt = model.timestep_s;
+    let nv = model.nv;
+    let erp = model.contact.erp;
+    f.welds.clear();
+    for d in &model.deformables {
+        for (ln, at) in d.attachment.iter().enumerate() {
+            let NodeAttachment::Body(b, off) = *at else { continue };
+            if f.welds.len() == f.welds.capacity() {
+                break;
+            }
+            let g = d.node_start + ln;
+            let p_link = (body_pose[b] * nalgebra::Point3::from(off)).coords;
+            let p_node = Vec3::new(state.fem_x[3 * g], state.fem_x[3 * g + 1], state.fem_x[3 * g + 2]);
+            let err = p_node - p_link;
+            let rows = &mut cs.jv[*vr * nv..(*vr + 3) * nv];
+            rows.fill(0.0);
+            for r in 0..3 {
+                add_point_jacobian_row(model, dof_axis, b, &p_link, &Vec3::ith(r, 1.0), 1.0, &mut rows[r * nv..(r + 1) * nv]);
+            }
+            let mut bias = [erp * err.x / dt, erp * err.y / dt, erp * err.z / dt];
+            let (mut j, mut jv_row) = (None, None);
+            if rows.iter().any(|x| *x != 0.0) {
+                // virtual-node creep compensation with the previous step's λ (steady state: 0)
+                for r in 0..3 {
+                    bias[r] -= state.fem_weld_impulse[3 * g + r] / kt;
+                }
+                j = Some(base + *vr);
+                jv_row = Some(*vr);
+                *vr += 3;
+            }
+            f.welds.push(crate::fem::FemWeld { node: g, body: b, position: p_link, error: err, impulse: [0.0; 3], jv_row });
+            cs.constraints.push(NodalConstraint { i: 3 * g, i_is_fem: true, j, j_is_fem: false, dim: 3, frame: crate::math::Mat3::identity(), bias, mu: 0.0, lo: 0.0, hi: 0.0, bilateral: true });
+        }
+    }
+}
+
+/// The solution's impulses `lam` (constraint order: rigid rows, deformable contacts, welds) into
+/// the rigid rows' `impulse`, each deformable contact and weld, the welds' warm start in `state`,
+/// and their generalized impulse on the rigid trees (`cs.rigid_impulse`: the link receives
+/// `−J_vᵀ λ`).
+#[allow(clippy::too_many_arguments)]
+fn scatter_impulses(lam: &[f64], m: usize, base: usize, first_weld: usize, nv: usize, f: &mut FemWorkspace, cs: &mut CoupledScratch, state: &mut State, impulse: &mut [f64]) {
     impulse[..m].copy_from_slice(&lam[..m]);
     cs.rigid_impulse.fill(0.0);
     let mut o = m;
@@ -280,9 +320,6 @@ pub fn solve(model: &Model, state: &mut State, ws: &mut Workspace, m: usize) -> 
         }
         o += 3;
     }
-    state.fem_v.copy_from_slice(&vs.solution()[..nf]);
-    cs.last_solve = stats;
-    stats
 }
 
 /// Deformable contact forces on rigid bodies (added to [`Workspace::body_contact_force`]).

@@ -156,14 +156,8 @@ impl Simulation {
     /// Back to the initial positions, velocities and commands, with no warm start, keeping the
     /// time and step count (so the script goes on). Allocates nothing.
     pub fn restart_episode(&mut self) {
-        let s = &mut self.state;
-        s.q.copy_from_slice(&self.initial_state.q);
-        s.v.copy_from_slice(&self.initial_state.v);
-        s.warm_contacts.clear();
-        s.warm_joint_rows.fill(0.0);
-        s.fem_x.copy_from_slice(&self.initial_state.fem_x);
-        s.fem_v.copy_from_slice(&self.initial_state.fem_v);
-        s.fem_weld_impulse.fill(0.0);
+        // the initial state has no warm start and no weld impulses
+        self.state.copy_motion_from(&self.initial_state);
         self.commands.copy_from(&self.initial_commands);
     }
 

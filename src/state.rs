@@ -85,24 +85,31 @@ impl State {
 
     /// Overwrites `self` with `other` (a state of the same model) without allocating: the
     /// real-time reset path. (The derived `clone_from` reallocates the vectors.) Warm contacts
-    /// beyond `self`'s capacity are dropped. The exhaustive destructuring makes a new field a
-    /// compile error here rather than a silently stale reset.
+    /// beyond `self`'s capacity are dropped.
     pub fn copy_from(&mut self, other: &State) {
-        let State { time_s, step_count, q, v, warm_contacts, warm_joint_rows, sensors, fem_x, fem_v, fem_weld_impulse } = other;
+        self.copy_motion_from(other);
+        self.time_s = other.time_s;
+        self.step_count = other.step_count;
+        for (d, s) in self.sensors.iter_mut().zip(&other.sensors) {
+            d.copy_from(s);
+        }
+    }
+
+    /// Overwrites the motion of `self` with `other`'s without allocating: positions,
+    /// velocities, deformable nodes, weld impulses and warm starts; keeps the time, the step
+    /// count and the sensors' state (an episode restart). The exhaustive destructuring makes a
+    /// new field a compile error here rather than a silently stale reset.
+    pub fn copy_motion_from(&mut self, other: &State) {
+        let State { time_s: _, step_count: _, q, v, warm_contacts, warm_joint_rows, sensors: _, fem_x, fem_v, fem_weld_impulse } = other;
         self.fem_x.copy_from_slice(fem_x);
         self.fem_v.copy_from_slice(fem_v);
         self.fem_weld_impulse.copy_from_slice(fem_weld_impulse);
-        self.time_s = *time_s;
-        self.step_count = *step_count;
         self.q.copy_from_slice(q);
         self.v.copy_from_slice(v);
         self.warm_contacts.clear();
         let room = warm_contacts.len().min(self.warm_contacts.capacity());
         self.warm_contacts.extend_from_slice(&warm_contacts[..room]);
         self.warm_joint_rows.copy_from_slice(warm_joint_rows);
-        for (d, s) in self.sensors.iter_mut().zip(sensors) {
-            d.copy_from(s);
-        }
     }
 
     /// `true` when every coordinate is finite.

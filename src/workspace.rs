@@ -9,7 +9,7 @@ use crate::contact::{Contact, ContactProblem, ContactRows, Solver, SolverConfig}
 use crate::math::{Pose, SpatialInertia, Vec6};
 use crate::model::Model;
 use nalgebra::{DMatrix, DVector};
-use crate::dynamics::BranchMatrix;
+use crate::math::BranchMatrix;
 
 /// What a one-dimensional joint row constrains.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -120,14 +120,45 @@ pub struct Workspace {
     /// Deformable-body scratch (`None` without deformables).
     pub fem: Option<crate::fem::FemWorkspace>,
     /// Scratch of the coupled rigid–FEM solve (`None` without deformables).
-    pub coupled: Option<crate::coupled::CoupledScratch>,
+    pub coupled: Option<CoupledScratch>,
     /// The rows of each contact in [`Workspace::impulse`], [`Workspace::jacobian`] and the
     /// Delassus matrix: the configured method's layout.
     pub contact_rows: ContactRows,
 }
 
+/// Scratch of the coupled rigid–FEM solve ([`crate::coupled`]), sized once from the model.
+pub struct CoupledScratch {
+    /// Jacobian rows of the virtual nodes (rigid rows, rigid sides of deformable contacts,
+    /// welds), row-major `rows × nv`.
+    pub jv: Vec<f64>,
+    /// Constraints of the coupled solve.
+    pub constraints: Vec<crate::contact::NodalConstraint>,
+    /// `M̃ v*` of the rigid part (N·s).
+    pub rigid_b: Vec<f64>,
+    /// Generalized impulse of the deformable contacts and welds on the rigid trees (N·s).
+    pub rigid_impulse: Vec<f64>,
+    /// Solve statistics of the last step.
+    pub last_solve: crate::contact::SolveStats,
+}
+
+impl CoupledScratch {
+    /// Allocates everything for `model` (which has deformable bodies).
+    pub fn new(model: &Model) -> Self {
+        let surface: usize = model.deformables.iter().map(|d| d.surface_nodes.len()).sum();
+        let welded = crate::fem::welded_node_count(&model.deformables);
+        let rows = model.max_constraint_rows(crate::contact::ContactRows::POINT.len()) + 3 * surface + 3 * welded;
+        CoupledScratch {
+            jv: vec![0.0; rows * model.nv],
+            constraints: Vec::with_capacity(model.contact.max_contacts + model.max_joint_rows() + surface + welded),
+            rigid_b: vec![0.0; model.nv],
+            rigid_impulse: vec![0.0; model.nv],
+            last_solve: crate::contact::SolveStats::default(),
+        }
+    }
+}
+
 /// [`Workspace::dof_parent`] of a root coordinate.
-pub const NO_DOF: usize = crate::dynamics::branch_matrix::NO_PARENT;
+pub const NO_DOF: usize = crate::math::branch_matrix::NO_PARENT;
 
 impl Workspace {
     /// Allocates every buffer the step will use.
@@ -198,8 +229,8 @@ impl Workspace {
             collision: CollisionScratch::new(model),
             solver: Solver::new(solver, model),
             timestep_s: model.timestep_s,
-            fem: if model.deformables.is_empty() { None } else { Some(crate::fem::FemWorkspace::new(model)) },
-            coupled: if model.deformables.is_empty() { None } else { Some(crate::coupled::CoupledScratch::new(model)) },
+            fem: if model.deformables.is_empty() { None } else { Some(crate::fem::FemWorkspace::new(&model.deformables, model.fem_integrator, &model.contact.deformable_contact)) },
+            coupled: if model.deformables.is_empty() { None } else { Some(CoupledScratch::new(model)) },
             contact_rows,
         }
     }

@@ -192,12 +192,6 @@ fn fraction_below(x: &[f64], bar: f64) -> f64 {
     x.iter().filter(|&&v| v < bar).count() as f64 / x.len().max(1) as f64
 }
 
-fn quantile(x: &[f64], q: f64) -> f64 {
-    let mut v = x.to_vec();
-    v.sort_by(f64::total_cmp);
-    v.get(((q * (v.len().max(1) - 1) as f64).round() as usize).min(v.len().saturating_sub(1))).copied().unwrap_or(0.0)
-}
-
 /// The values of `x` at steps whose reference converged and whose sliding flag is in `sliding`.
 fn select(m: &Measured, x: &[f64], sliding: &[bool]) -> Vec<f64> {
     x.iter().zip(&m.sliding).zip(&m.reference_converged).filter(|((_, s), &rc)| rc && sliding.contains(s)).map(|((v, _), _)| *v).collect()
@@ -209,10 +203,10 @@ fn describe(what: &str, x: &[f64]) {
         x.len(),
         100.0 * fraction_below(x, 1e-3),
         100.0 * fraction_below(x, 1e-2),
-        quantile(x, 0.5),
-        quantile(x, 0.95),
-        quantile(x, 0.99),
-        quantile(x, 1.0)
+        contact_sim::report::quantile(x, 0.5),
+        contact_sim::report::quantile(x, 0.95),
+        contact_sim::report::quantile(x, 0.99),
+        contact_sim::report::quantile(x, 1.0)
     );
 }
 
@@ -222,9 +216,9 @@ fn sweeps(what: &str, x: &[u32]) -> u64 {
     eprintln!(
         "   sweeps {what:<22} mean {:7.1}  p50 {:5}  p99 {:6}  max {:6}  total {total}",
         total as f64 / x.len().max(1) as f64,
-        quantile(&f, 0.5),
-        quantile(&f, 0.99),
-        quantile(&f, 1.0)
+        contact_sim::report::quantile(&f, 0.5),
+        contact_sim::report::quantile(&f, 0.99),
+        contact_sim::report::quantile(&f, 1.0)
     );
     total
 }

@@ -413,7 +413,7 @@ fn soft_block_rests_on_a_soft_block() {
 fn soft_blocks_colliding_without_gravity_conserve_momentum() {
     let s = scene(&block_stack_scene(0.004, false, 1, 1e-11));
     let mut sim = Simulation::from_scene(&s, None);
-    let p0 = contact_sim::fem::fem_momentum(&sim.model, &sim.state.fem_v);
+    let p0 = contact_sim::fem::fem_momentum(&sim.model.deformables, &sim.state.fem_v);
     let m2 = sim.model.deformables[1].total_mass();
     let mut hits = 0;
     let mut impulse = Vec3::zeros();
@@ -425,7 +425,7 @@ fn soft_blocks_colliding_without_gravity_conserve_momentum() {
         assert!(f.contacts.iter().all(|c| c.other_node.is_some()), "no ground contact expected");
         impulse += node_contact_force_on(&sim, 1) * sim.model.timestep_s;
     }
-    let p1 = contact_sim::fem::fem_momentum(&sim.model, &sim.state.fem_v);
+    let p1 = contact_sim::fem::fem_momentum(&sim.model.deformables, &sim.state.fem_v);
     let scale = m2 * 0.3;
     println!("momentum {p0:?} -> {p1:?} kg·m/s; impulse on the upper block {impulse:?} N·s; {hits} steps with contact");
     assert!(hits > 0, "the blocks never touched");

@@ -4,24 +4,11 @@
 use super::*;
 use crate::contact::{ImpulseSolver, PgsParams, PgsSolver};
 use nalgebra::{DMatrix, Matrix3, SymmetricEigen};
+use rand::{Rng as _, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 
 // ---------- helpers ----------
 
-/// Deterministic generator (SplitMix64).
-struct Rng(u64);
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in [lo, hi).
-    fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * ((self.next_u64() >> 11) as f64 / (1u64 << 53) as f64)
-    }
-}
 
 /// An owned problem with a `view()`.
 struct Owned {
@@ -91,10 +78,10 @@ fn run_pgs(o: &Owned) -> (Vec<f64>, SolveStats) {
 }
 
 /// Random SPD 3×3 block G = R diag(σ) Rᵀ with eigenvalues in [σ_lo, σ_hi] (paper order).
-fn random_spd3(rng: &mut Rng, s_lo: f64, s_hi: f64) -> [[f64; 3]; 3] {
-    let a = Matrix3::from_fn(|_, _| rng.uniform(-1.0, 1.0));
+fn random_spd3(rng: &mut ChaCha8Rng, s_lo: f64, s_hi: f64) -> [[f64; 3]; 3] {
+    let a = Matrix3::from_fn(|_, _| rng.random_range::<f64, _>(-1.0..=1.0));
     let q = a.qr().q();
-    let d = Matrix3::from_diagonal(&nalgebra::Vector3::new(rng.uniform(s_lo, s_hi), rng.uniform(s_lo, s_hi), rng.uniform(s_lo, s_hi)));
+    let d = Matrix3::from_diagonal(&nalgebra::Vector3::new(rng.random_range::<f64, _>(s_lo..=s_hi), rng.random_range::<f64, _>(s_lo..=s_hi), rng.random_range::<f64, _>(s_lo..=s_hi)));
     let g = q * d * q.transpose();
     let mut out = [[0.0; 3]; 3];
     for i in 0..3 {
@@ -162,13 +149,13 @@ fn brute_force_slip(gx: &[[f64; 3]; 3], c: [f64; 3], mu: f64, lv0: [f64; 3]) -> 
 
 /// G = J M⁻¹ Jᵀ for a random J (m × n) and SPD M; `iso[c]` makes contact c's 3×3 diagonal
 /// block g_c I (rows of J whitened), for comparisons with the Coulomb PGS.
-fn random_delassus(rng: &mut Rng, nc: usize, nj: usize, extra_dof: usize, iso: bool) -> DMatrix<f64> {
+fn random_delassus(rng: &mut ChaCha8Rng, nc: usize, nj: usize, extra_dof: usize, iso: bool) -> DMatrix<f64> {
     let m = 3 * nc + nj;
     let n = m + extra_dof;
-    let a = DMatrix::from_fn(n, n, |_, _| rng.uniform(-1.0, 1.0));
+    let a = DMatrix::from_fn(n, n, |_, _| rng.random_range::<f64, _>(-1.0..=1.0));
     let mass = &a * a.transpose() + DMatrix::identity(n, n) * (0.5 * n as f64);
     let minv = mass.clone().cholesky().unwrap().inverse();
-    let mut j = DMatrix::from_fn(m, n, |_, _| rng.uniform(-1.0, 1.0));
+    let mut j = DMatrix::from_fn(m, n, |_, _| rng.random_range::<f64, _>(-1.0..=1.0));
     if iso {
         for c in 0..nc {
             let ji = j.rows(3 * c, 3).into_owned();
@@ -177,7 +164,7 @@ fn random_delassus(rng: &mut Rng, nc: usize, nj: usize, extra_dof: usize, iso: b
             let inv_sqrt = &eig.eigenvectors
                 * DMatrix::from_diagonal(&eig.eigenvalues.map(|x| 1.0 / x.sqrt()))
                 * eig.eigenvectors.transpose();
-            let gc = rng.uniform(0.5, 2.0);
+            let gc = rng.random_range::<f64, _>(0.5..=2.0);
             let w = inv_sqrt * ji * gc.sqrt();
             j.rows_mut(3 * c, 3).copy_from(&w);
         }
@@ -207,13 +194,13 @@ fn rel_diff(a: &[f64], b: &[f64]) -> f64 {
 
 #[test]
 fn open_contact_gives_zero_impulse() {
-    let mut rng = Rng(1);
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
     for k in 0..50 {
         let gx = random_spd3(&mut rng, 0.1, 3.0);
         let g = to_problem_order(gx);
-        let un = if k == 0 { 0.0 } else { rng.uniform(1e-6, 2.0) };
-        let u = [un, rng.uniform(-2.0, 2.0), rng.uniform(-2.0, 2.0)];
-        let o = single(g, u, rng.uniform(0.1, 2.0));
+        let un = if k == 0 { 0.0 } else { rng.random_range::<f64, _>(1e-6..=2.0) };
+        let u = [un, rng.random_range::<f64, _>(-2.0..=2.0), rng.random_range::<f64, _>(-2.0..=2.0)];
+        let o = single(g, u, rng.random_range::<f64, _>(0.1..=2.0));
         // a non-zero warm start must be removed
         let (l, st) = run(&o, BisectionParams::default(), &[0.3, 0.1, -0.1]);
         assert_eq!(l, vec![0.0; 3], "case {k}");
@@ -223,14 +210,14 @@ fn open_contact_gives_zero_impulse() {
 
 #[test]
 fn sticking_contact_is_minus_g_inverse_u_free() {
-    let mut rng = Rng(2);
+    let mut rng = ChaCha8Rng::seed_from_u64(2);
     for k in 0..100 {
         let gx = random_spd3(&mut rng, 0.1, 3.0);
-        let mu = rng.uniform(0.2, 1.5);
+        let mu = rng.random_range::<f64, _>(0.2..=1.5);
         // λ_true strictly inside the cone, u_free = −G λ_true
-        let ln = rng.uniform(0.1, 2.0);
-        let rt = rng.uniform(0.0, 0.95) * mu * ln;
-        let th = rng.uniform(0.0, std::f64::consts::TAU);
+        let ln = rng.random_range::<f64, _>(0.1..=2.0);
+        let rt = rng.random_range::<f64, _>(0.0..=0.95) * mu * ln;
+        let th = rng.random_range::<f64, _>(0.0..=std::f64::consts::TAU);
         let lt = [ln, rt * th.cos(), rt * th.sin()];
         let g = to_problem_order(gx);
         let u: Vec<f64> = (0..3).map(|i| -(0..3).map(|j| g[i][j] * lt[j]).sum::<f64>()).collect();
@@ -257,12 +244,12 @@ fn sliding_isotropic_closed_form() {
 
     // random isotropic G = g I: λ_n = −u_n/g, λ_t = −μ λ_n u_t,free/‖u_t,free‖ when
     // ‖u_t,free‖/g > μ λ_n; friction opposes the resulting slip (Coulomb = MDP here)
-    let mut rng = Rng(3);
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
     let mut n = 0;
     while n < 200 {
-        let gs = rng.uniform(0.1, 5.0);
-        let mu = rng.uniform(0.05, 2.0);
-        let u = [rng.uniform(-2.0, -0.01), rng.uniform(-3.0, 3.0), rng.uniform(-3.0, 3.0)];
+        let gs = rng.random_range::<f64, _>(0.1..=5.0);
+        let mu = rng.random_range::<f64, _>(0.05..=2.0);
+        let u = [rng.random_range::<f64, _>(-2.0..=-0.01), rng.random_range::<f64, _>(-3.0..=3.0), rng.random_range::<f64, _>(-3.0..=3.0)];
         let ln = -u[0] / gs;
         let ut = norm2(u[1], u[2]);
         if ut / gs <= mu * ln * 1.001 {
@@ -327,12 +314,12 @@ fn sliding_anisotropic_matches_digest_regression_values() {
 
 /// Random sliding problems (ellipses, parabolas, hyperbolas) against brute force.
 fn slip_cases(seed: u64, count: usize, mut f: impl FnMut([[f64; 3]; 3], [f64; 3], f64)) {
-    let mut rng = Rng(seed);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut n = 0;
     while n < count {
         let gx = random_spd3(&mut rng, 0.05, 3.0);
-        let mu = rng.uniform(0.2, 3.0);
-        let c = [rng.uniform(-2.0, 2.0), rng.uniform(-2.0, 2.0), rng.uniform(-2.0, -0.01)];
+        let mu = rng.random_range::<f64, _>(0.2..=3.0);
+        let c = [rng.random_range::<f64, _>(-2.0..=2.0), rng.random_range::<f64, _>(-2.0..=2.0), rng.random_range::<f64, _>(-2.0..=-0.01)];
         let blk = block_from(gx);
         let s = blk.solve(c);
         if mu * -s[2] >= norm2(s[0], s[1]) {
@@ -400,8 +387,8 @@ fn frictionless_contact() {
 // ---------- ill-conditioned and singular blocks ----------
 
 /// G = Q diag(1, 1e-4, 1e-8) Qᵀ (condition number 1e8), paper order.
-fn ill_conditioned(rng: &mut Rng) -> [[f64; 3]; 3] {
-    let a = Matrix3::from_fn(|_, _| rng.uniform(-1.0, 1.0));
+fn ill_conditioned(rng: &mut ChaCha8Rng) -> [[f64; 3]; 3] {
+    let a = Matrix3::from_fn(|_, _| rng.random_range::<f64, _>(-1.0..=1.0));
     let q = a.qr().q();
     let g = q * Matrix3::from_diagonal(&nalgebra::Vector3::new(1.0, 1e-4, 1e-8)) * q.transpose();
     let mut out = [[0.0; 3]; 3];
@@ -415,7 +402,7 @@ fn ill_conditioned(rng: &mut Rng) -> [[f64; 3]; 3] {
 
 #[test]
 fn ill_conditioned_block_cond_1e8() {
-    let mut rng = Rng(6);
+    let mut rng = ChaCha8Rng::seed_from_u64(6);
     let prm = BisectionParams::default();
     let (mut sticks, mut slips) = (0, 0);
     for _ in 0..300 {
@@ -423,8 +410,8 @@ fn ill_conditioned_block_cond_1e8() {
         let blk = block_from(gx);
         assert_eq!(blk.shift, 0.0, "cond 1e8 must be solved exactly");
         // choose λ^{v=0} and set c = −G λ^{v=0}: E is then evaluated without G⁻¹
-        let mu = rng.uniform(0.2, 1.5);
-        let lv0 = [rng.uniform(-1.0, 1.0), rng.uniform(-1.0, 1.0), rng.uniform(0.05, 1.0)];
+        let mu = rng.random_range::<f64, _>(0.2..=1.5);
+        let lv0 = [rng.random_range::<f64, _>(-1.0..=1.0), rng.random_range::<f64, _>(-1.0..=1.0), rng.random_range::<f64, _>(0.05..=1.0)];
         let c: [f64; 3] = std::array::from_fn(|a| -(0..3).map(|b| gx[a][b] * lv0[b]).sum::<f64>());
         if !(c[2] < 0.0) {
             continue;
@@ -455,7 +442,7 @@ fn ill_conditioned_block_cond_1e8() {
 /// eigenvalue spreads), `c = −G λ^{v=0}` with `λ^{v=0}` outside the cone, at impulse scale
 /// `scale`. Calls `f(block, c, μ, λ^{v=0})` with `λ^{v=0} = −G⁻¹ c` as the solver computes it.
 fn ill_conditioned_slip_cases(seed: u64, count: usize, scale: (f64, f64), mut f: impl FnMut(&Block, [f64; 3], f64, [f64; 3])) {
-    let mut rng = Rng(seed);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut n = 0;
     while n < count {
         let gx = match n % 3 {
@@ -463,9 +450,9 @@ fn ill_conditioned_slip_cases(seed: u64, count: usize, scale: (f64, f64), mut f:
             1 => random_spd3(&mut rng, 1e-5, 3.0),
             _ => random_spd3(&mut rng, 0.05, 3.0),
         };
-        let mu = rng.uniform(0.1, 2.0);
-        let sc = 10f64.powf(rng.uniform(scale.0.log10(), scale.1.log10()));
-        let lv = [rng.uniform(-1.0, 1.0) * sc, rng.uniform(-1.0, 1.0) * sc, rng.uniform(0.0, 1.0) * sc];
+        let mu = rng.random_range::<f64, _>(0.1..=2.0);
+        let sc = 10f64.powf(rng.random_range::<f64, _>(scale.0.log10()..=scale.1.log10()));
+        let lv = [rng.random_range::<f64, _>(-1.0..=1.0) * sc, rng.random_range::<f64, _>(-1.0..=1.0) * sc, rng.random_range::<f64, _>(0.0..=1.0) * sc];
         let c: [f64; 3] = std::array::from_fn(|a| -(0..3).map(|b| gx[a][b] * lv[b]).sum::<f64>());
         let blk = block_from(gx);
         if !(c[2] < 0.0) || blk.inactive {
@@ -519,15 +506,15 @@ fn illinois_root_finder_matches_plain_halving_with_fewer_evaluations() {
 #[test]
 fn singular_blocks_stay_finite() {
     // rank 1: one DOF (a pinned link), J = aᵀ, G = a aᵀ / m; rank 2: two DOFs
-    let mut rng = Rng(7);
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
     for rank in [1usize, 2] {
         for _ in 0..50 {
-            let j = DMatrix::from_fn(3, rank, |_, _| rng.uniform(-1.0, 1.0));
-            let minv = DMatrix::from_diagonal(&nalgebra::DVector::from_fn(rank, |_, _| rng.uniform(0.5, 2.0)));
-            let vstar = nalgebra::DVector::from_fn(rank, |_, _| rng.uniform(-1.0, 1.0));
+            let j = DMatrix::from_fn(3, rank, |_, _| rng.random_range::<f64, _>(-1.0..=1.0));
+            let minv = DMatrix::from_diagonal(&nalgebra::DVector::from_fn(rank, |_, _| rng.random_range::<f64, _>(0.5..=2.0)));
+            let vstar = nalgebra::DVector::from_fn(rank, |_, _| rng.random_range::<f64, _>(-1.0..=1.0));
             let g = &j * &minv * j.transpose();
             let u = &j * &vstar; // consistent: u_free ∈ range(J)
-            let o = owned_from(&g, 1, 0, u.iter().copied().collect(), vec![rng.uniform(0.3, 1.5)], vec![], vec![]);
+            let o = owned_from(&g, 1, 0, u.iter().copied().collect(), vec![rng.random_range::<f64, _>(0.3..=1.5)], vec![], vec![]);
             let (l, st) = run(&o, BisectionParams::default(), &[0.0; 3]);
             assert!(l.iter().all(|x| x.is_finite() && x.abs() < 1e3), "{l:?}");
             assert!(st.converged, "{st:?}");
@@ -551,15 +538,15 @@ fn singular_blocks_stay_finite() {
 
 // ---------- multi-contact ----------
 
-fn random_u(rng: &mut Rng, nc: usize, nj: usize) -> Vec<f64> {
+fn random_u(rng: &mut ChaCha8Rng, nc: usize, nj: usize) -> Vec<f64> {
     let mut u = Vec::new();
     for _ in 0..nc {
-        u.push(rng.uniform(-1.0, 0.3));
-        u.push(rng.uniform(-1.0, 1.0));
-        u.push(rng.uniform(-1.0, 1.0));
+        u.push(rng.random_range::<f64, _>(-1.0..=0.3));
+        u.push(rng.random_range::<f64, _>(-1.0..=1.0));
+        u.push(rng.random_range::<f64, _>(-1.0..=1.0));
     }
     for _ in 0..nj {
-        u.push(rng.uniform(-1.0, 1.0));
+        u.push(rng.random_range::<f64, _>(-1.0..=1.0));
     }
     u
 }
@@ -568,12 +555,12 @@ fn random_u(rng: &mut Rng, nc: usize, nj: usize) -> Vec<f64> {
 fn multi_contact_agrees_with_pgs() {
     // isotropic diagonal blocks: the per-contact MDP solution is Coulomb's, so both solvers
     // have the same fixed points
-    let mut rng = Rng(8);
+    let mut rng = ChaCha8Rng::seed_from_u64(8);
     for case in 0..30 {
         let nc = 2 + case % 5;
         let g = random_delassus(&mut rng, nc, 0, 3, true);
         let u = random_u(&mut rng, nc, 0);
-        let mu: Vec<f64> = (0..nc).map(|_| rng.uniform(0.1, 0.8)).collect();
+        let mu: Vec<f64> = (0..nc).map(|_| rng.random_range::<f64, _>(0.1..=0.8)).collect();
         let o = owned_from(&g, nc, 0, u, mu, vec![], vec![]);
         let (lp, sp) = run_pgs(&o);
         assert!(sp.converged, "PGS did not converge: {sp:?}");
@@ -590,12 +577,12 @@ fn multi_contact_agrees_with_pgs() {
 fn multi_contact_anisotropic_is_a_per_contact_fixed_point() {
     // general blocks (MDP ≠ Coulomb): every contact's impulse must be the exact local MDP
     // solution given the others, checked against brute force
-    let mut rng = Rng(9);
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
     for case in 0..20 {
         let nc = 2 + case % 4;
         let g = random_delassus(&mut rng, nc, 0, 3, false);
         let u = random_u(&mut rng, nc, 0);
-        let mu: Vec<f64> = (0..nc).map(|_| rng.uniform(0.2, 1.0)).collect();
+        let mu: Vec<f64> = (0..nc).map(|_| rng.random_range::<f64, _>(0.2..=1.0)).collect();
         let o = owned_from(&g, nc, 0, u, mu.clone(), vec![], vec![]);
         let (l, st) = run(&o, BisectionParams { tolerance_impulse: 1e-11, tolerance_velocity: 1e-11, max_iterations: 5000, ..Default::default() }, &vec![0.0; o.dim()]);
         assert!(st.converged, "case {case}: {st:?}");
@@ -628,18 +615,18 @@ fn multi_contact_anisotropic_is_a_per_contact_fixed_point() {
 
 #[test]
 fn multi_contact_with_an_ill_conditioned_block() {
-    let mut rng = Rng(10);
+    let mut rng = ChaCha8Rng::seed_from_u64(10);
     for case in 0..10 {
         // contact 0's Jacobian rows nearly dependent → its block has condition ~1e8
         let nc = 3;
         let n = 3 * nc + 3;
-        let a = DMatrix::from_fn(n, n, |_, _| rng.uniform(-1.0, 1.0));
+        let a = DMatrix::from_fn(n, n, |_, _| rng.random_range::<f64, _>(-1.0..=1.0));
         let mass = &a * a.transpose() + DMatrix::identity(n, n) * (0.5 * n as f64);
         let minv = mass.cholesky().unwrap().inverse();
-        let mut j = DMatrix::from_fn(3 * nc, n, |_, _| rng.uniform(-1.0, 1.0));
+        let mut j = DMatrix::from_fn(3 * nc, n, |_, _| rng.random_range::<f64, _>(-1.0..=1.0));
         let r0 = j.row(0).into_owned();
         let r1 = j.row(1).into_owned();
-        let noise = DMatrix::from_fn(1, n, |_, _| rng.uniform(-1.0, 1.0));
+        let noise = DMatrix::from_fn(1, n, |_, _| rng.random_range::<f64, _>(-1.0..=1.0));
         j.row_mut(2).copy_from(&(r0 * 0.7 - r1 * 0.4 + noise * 1e-4));
         let g = &j * &minv * j.transpose();
         let g = (&g + g.transpose()) * 0.5;
@@ -648,7 +635,7 @@ fn multi_contact_with_an_ill_conditioned_block() {
         let cond = ev.max() / ev.min();
         assert!(cond > 1e7 && cond < 1e10, "cond {cond}");
         let u = random_u(&mut rng, nc, 0);
-        let mu: Vec<f64> = (0..nc).map(|_| rng.uniform(0.3, 1.0)).collect();
+        let mu: Vec<f64> = (0..nc).map(|_| rng.random_range::<f64, _>(0.3..=1.0)).collect();
         let o = owned_from(&g, nc, 0, u, mu, vec![], vec![]);
         let (l, st) = run(&o, BisectionParams { max_iterations: 2000, ..Default::default() }, &vec![0.0; o.dim()]);
         assert!(l.iter().all(|x| x.is_finite() && x.abs() < 1e3), "case {case}: {l:?}");
@@ -685,13 +672,13 @@ fn joint_rows_closed_form() {
 
 #[test]
 fn contacts_and_joint_rows_agree_with_pgs() {
-    let mut rng = Rng(11);
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
     for case in 0..20 {
         let nc = 1 + case % 4;
         let nj = 4;
         let g = random_delassus(&mut rng, nc, nj, 3, true);
         let u = random_u(&mut rng, nc, nj);
-        let mu: Vec<f64> = (0..nc).map(|_| rng.uniform(0.1, 0.8)).collect();
+        let mu: Vec<f64> = (0..nc).map(|_| rng.random_range::<f64, _>(0.1..=0.8)).collect();
         // bilateral (mimic), lower limit, upper limit, joint friction
         let lo = vec![f64::NEG_INFINITY, 0.0, f64::NEG_INFINITY, -0.1];
         let hi = vec![f64::INFINITY, f64::INFINITY, 0.0, 0.1];
@@ -711,7 +698,7 @@ fn contacts_and_joint_rows_agree_with_pgs() {
 
 #[test]
 fn converges_with_small_residual_and_warm_start_helps() {
-    let mut rng = Rng(12);
+    let mut rng = ChaCha8Rng::seed_from_u64(12);
     let nc = 4;
     let g = random_delassus(&mut rng, nc, 2, 4, false);
     let u = random_u(&mut rng, nc, 2);
@@ -761,7 +748,7 @@ fn relaxation_schedule() {
 
 #[test]
 fn reports_unconverged_at_the_iteration_limit() {
-    let mut rng = Rng(13);
+    let mut rng = ChaCha8Rng::seed_from_u64(13);
     let nc = 5;
     let g = random_delassus(&mut rng, nc, 0, 1, false);
     let u = random_u(&mut rng, nc, 0);

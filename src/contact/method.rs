@@ -34,7 +34,7 @@
 
 use super::{ContactProblem, FrictionModel, NodalSystem, SolveStats};
 use crate::collision::Contact;
-use crate::dynamics::BranchMatrix;
+use crate::math::BranchMatrix;
 use crate::model::Model;
 use crate::state::{Commands, State};
 use crate::math::{Pose, Vec6};

@@ -62,24 +62,6 @@ use std::time::{Duration, Instant};
 /// The node name.
 pub const NODE_NAME: &str = "contact_sim_node";
 
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_sig: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
-}
-
-fn install_signal_handlers() {
-    // SAFETY: installs an async-signal-safe handler (one atomic store) for SIGINT and SIGTERM.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
-        sa.sa_flags = libc::SA_RESTART;
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
-        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
-    }
-}
-
 /// Command-line options outside `--ros-args`.
 #[derive(Debug, Default, PartialEq)]
 pub struct CliArgs {
@@ -690,7 +672,7 @@ pub fn run() -> i32 {
         println!("{USAGE}");
         return 0;
     }
-    install_signal_handlers();
+    crate::rt::stop_signal::install();
     match run_node(cli) {
         Ok(()) => 0,
         Err(e) => {
@@ -1086,7 +1068,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
 
     // ---- spin ---------------------------------------------------------------------------
     let mut failure = None;
-    while !STOP.load(Ordering::SeqCst) {
+    while !crate::rt::stop_signal::requested() {
         node.spin_once(Duration::from_millis(5));
         pool.run_until_stalled();
         frontend.borrow_mut().poll_pending();

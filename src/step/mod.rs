@@ -33,7 +33,7 @@
 //! Nothing here allocates: every buffer comes from the [`Workspace`].
 
 use crate::collision;
-use crate::contact::{ConstraintStage, MethodKind, SchemeInput, SchemeOutput, SolveStats};
+use crate::contact::{ConstraintStage, MethodKind, SchemeInput, SchemeOutput, SolveStats, WholeStepScheme};
 use crate::dynamics;
 use crate::kinematics;
 use crate::math::{integrate_rotation, Vec3};
@@ -73,8 +73,20 @@ pub struct StepReport {
 /// `row_trees` entry of a row that touches no (second) tree.
 pub(crate) const NO_TREE: usize = usize::MAX;
 
-/// Advances the simulation by one time step.
+/// Advances the simulation by one time step with the configured method.
 pub fn step(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Commands) -> StepReport {
+    run_stages(model, state, ws, cmd, None)
+}
+
+/// Advances one step with `scheme` as the constraint stage instead of the configured method: a
+/// whole-step scheme under development (or in a test) runs inside the real pipeline without a
+/// registry entry.
+pub fn step_with_scheme(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Commands, scheme: &mut dyn WholeStepScheme) -> StepReport {
+    run_stages(model, state, ws, cmd, Some(scheme))
+}
+
+/// The stage list.
+fn run_stages(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Commands, external: Option<&mut dyn WholeStepScheme>) -> StepReport {
     let mut report = StepReport::default();
     forward_positions(model, state, ws);
     collide(model, ws, &mut report);
@@ -84,13 +96,13 @@ pub fn step(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Commands
         report.singular_mass_matrix = true;
         return report;
     }
-    let positions_integrated = match ws.solver.capabilities().kind {
-        MethodKind::Impulse => {
+    let positions_integrated = match (external, ws.solver.capabilities().kind) {
+        (None, MethodKind::Impulse) => {
             impulse_stage(model, state, ws, &mut report);
             velocity_from_impulses(model, ws);
             false
         }
-        MethodKind::WholeStep => whole_step_stage(model, state, ws, cmd, &mut report),
+        (external, _) => whole_step_stage(model, state, ws, cmd, external, &mut report),
     };
     if !commit_velocity(model, state, ws, cmd) {
         report.non_finite_state = true;
@@ -277,15 +289,20 @@ pub fn velocity_from_impulses(model: &Model, ws: &mut Workspace) {
     }
 }
 
-/// Stage 6 for whole-step schemes: the scheme reads what stages 1–5 computed and writes v⁺ into
-/// `ws.scratch_nv` and the contact impulses into `ws.impulse` (the method's row layout). Returns
-/// whether the scheme integrated the positions itself.
-pub fn whole_step_stage(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Commands, report: &mut StepReport) -> bool {
+/// Stage 6 for whole-step schemes: the scheme (`external`, else the configured method's) reads
+/// what stages 1–5 computed and writes v⁺ into `ws.scratch_nv` and the contact impulses into
+/// `ws.impulse` (the method's row layout). Returns whether the scheme integrated the positions
+/// itself.
+pub fn whole_step_stage(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Commands, external: Option<&mut dyn WholeStepScheme>, report: &mut StepReport) -> bool {
     let Workspace {
         solver, body_pose, body_velocity, dof_axis, mass_matrix, mass_tilde, mass_factor, bias, generalized_force, free_velocity, contacts, scratch_nv, impulse, ..
     } = ws;
-    let ConstraintStage::WholeStep(scheme) = solver.stage() else {
-        return false;
+    let scheme: &mut dyn WholeStepScheme = match external {
+        Some(s) => s,
+        None => match solver.stage() {
+            ConstraintStage::WholeStep(s) => s,
+            ConstraintStage::Impulse(_) => return false,
+        },
     };
     let input = SchemeInput {
         model,
@@ -485,6 +502,9 @@ pub fn integrate_positions(model: &Model, state: &mut State, dt: f64) {
 pub fn contact_force_world(_model: &Model, ws: &Workspace, i: usize) -> Vec3 {
     ws.contact_force_world(i)
 }
+
+#[cfg(test)]
+mod scheme_tests;
 
 #[cfg(test)]
 mod time_tests {
