@@ -673,6 +673,7 @@ pub fn run() -> i32 {
         return 0;
     }
     crate::rt::stop_signal::install();
+    crate::rt::stop_signal::stop_with_parent();
     match run_node(cli) {
         Ok(()) => 0,
         Err(e) => {
@@ -1062,6 +1063,10 @@ fn run_node(cli: CliArgs) -> Result<()> {
         if groups.is_empty() { "none".to_string() } else { groups.iter().map(|g| format!("{}/commands", g.name)).collect::<Vec<_>>().join(", ") }
     );
 
+    let use_sim_time = store.lock().map(|s| s.bool("use_sim_time")).unwrap_or(false);
+    if use_sim_time && cfg.rt.time_mode == TimeMode::Realtime {
+        r2r::log_warn!(&logger, "use_sim_time is true but time_mode is realtime: this node publishes no /clock and stamps its messages with the wall clock; use time_mode:=sim_time (or lockstep) for simulated time");
+    }
     if cfg!(debug_assertions) && cfg.rt.time_mode == TimeMode::Realtime {
         r2r::log_warn!(&logger, "this is a debug build: steps are tens of times slower than in release and realtime mode will overrun on larger scenes (cargo build --release --features ros; colcon build --cargo-args --release --features ros)");
     }

@@ -28,3 +28,21 @@ pub fn install() -> &'static AtomicBool {
 pub fn requested() -> bool {
     STOP.load(Ordering::SeqCst)
 }
+
+/// Asks the kernel to send this process SIGTERM when its parent dies (Linux
+/// `PR_SET_PDEATHSIG`), so that a node started by `ros2 launch` stops (and closes its bag) when
+/// launch is killed instead of running on orphaned. If the parent is already gone, stops now.
+/// Call after [`install`].
+pub fn stop_with_parent() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl with PR_SET_PDEATHSIG and a signal number has no memory effects; getppid and
+    // raise are async-signal-safe.
+    unsafe {
+        let parent = libc::getppid();
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
+        // the parent may have died before the prctl: then we were re-parented already
+        if libc::getppid() != parent {
+            libc::raise(libc::SIGTERM);
+        }
+    }
+}
