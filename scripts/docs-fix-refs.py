@@ -141,6 +141,7 @@ RULES = [
     ("replay and sim-to-real comparison (issue 6).", "replay and sim-to-real comparison (docs/bags.md)."),
     ("added for the bisection experiments (issue 4): per-robot", "added for the bisection experiments (docs/bisection.md): per-robot"),
     ("# ROS node test for the force topics (issue 5): our 7-DOF arm", "# ROS node test for the force topics (docs/ft-sensors.md): our 7-DOF arm"),
+    ("outcome of both engines on the same scenes (issue 19).", "outcome of both engines on the same scenes."),
     ("// the issue-4 scenes: periodic script", "// the bisection experiments' scenes: periodic script"),
 ]
 
