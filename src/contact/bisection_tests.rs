@@ -274,7 +274,7 @@ fn sliding_isotropic_closed_form() {
 }
 
 #[test]
-fn sliding_anisotropic_matches_digest_regression_values() {
+fn sliding_anisotropic_matches_prototype_regression_values() {
     let prm = BisectionParams::default();
     // reference values of an independent prototype (paper order x, y, z)
     let gx = [[2.0, 0.3, 0.2], [0.3, 1.5, -0.1], [0.2, -0.1, 1.0]];
@@ -807,7 +807,7 @@ fn sliding_box(prm: BisectionParams) -> (Vec<f64>, [f64; 6], SolveStats) {
 }
 
 #[test]
-fn sliding_box_on_four_corners_matches_digest() {
+fn sliding_box_on_four_corners_matches_prototype() {
     let (l, dv, st) = sliding_box(BisectionParams { tolerance_impulse: 1e-12, tolerance_velocity: 1e-12, max_iterations: 1000, ..Default::default() });
     assert!(st.converged, "{st:?}");
     let sum_n: f64 = (0..4).map(|c| l[3 * c]).sum();
@@ -815,7 +815,7 @@ fn sliding_box_on_four_corners_matches_digest() {
     // MDP friction per corner is not anti-parallel to its slip: |Δv_x| below μ g dt, within 10 %
     let mu_g_dt = 0.8 * 9.81e-3;
     assert!(-dv[0] <= mu_g_dt && -dv[0] > 0.9 * mu_g_dt, "Δv_x = {}", dv[0]);
-    assert!((dv[0] + 7.49e-3).abs() < 1e-5, "Δv_x = {} vs digest −7.49e-3", dv[0]);
+    assert!((dv[0] + 7.49e-3).abs() < 1e-5, "Δv_x = {} vs prototype −7.49e-3", dv[0]);
     // front corners (+x, the direction of motion) carry more load (tipping torque)
     assert!(l[0] + l[3] > l[6] + l[9], "{l:?}");
     // the reference prototype: a small spurious yaw rate of about 7e-4 rad/s with a fixed order
