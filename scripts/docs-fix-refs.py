@@ -122,6 +122,9 @@ RULES = [
     ("Issue 4's speed bars on this machine:", "The bisection experiments' speed targets on this machine:"),
     ('(details in Issue 4, "Sliding\nsolve: regula falsi instead of halving")', '(details in "Sliding\nsolve: regula falsi instead of halving" above)'),
     ("**Issue 4's bars on this machine:", "**The bisection experiments' targets on this machine:"),
+    # ---- rustdoc links the seam refactor left dangling (doc comments) ----
+    ("/// [`FemWorkspace::jv`], `None` when the link point cannot move", "/// [`crate::workspace::CoupledScratch::jv`], `None` when the link point cannot move"),
+    ("(M̃ = Lᵀ L, see [`dynamics::factorize`]).", "(M̃ = Lᵀ L, see [`crate::dynamics::factorize`])."),
     # ---- config, scripts, tests ----
     ('# Issue 4, experiment "', '# Bisection paper experiment "'),
     ("strict operator did not converge, digest §8.6; the paper", "strict operator did not converge, see docs/vfpi.md; the paper"),
@@ -138,6 +141,7 @@ RULES = [
     ("replay and sim-to-real comparison (issue 6).", "replay and sim-to-real comparison (docs/bags.md)."),
     ("added for the bisection experiments (issue 4): per-robot", "added for the bisection experiments (docs/bisection.md): per-robot"),
     ("# ROS node test for the force topics (issue 5): our 7-DOF arm", "# ROS node test for the force topics (docs/ft-sensors.md): our 7-DOF arm"),
+    ("outcome of both engines on the same scenes (issue 19).", "outcome of both engines on the same scenes."),
     ("// the issue-4 scenes: periodic script", "// the bisection experiments' scenes: periodic script"),
 ]
 

@@ -18,7 +18,7 @@ use crate::workspace::Workspace;
 
 /// Contacts of deformable surface nodes: against the ground and every rigid geometry, the
 /// deepest one per node (one contact per node keeps the surrogate Delassus operator diagonal,
-/// digest §8.1 \[N\]). Speculative within `margin + dt |v_node|`. Attached nodes get none:
+/// `docs/vfpi.md`). Speculative within `margin + dt |v_node|`. Attached nodes get none:
 /// pinned ones do not move, welded ones already carry their weld constraint.
 pub fn collide_nodes(model: &Model, state: &State, geom_pose: &[Pose], f: &mut FemWorkspace) {
     let dt = model.timestep_s;
@@ -234,7 +234,7 @@ fn push_deformable_contacts(model: &Model, dof_axis: &[crate::math::Vec6], f: &F
         // Baumgarte term for both integrators. (With the midpoint integrator the gap closes at
         // the mean of the start and end velocities; the exact position-level offset
         // 2 d/h + v_n(start) made v⁺ mirror v at resting contacts, the period-2 chatter of
-        // digest §8.3, and doubled the iterations; the velocity-level term lets a node that
+        // the midpoint form (docs/fem.md), and doubled the iterations; the velocity-level term lets a node that
         // arrives fast penetrate by at most h |v_n| / 2 in its impact step, removed by the
         // Baumgarte term afterwards.)
         let normal_offset = bias_of(c.distance);

@@ -17,6 +17,7 @@
 //! | [`time_stepping`] | `docs/time-stepping.md` |
 //! | [`bags`] | `docs/bags.md` |
 //! | [`configuration`] | `docs/configuration.md` |
+//! | [`adding_a_contact_method`] | `docs/adding-a-contact-method.md` |
 
 #[doc = include_str!("../docs/README.md")]
 pub mod index {}
@@ -44,3 +45,6 @@ pub mod bags {}
 
 #[doc = include_str!("../docs/configuration.md")]
 pub mod configuration {}
+
+#[doc = include_str!("../docs/adding-a-contact-method.md")]
+pub mod adding_a_contact_method {}

@@ -12,7 +12,7 @@
 //!
 //! is solved *exactly* on the true (circular) cone with the maximum-dissipation model of the paper's
 //! eq. (8): `λ_i* = argmin ½ v_iᵀ G_ii⁻¹ v_i` over `{λ in the cone, v_n = 0}` for a closing
-//! contact. Three cases (paper §III-A, digest §2.1):
+//! contact. Three cases (paper §III-A; `docs/bisection.md`):
 //! - **open**: `c_n ≥ 0` → `λ* = 0`;
 //! - **sticking**: `λ^{v=0} = −G_ii⁻¹ c_i` lies in the cone → `λ* = λ^{v=0}`, `v_i = 0`;
 //! - **sliding**: otherwise `λ*` lies on the conic section {cone boundary} ∩ {v_n = 0}. It is
@@ -29,16 +29,16 @@
 //!
 //! Joint rows (limits, joint friction, mimic couplings; bilateral when the bounds are ±∞) are
 //! handled in the same sweep by the exact 1-D projected update
-//! `λ_r* = clamp(λ_r − u_r / G_rr, lo_r, hi_r)` with the same relaxation (digest §2.11 [N] gives the
-//! unilateral joint-limit case; box bounds are the straightforward generalisation).
+//! `λ_r* = clamp(λ_r − u_r / G_rr, lo_r, hi_r)` with the same relaxation (our extension, the paper has no joint rows: from the
+//! 1-D unilateral joint limit, box bounds are the straightforward generalisation).
 //!
 //! Row order: the problem stores each contact as `[normal, t1, t2]` (normal first); the paper's
-//! formulas use `(x, y, z)` with the normal last (digest §1.5). Internally `x = t1, y = t2, z = n`.
+//! formulas use `(x, y, z)` with the normal last. Internally `x = t1, y = t2, z = n`.
 //!
 //! # Termination and `SolveStats`
 //!
 //! The paper stops on "the exact violations of the physical constraints" (§V) without defining
-//! them; we use the digest's reconstruction (§2.7 [R]). During a sweep, for every contact and joint
+//! them; we use the following (`docs/bisection.md`). During a sweep, for every contact and joint
 //! row with old impulse `λ_i` and local exact solution `λ_i*` (given the latest others):
 //!
 //! ```text
@@ -68,26 +68,26 @@
 //! friction-direction error on sliding contacts even at the exact solution. That is why it is not
 //! used for termination here.
 //!
-//! # Where this follows the digest against the paper, and other choices
+//! # Where this deviates from the paper, and other choices
 //!
-//! Digest = `/work/shared/specs/per-contact-bisection.md`.
+//! Each item with its evidence (tests, measurements): `docs/bisection.md`.
 //! - **Line-of-sight test sign** (Alg. 1 line 13): the paper rejects a trial point when
 //!   `∇h₂(λ)·(λ − λ^{v=0}) < 0`; since `∇h₂` is the outward normal of the feasible cone, that
-//!   rejects exactly the *visible* points. We follow the digest (§2.2 [R], §8.1): reject iff
+//!   rejects exactly the *visible* points. We reject iff
 //!   `∇h₂(λ)·(λ^{v=0} − λ) < 0`. The unit test `paper_visibility_sign_fails_negative_control`
 //!   confirms the literal sign gives wrong minimisers.
-//! - **Reverting state** (digest §8.2 [R]): on rejection both θ and λ are reverted, and the
+//! - **Reverting state**: on rejection both θ and λ are reverted, and the
 //!   bisection carries `λ^p`, `λ` with `θ^p`, `θ` (the paper's pseudo-code shows only angles while
 //!   testing `|λ^p − λ|`).
-//! - **Open test** `c_n ≥ 0` (digest §2.1 [R]; the paper says `c_n > 0`; at `c_n = 0` eq. (14)
+//! - **Open test** `c_n ≥ 0` (the paper says `c_n > 0`; at `c_n = 0` eq. (14)
 //!   gives `r = 0`, i.e. the same `λ = 0`).
-//! - **Termination** as above (digest §2.7 [R]); both forms with separate tolerances.
+//! - **Termination** as above; both forms with separate tolerances.
 //! - **Step parameters** β₁, β₂, β₃ are not in the paper. β₁ = 10⁻² rad and β₂ = 0.5 are
-//!   ContactBench's (digest §3.4 [3rd]); β₃ = 2 (ContactBench: 1.3) [N]: it brackets the
+//!   ContactBench's (Simple-Robotics' re-implementation); β₃ = 2 (ContactBench: 1.3) [N]: it brackets the
 //!   root in fewer trial points, and with β₂ = ½ and β₃ = 2 the rotation by the step is updated by
-//!   the half- and double-angle formulas instead of `sin_cos` (issue 4 profile: 4 100 → 2 700
+//!   the half- and double-angle formulas instead of `sin_cos` (callgrind: 4 100 → 2 700
 //!   instructions per sliding solve, together with the tolerance below). The step and bisection
-//!   loops are capped (digest §8.7 [N]); if no bracket is found the best visible point is returned.
+//!   loops are capped [N]; if no bracket is found the best visible point is returned.
 //!   The angular step is additionally capped at π/4 so an accepted step cannot jump across the
 //!   invisible part of the section [N].
 //! - **Root finding on `t = tan(φ/2)`** [N]: once bracketed, the arc is parameterised by `t`, the
@@ -109,28 +109,28 @@
 //!   bracket closes (Brent's device). The sign function is not `v·η̌` itself but
 //!   `F(t) = −c_z A(t) + den(t) B(t)` (see `slip`), a positive multiple of it with the same roots
 //!   and no division. Why: the plain halving needs ~27 trial points for 10⁻⁸ N·s from a bracket of
-//!   up to π/4, the regula falsi 4–5 on the issue-4 experiments; the sliding solve went from
-//!   ≈0.5 µs to ≈0.2 µs (issue 4's bar: 0.3 µs; BENCHMARKS.md). The answer is the regula-falsi
+//!   up to π/4, the regula falsi 4–5 on the paper's four experiments; the sliding solve went from
+//!   ≈0.5 µs to ≈0.2 µs (target: 0.3 µs; BENCHMARKS.md). The answer is the regula-falsi
 //!   point of the final bracket, within the tolerance of the halving's; the unit test
 //!   `illinois_root_finder_matches_plain_halving_with_fewer_evaluations` checks both against a
 //!   halving to one ulp, and that fewer evaluations are needed.
 //! - **Bracketing jump** [N]: after the first accepted step of the bracketing phase (β₁), the next
 //!   step is 1.5 times the secant prediction of the sign change from the first two `dE/dθ`
 //!   values (at least β₃ β₁, at most π/4), instead of β₃ β₁; then the paper's growth resumes.
-//!   Every trial point is still checked for feasibility and visibility. On the issue-4
+//!   Every trial point is still checked for feasibility and visibility. On the paper's four
 //!   experiments this halves the bracketing steps (trot: 3.7 → 2.0 per sliding solve).
 //! - **Bisection tolerance**: the paper's 10⁻⁶ N·s was for the single-contact benchmark (§V,
 //!   Table I). Used inside the sweep, that would put a floor of ~10⁻⁶ N·s under `e_λ`, i.e. at the
 //!   termination tolerance itself, so the default here is 10⁻⁸ N·s, two orders below it (about 7
-//!   more halvings than the paper's, before the regula falsi; 10⁻¹⁰ before issue 4, which changed
-//!   no converged answer by more than 5·10⁻⁹ N·s on the issue's experiments).
-//! - **`D₀ ≈ 0`** (digest §8.6): the initial guess is returned when `|dE/dθ|` is below 10⁻¹³ of
+//!   more halvings than the paper's, before the regula falsi; going there from 10⁻¹⁰ changed
+//!   no converged answer by more than 5·10⁻⁹ N·s on the four experiments).
+//! - **`D₀ ≈ 0`**: the initial guess is returned when `|dE/dθ|` is below 10⁻¹³ of
 //!   `‖v_t‖‖η̌_t‖` (the isotropic case, where it is exactly optimal).
-//! - **Degenerate / ill-conditioned blocks** (paper footnote 2; digest §2.9 [N]): a block whose
+//! - **Degenerate / ill-conditioned blocks** (paper footnote 2) [N]: a block whose
 //!   Frobenius condition estimate `‖G‖_F ‖G⁻¹‖_F` exceeds `1/singular_threshold` (default 10¹⁰), or
 //!   that is not numerically positive definite, is regularised as `G_ii + ε I`,
 //!   `ε = singular_threshold · max diag` (raised ×100 until the Cholesky factorisation succeeds).
-//!   Well-conditioned blocks, including condition numbers around 10⁸, are used exactly. The digest's
+//!   Well-conditioned blocks, including condition numbers around 10⁸, are used exactly. The often
 //!   suggested `ε = 10⁻⁹ tr(G)` is only meant for rank-deficient blocks: applied to a
 //!   condition-10⁸ block it would shift its soft eigenvalue by tens of percent. For `G = J M⁻¹ Jᵀ`
 //!   and `c ∈ range(J)` the shifted solution tends to the minimum-norm one, so impulses stay
@@ -139,14 +139,14 @@
 //!   `λ = (−c_n / G_nn, 0, 0)`.
 //! - **Warm start** [N]: the incoming impulses are first projected onto the cones and bounds
 //!   (non-finite values reset to 0), so the relaxed iterates stay feasible.
-//! - **MDP vs Coulomb** (refines digest §1.3 / §8.10, which say friction is anti-parallel to the
+//! - **MDP vs Coulomb** (refines the usual statement that friction is anti-parallel to the
 //!   slip "when `G_ii ∝ I`" and not for "anisotropic `G_ii`"): the exact condition is a vanishing
 //!   normal–tangential coupling `G_ii[n][t1] = G_ii[n][t2] = 0` (see the KKT relation above); an
 //!   anisotropic tangential 2×2 block alone does not break it. The unit tests that compare with
 //!   the Coulomb PGS use isotropic diagonal blocks, where the two models have the same
 //!   solutions. On the quadruped's feet the coupling is strong (`|G_nt|` comparable to `G_nn`):
 //!   on steps with a sliding contact the two answers differ by 0.5–7 % (median) and up to
-//!   90–270 % (worst step) on the issue-4 experiments (`tests/bisection_experiments.rs`).
+//!   90–270 % (worst step) on the paper's four experiments (`tests/bisection_experiments.rs`).
 
 // `!(x > 0.0)` is deliberate throughout: it also catches NaN.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
@@ -371,7 +371,7 @@ fn solve_contact(blk: &Block, c: [f64; 3], mu: f64, prm: &BisectionParams) -> [f
 
 /// `PAPER_SIGN = true` uses the literal (wrong) sign of Alg. 1 line 13; tests only.
 fn solve_contact_impl<const PAPER_SIGN: bool>(blk: &Block, c: [f64; 3], mu: f64, prm: &BisectionParams) -> [f64; 3] {
-    // open (digest §2.1: c_z ≥ 0)
+    // open (c_z ≥ 0, see docs/bisection.md)
     if !(c[2] < 0.0) {
         return [0.0; 3];
     }
@@ -411,7 +411,7 @@ fn rotation(step: f64, old: f64, rot: [f64; 2]) -> [f64; 2] {
     }
 }
 
-/// The sliding case: Alg. 1 with the digest's corrections (module docs). Returns the impulse and
+/// The sliding case: Alg. 1 with our corrections (module docs, `docs/bisection.md`). Returns the impulse and
 /// the number of gradient evaluations after the initial guess (bracketing steps plus root-finding
 /// trial points; for tests). `HALVING = true` replaces the safeguarded Illinois step of the
 /// root-finding phase by the paper's plain halving (the reference of the tests).
@@ -456,7 +456,7 @@ fn slip<const PAPER_SIGN: bool, const HALVING: bool>(
         let (v, e) = (velocity(l), tangent(l));
         v[0] * e[0] + v[1] * e[1]
     };
-    // line of sight from λ^{v=0}: ∇h₂(λ)·(λ^{v=0} − λ) ≥ 0 (digest §2.2; the paper prints the
+    // line of sight from λ^{v=0}: ∇h₂(λ)·(λ^{v=0} − λ) ≥ 0 (docs/bisection.md; the paper prints the
     // opposite sign)
     let visible = |l: &[f64; 3]| -> bool {
         let d = ((lv0[0] - l[0]) * l[0] + (lv0[1] - l[1]) * l[1]) - mu2 * l[2] * (lv0[2] - l[2]);
@@ -542,8 +542,8 @@ fn slip<const PAPER_SIGN: bool, const HALVING: bool>(
     }
     // Root finding on the bracket [θ_p, θ] (at most π/4 wide), parameterised by t = tan(φ/2), φ the
     // angle from θ_p: the direction is ((1 − t²) u_p + 2t u_p⊥) / (1 + t²), a monotone map of φ,
-    // with one division per trial point and no trigonometry. λ_p and λ follow t_p and t (digest
-    // §8.2).
+    // with one division per trial point and no trigonometry. λ_p and λ follow t_p and t
+    // (on rejection both are reverted).
     let up = dir_p;
     let (b, cc) = (gzx * up[0] + gzy * up[1], gzy * up[0] - gzx * up[1]);
     // the point at t: λ = k ((1 − t²) u_p + 2t u_p⊥, (1 + t²)/μ), k = −c_z / (a(1 + t²) + (1 − t²) b + 2t cc)

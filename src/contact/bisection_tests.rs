@@ -250,7 +250,7 @@ fn sticking_contact_is_minus_g_inverse_u_free() {
 
 #[test]
 fn sliding_isotropic_closed_form() {
-    // digest §7 test 2: G = 2I, c = (1, 0.5, −1) (x, y, z), μ = 0.3
+    // closed form: G = 2I, c = (1, 0.5, −1) (x, y, z), μ = 0.3
     let o = single([[2.0, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, 2.0]], [-1.0, 1.0, 0.5], 0.3);
     let (l, st) = run(&o, BisectionParams::default(), &[0.0; 3]);
     assert!(st.converged);
@@ -288,9 +288,9 @@ fn sliding_isotropic_closed_form() {
 }
 
 #[test]
-fn sliding_anisotropic_matches_digest_regression_values() {
+fn sliding_anisotropic_matches_prototype_regression_values() {
     let prm = BisectionParams::default();
-    // digest §7 test 3 (paper order x, y, z)
+    // reference values of an independent prototype (paper order x, y, z)
     let gx = [[2.0, 0.3, 0.2], [0.3, 1.5, -0.1], [0.2, -0.1, 1.0]];
     let c = [0.8, -0.4, -0.5];
     let l = solve_contact(&block_from(gx), c, 0.4, &prm);
@@ -312,7 +312,7 @@ fn sliding_anisotropic_matches_digest_regression_values() {
     let cosang = -(l[0] * v[0] + l[1] * v[1]) / (norm2(l[0], l[1]) * norm2(v[0], v[1]));
     assert!((cosang - 0.99997).abs() < 1e-5 && cosang < 1.0 - 1e-6, "cos = {cosang}");
 
-    // digest §7 test 4: coupled normal–tangential
+    // prototype reference: coupled normal–tangential
     let gx = [[1.0, 0.0, 0.6], [0.0, 1.0, 0.0], [0.6, 0.0, 1.0]];
     let c = [1.0, 0.0, -0.5];
     let blk = block_from(gx);
@@ -776,7 +776,7 @@ fn yaml_config() {
     assert!(SolverConfig::KINDS.contains(&"bisection"));
 }
 
-/// Digest §7 test 8: a box (m = 2 kg, edge 0.3 m) on the ground at its 4 corners, sliding at
+/// Reference case (`docs/bisection.md`): a box (m = 2 kg, edge 0.3 m) on the ground at its 4 corners, sliding at
 /// v_x = 0.3 m/s, μ = 0.8, dt = 1 ms. Returns (λ, Δv of the body (linear, angular)).
 fn sliding_box(prm: BisectionParams) -> (Vec<f64>, [f64; 6], SolveStats) {
     let (m, h, mu, dt, g) = (2.0, 0.15, 0.8, 1e-3, 9.81);
@@ -807,7 +807,7 @@ fn sliding_box(prm: BisectionParams) -> (Vec<f64>, [f64; 6], SolveStats) {
 }
 
 #[test]
-fn sliding_box_on_four_corners_matches_digest() {
+fn sliding_box_on_four_corners_matches_prototype() {
     let (l, dv, st) = sliding_box(BisectionParams { tolerance_impulse: 1e-12, tolerance_velocity: 1e-12, max_iterations: 1000, ..Default::default() });
     assert!(st.converged, "{st:?}");
     let sum_n: f64 = (0..4).map(|c| l[3 * c]).sum();
@@ -815,9 +815,9 @@ fn sliding_box_on_four_corners_matches_digest() {
     // MDP friction per corner is not anti-parallel to its slip: |Δv_x| below μ g dt, within 10 %
     let mu_g_dt = 0.8 * 9.81e-3;
     assert!(-dv[0] <= mu_g_dt && -dv[0] > 0.9 * mu_g_dt, "Δv_x = {}", dv[0]);
-    assert!((dv[0] + 7.49e-3).abs() < 1e-5, "Δv_x = {} vs digest −7.49e-3", dv[0]);
+    assert!((dv[0] + 7.49e-3).abs() < 1e-5, "Δv_x = {} vs prototype −7.49e-3", dv[0]);
     // front corners (+x, the direction of motion) carry more load (tipping torque)
     assert!(l[0] + l[3] > l[6] + l[9], "{l:?}");
-    // the digest's prototype: a small spurious yaw rate of about 7e-4 rad/s with a fixed order
+    // the reference prototype: a small spurious yaw rate of about 7e-4 rad/s with a fixed order
     assert!(dv[5].abs() < 1e-3, "ω_z = {}", dv[5]);
 }

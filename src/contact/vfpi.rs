@@ -1,6 +1,6 @@
 //! V-FPI: velocity fixed-point iteration with contact nodalization and diagonalization — the
 //! COND solver of Lee, Lee & Lee, "Large-Dimensional Multibody Dynamics Simulation Using Contact
-//! Nodalization and Diagonalization" (implementation digest `specs/vfpi-nodalization.md`).
+//! Nodalization and Diagonalization" (method notes: `docs/vfpi.md`).
 //!
 //! # The problem (paper §III, eqs. 1, 9, 15)
 //! One step's linear system `A x = b + J_cᵀ λ` over the *nodalized* unknowns
@@ -14,9 +14,9 @@
 //!   (eq. 14–15; `k̃ = k_v h` in impulse units).
 //!
 //! Units: the crate's impulse convention — `A` in kg, `b` and `λ` in N·s (the paper's λ is the
-//! mean force, `λ_paper = λ / h`; digest §1.2 "Units").
+//! mean force, `λ_paper = λ / h`).
 //!
-//! # The iteration (paper Alg. 1–3, digest §3.1)
+//! # The iteration (paper Alg. 1–3)
 //! ```text
 //!   x* = x − W (A x − b)                               (20) gradient step, W diagonal
 //!   λ_m = ProjectFC(−(η_m + φ_m) / γ_m),  η = J_c x*    (23, 26) one-shot per contact
@@ -24,7 +24,7 @@
 //!   x⁺ = ν (u (x** − x) + x − x⁻) + x⁻                  (38) Chebyshev, under-relaxed
 //! ```
 //! `W` is the Frobenius-norm minimiser of `‖I − WA‖_F` with equal entries on the three
-//! coordinates of a node (digest §2.7, the \[R\] corrected expansion `w = Σ a_ii / Σ ‖A_i*‖²`).
+//! coordinates of a node (§IV-C, with the corrected expansion `w = Σ a_ii / Σ ‖A_i*‖²`).
 //! Every node carries at most one contact (the collision stage keeps the deepest), so the
 //! surrogate Delassus operator `J_c W J_cᵀ` is diagonal, `γ_m = w̄_i (+ w̄_j)` (Prop. 3).
 //! `ProjectFC` is the paper's *strict* operator by default (normal clamp, then the disk), or the
@@ -35,9 +35,9 @@
 //! dedicated rayon pool (`threads > 1`); the serial path runs the very same chunks in order, and
 //! every reduction sums per-chunk partials in chunk order, so both give bit-identical results.
 //!
-//! Deviations from the paper, with the digest's markers: the Chebyshev under-relaxation `u`
-//! (digest \[R\] on Alg. 3), `l_s` and `u` defaults (\[N\]); the normal offset `φ_n` is the crate's
-//! speculative gap / Baumgarte term (digest §2.9 \[N\]); the Frobenius `W` is recomputed every
+//! Deviations from the paper (each with its evidence in `docs/vfpi.md`): the Chebyshev under-relaxation `u`
+//! (not in the printed Alg. 3), the `l_s` and `u` defaults; the normal offset `φ_n` is the crate's
+//! speculative gap / Baumgarte term; the Frobenius `W` is recomputed every
 //! step (the paper recycles it); the backward-Euler form of `A` (see [`crate::fem`]).
 
 use super::method::{
@@ -64,17 +64,17 @@ pub enum ContactOperator {
 #[derive(Clone, Debug, serde::Deserialize, serde::Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct VfpiParams {
-    /// Iteration cap `l_max` (the paper does not give one; digest \[N\] 1000).
+    /// Iteration cap `l_max` (the paper does not give one; default 1000).
     pub max_iterations: u32,
     /// θ_th: stop when `‖x⁺ − x‖₂` (m/s, all unknowns) falls below this. The paper uses
     /// 1e-4 … 1e-6 at 10 ms; the rigid conformance scenes need 1e-8.
     pub tolerance: f64,
     /// Also require the true dynamics residual `‖W⁻¹ (x** − x)‖₂ = ‖A x − b − J_cᵀ λ‖₂`
-    /// (N·s) to fall below this fraction of `‖b‖₂` (digest §2.10 and §8.2: θ alone hides the
+    /// (N·s) to fall below this fraction of `‖b‖₂` (`docs/vfpi.md`: θ alone hides the
     /// slow modes of stiff bodies, whose iterates barely move). 0 disables it.
     pub residual_tolerance: f64,
     /// Virtual-node damper gain k_v (N·s/m). Accuracy ∝ 1/k_v (a resting point sinks at
-    /// λ/k_v), iteration count grows with k_v (digest §8.2).
+    /// λ/k_v), iteration count grows with k_v (`docs/vfpi.md`).
     pub virtual_node_gain: f64,
     /// Chebyshev acceleration (paper Alg. 3).
     pub chebyshev: bool,
@@ -83,7 +83,7 @@ pub struct VfpiParams {
     /// Under-relaxation u in (0, 1].
     pub under_relaxation: f64,
     /// Contact operator. With `strict`, iterations past `max_iterations / 2` use the proximal
-    /// operator (digest §8.6 \[N\]), which always converges (Thm. 2) but solves the CCP model.
+    /// operator, which always converges (Thm. 2) but solves the CCP model.
     pub operator: ContactOperator,
     /// Worker threads of the dedicated pool; 1 runs the serial path. The serial path allocates
     /// nothing; with more threads rayon allocates internally (each solve enters the pool from
@@ -129,7 +129,7 @@ pub struct NodalConstraint {
     pub frame: Mat3,
     /// Offset φ (m/s, contact coordinates `[n, t1, t2]`; entry 0 for a joint row): the
     /// Signorini–Coulomb conditions act on `R (v_i − v_j) + φ`. The normal entry is the gap /
-    /// Baumgarte term (digest §2.9 \[N\]); rigid rows add the virtual-node drift compensation
+    /// Baumgarte term (the paper leaves it open); rigid rows add the virtual-node drift compensation
     /// `−λ_warm / k̃` (see [`VfpiSolver`]).
     pub bias: [f64; 3],
     /// Friction coefficient (contacts).
@@ -408,7 +408,7 @@ fn solve_nodal_inner(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &
         if theta_first.is_nan() {
             theta_first = theta;
         }
-        // Divergence guard (digest §8.8 [N]): the Frobenius W does not guarantee
+        // Divergence guard (docs/vfpi.md): the Frobenius W does not guarantee
         // ‖I − WA‖ < 1; when θ explodes, halve W and restart from the initial guess.
         if !theta.is_finite() || theta > 1e4 * theta_first.max(1e-12) {
             if halvings >= 20 {
@@ -436,7 +436,7 @@ fn solve_nodal_inner(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &
             let ls = params.chebyshev_start.max(3);
             // ρ (eq. 39) is the ratio θ_l / θ_{l−1}, but kept as the largest value seen so far
             // (capped at 0.9999) instead of the latest: with the live ratio ν chattered and the
-            // iteration stalled on our FEM scenes (digest §8.10 [N]); a monotone ρ gives a
+            // iteration stalled on our FEM scenes; a monotone ρ gives a
             // monotone ν → 2 / (1 + √(1 − ρ²)).
             // Restart (ν = 1, ρ forgotten), \[N\]:
             // - when the true residual has doubled over its best since the last start (a change
@@ -445,7 +445,7 @@ fn solve_nodal_inner(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &
             //   met (or off): while the residual is still large, θ grows as ν ramps up and a
             //   θ-triggered restart throws the acceleration away. On the soft-ball grasp this
             //   took the mean iterations from 413 to 219 and the steps at the cap from 11 to 0;
-            //   on the resting ball from 206 to 41 (BENCHMARKS.md, issue 7).
+            //   on the resting ball from 206 to 41 (BENCHMARKS.md, "V-FPI speed-ups").
             let ratio = if theta_prev > 0.0 { (theta / theta_prev).min(0.9999) } else { 0.0 };
             rho_max = rho_max.max(ratio);
             theta_best = theta_best.min(theta);
@@ -782,7 +782,7 @@ impl ImpulseSolver for VfpiSolver {
     /// (hand-built problems) the solve falls back to PGS.
     ///
     /// Virtual-node drift compensation \[N\]: at convergence a virtual node's body point moves at
-    /// `ν − λ/k̃` (digest §2.10), so a resting contact sinks and a sticking one creeps at
+    /// `ν − λ/k̃` (paper Prop. 2; `docs/vfpi.md`), so a resting contact sinks and a sticking one creeps at
     /// `λ/k̃`. The warm-start impulse (the previous step's λ, which equals this step's at rest)
     /// is added to the offset, `φ −= λ_warm / k̃`, which cancels the drift at steady state and
     /// leaves the converged λ unchanged elsewhere up to `(λ − λ_warm)/k̃`.

@@ -1,4 +1,4 @@
-//! Tetrahedral finite elements for deformable bodies (issue 7).
+//! Tetrahedral finite elements for deformable bodies (method notes: `docs/fem.md`).
 //!
 //! | item | owns |
 //! |---|---|
@@ -32,8 +32,8 @@
 //!
 //! with `h` the step (s), Rayleigh damping `D = α M + β K`, λ contact impulses (N·s). The paper
 //! (§III-A, eq. 9) writes the midpoint ("representative velocity") form `A = 2M/h + h/2 (K + E)`
-//! in force units; the digest's §1.2 notes that any linearly implicit integrator gives the same
-//! linear form, and its §8.3 the velocity reflection the midpoint form causes at sticking and
+//! in force units; any linearly implicit integrator gives the same
+//! linear form for the solver, and the midpoint form reflects the velocity at sticking and
 //! impacting contacts. We use backward Euler so that the end-of-step velocity is the one
 //! the Signorini–Coulomb condition acts on (no reflection), at the price of numerical damping
 //! of O(h) (negligible for the quasi-static grasping scenes; documented in the report).
@@ -46,13 +46,13 @@
 //! # Welds (two-way)
 //! A node welded to a rigid link ([`NodeAttachment::Body`]) stays a free unknown of the solve and
 //! gets one bilateral 3-D constraint ([`FemWeld`]) against a *virtual node* on the link point
-//! (the paper's virtual-node D-contact, digest §2.2, with the link's point Jacobian `J_v`): in
+//! (the paper's virtual-node D-contact, eqs. 14–15, with the link's point Jacobian `J_v`): in
 //! world axes, `v_node − v_virtual + φ = 0` with `λ ∈ ℝ³` unclamped. The node receives `+λ`
 //! and the link `−J_vᵀ λ`, so the link's dynamics (joint efforts, F/T sensors, free joints)
 //! carry the deformable's weight and inertia. `φ = erp · (x_node − x_link point) / h −
 //! λ_prev / k̃` corrects the position drift (Baumgarte, `contact.erp`) and the virtual-node
-//! damper's steady creep `λ / k̃` (digest §2.10). A welded node never also gets a contact
-//! (one constraint per node keeps `J_c W J_cᵀ` diagonal, digest §8.1).
+//! damper's steady creep `λ / k̃` (`docs/vfpi.md`). A welded node never also gets a contact
+//! (one constraint per node keeps `J_c W J_cᵀ` diagonal, paper Prop. 3; `docs/fem.md`).
 
 mod material;
 mod mesh;
@@ -79,7 +79,7 @@ pub enum NodeAttachment {
     /// Driven (one-way) by a point of a rigid body: the node's velocity is prescribed to the
     /// link point's and the link feels no reaction. Body id and the point in the body frame (m).
     /// For stiff servos where the reaction does not matter and the two-way weld's virtual
-    /// nodes would slow the iteration (digest §8.2).
+    /// nodes would slow the iteration (`docs/vfpi.md`, virtual-node gain).
     BodyOneWay(usize, Vec3),
 }
 
@@ -460,7 +460,7 @@ pub struct FemWeld {
     /// The mean force over the step is `impulse / h`.
     pub impulse: [f64; 3],
     /// Row of this weld's three virtual-node Jacobian rows (x, y, z) in
-    /// [`FemWorkspace::jv`], `None` when the link point cannot move (zero Jacobian).
+    /// [`crate::workspace::CoupledScratch::jv`], `None` when the link point cannot move (zero Jacobian).
     pub jv_row: Option<usize>,
 }
 

@@ -3,8 +3,8 @@
 //! default; [`DeformableContactOptions`]).
 //!
 //! # Model
-//! The simplest form that keeps the COND contact diagonalization exact (digest §2.1 "D-contact,
-//! nodes i, j", §2.4): both sides are real FEM nodes, so no virtual node is needed and the
+//! The simplest form that keeps the COND contact diagonalization exact (the paper's D-contact
+//! between two nodes, eq. 13 and Prop. 3; `docs/fem.md`): both sides are real FEM nodes, so no virtual node is needed and the
 //! surrogate Delassus block is `γ = w̄_i + w̄_j` (times `I₃`). A contact pairs a surface node
 //! `i` with a surface node `j`:
 //! - **normal** `n` (unit, from `j`'s body toward `i`): from the two nodes' outward vertex
@@ -44,7 +44,7 @@
 //!    (a wrong pairing, or a layer already crossed), and pushing it back along `n` would drive
 //!    it through; it is left alone (the skin keeps correct pairs far from this bound).
 //!
-//! **One constraint per node** (digest §8.1, else `Γ` is not diagonal): a node that already has
+//! **One constraint per node** (Prop. 3 needs it, else `Γ` is not diagonal): a node that already has
 //! a ground / rigid contact or a weld keeps it and takes no part in node–node contacts (neither
 //! side); the candidate pairs are accepted smallest key first, each accepted pair uses up both
 //! nodes; a node whose partner was taken searches once more among the unused nodes. Nodes

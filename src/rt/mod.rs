@@ -13,7 +13,7 @@
 //! | [`sched`] | SCHED_DEADLINE / SCHED_FIFO / normal scheduling, `mlockall`, CPU affinity |
 //! | [`clock`] | `CLOCK_MONOTONIC` deadlines with `clock_nanosleep(TIMER_ABSTIME)` |
 //!
-//! Threading contract (ARCHITECTURE.md, principle 4): the RT thread owns the simulation; the ROS
+//! Threading contract: the RT thread owns the simulation; the ROS
 //! thread owns rcl. They share only [`RtShared`]: bounded `crossbeam` `ArrayQueue`s of buffers
 //! allocated up front and recycled through free queues, plus a few atomics (stop flag, control
 //! acknowledgement). Nothing blocks the RT thread: a full queue drops its oldest message and

@@ -143,7 +143,7 @@ pub fn build_jacobian(model: &Model, state: &State, ws: &mut Workspace, dt: f64)
 }
 
 /// Z = L⁻ᵀ Jᵀ (row by row, only over the trees a row touches) and G = J M̃⁻¹ Jᵀ = Zᵀ Z
-/// (M̃ = Lᵀ L, see [`dynamics::factorize`]).
+/// (M̃ = Lᵀ L, see [`crate::dynamics::factorize`]).
 pub fn build_delassus(model: &Model, ws: &mut Workspace, m: usize) {
     let nv = model.nv;
     for i in 0..m {

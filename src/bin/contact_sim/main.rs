@@ -166,7 +166,7 @@ enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
-        /// Instead of scenes: the V-FPI vs PGS sweep over deformable-sheet sizes (issue 7),
+        /// Instead of scenes: the V-FPI vs PGS sweep over deformable-sheet sizes,
         /// ~1 k → 30 k DOF at the paper's 10 ms step (PGS up to `--pgs-max-dof`).
         #[arg(long)]
         dof_sweep: bool,
