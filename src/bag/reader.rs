@@ -10,6 +10,8 @@
 //!   with its topics and time range and skipped whole: none of its messages are used;
 //! - a missing or unreadable `metadata.yaml` is a warning (the `.mcap` files in the directory are
 //!   read), as is a message count that disagrees with it;
+//! - messages whose log time or header stamp lies far outside the others (more than ten
+//!   interquartile ranges, at least 10 s, beyond the middle half) are reported and skipped;
 //! - in a bag of several files, a file that is not MCAP is a warning and is skipped.
 //!
 //! Errors: an unreadable path, a bag whose only file(s) are not MCAP, and a `metadata.yaml` that
@@ -179,6 +181,7 @@ pub fn read_bag(path: &Path) -> Result<Bag, BagError> {
         let t = &bag.topics[ti];
         bag.warnings.push(format!("{}: topic '{}': {} of {} messages do not decode as {} (first: {e}); skipped", bag.path.display(), t.name, t.decode_errors, t.count, t.type_name));
     }
+    drop_outlier_stamps(&mut bag);
     if let Some(m) = meta {
         let found: u64 = bag.topics.iter().map(|t| t.count).sum();
         if m.message_count > found {
@@ -186,6 +189,81 @@ pub fn read_bag(path: &Path) -> Result<Bag, BagError> {
         }
     }
     Ok(bag)
+}
+
+/// Fewest messages of a topic for its stamps to be checked for outliers.
+const OUTLIER_MIN_MESSAGES: usize = 8;
+/// A stamp is an outlier when it lies more than this many interquartile ranges (with a floor of
+/// [`OUTLIER_MIN_RANGE_NS`]) outside the middle half of its topic's stamps (or of all stamps).
+const OUTLIER_IQR_FACTOR: i128 = 10;
+/// The smallest interquartile range (ns) used for the outlier test: 1 s.
+const OUTLIER_MIN_RANGE_NS: i128 = 1_000_000_000;
+
+/// The limits (ns) inside which a set of times is plausible: the quartiles widened by
+/// [`OUTLIER_IQR_FACTOR`] interquartile ranges. `None` for too few times.
+fn plausible_range(mut t: Vec<i128>) -> Option<(i128, i128)> {
+    if t.len() < OUTLIER_MIN_MESSAGES {
+        return None;
+    }
+    t.sort_unstable();
+    let (q1, q3) = (t[t.len() / 4], t[t.len() * 3 / 4]);
+    let w = OUTLIER_IQR_FACTOR * (q3 - q1).max(OUTLIER_MIN_RANGE_NS);
+    Some((q1 - w, q3 + w))
+}
+
+/// Removes messages whose log time or header stamp lies far outside the others (a corrupted
+/// or wildly wrong clock), per topic and over the whole bag, with one warning per topic naming
+/// the count, the first such stamp and the plausible range. Keeps replay and compare bounded by
+/// the data actually present.
+fn drop_outlier_stamps(bag: &mut Bag) {
+    let times = |m: &BagMessage| [m.log_time_ns as i128, m.msg.stamp_ns().filter(|&s| s > 0).map_or(m.log_time_ns as i128, |s| s as i128)];
+    let mut bad = vec![false; bag.messages.len()];
+    for ti in 0..bag.topics.len() {
+        for k in 0..2 {
+            let idx: Vec<usize> = (0..bag.messages.len()).filter(|&i| bag.messages[i].topic == ti).collect();
+            if let Some((lo, hi)) = plausible_range(idx.iter().map(|&i| times(&bag.messages[i])[k]).collect()) {
+                for &i in &idx {
+                    let t = times(&bag.messages[i])[k];
+                    bad[i] |= t < lo || t > hi;
+                }
+            }
+        }
+    }
+    for k in 0..2 {
+        if let Some((lo, hi)) = plausible_range((0..bag.messages.len()).filter(|&i| !bad[i]).map(|i| times(&bag.messages[i])[k]).collect()) {
+            for i in 0..bag.messages.len() {
+                let t = times(&bag.messages[i])[k];
+                bad[i] |= t < lo || t > hi;
+            }
+        }
+    }
+    if !bad.iter().any(|&b| b) {
+        return;
+    }
+    let good: Vec<i128> = (0..bag.messages.len()).filter(|&i| !bad[i]).map(|i| bag.messages[i].log_time_ns as i128).collect();
+    let (g0, g1) = (good.iter().min().copied().unwrap_or(0), good.iter().max().copied().unwrap_or(0));
+    let mut per_topic: BTreeMap<usize, (usize, [i128; 2])> = BTreeMap::new();
+    for (i, m) in bag.messages.iter().enumerate() {
+        if bad[i] {
+            per_topic.entry(m.topic).or_insert((0, times(m))).0 += 1;
+        }
+    }
+    for (ti, (count, [log, stamp])) in per_topic {
+        bag.warnings.push(format!(
+            "{}: topic '{}': {count} message(s) with an outlier time (first: log time {:.9} s, stamp {:.9} s; the others lie within {:.3} s to {:.3} s); skipped",
+            bag.path.display(),
+            bag.topics[ti].name,
+            log as f64 * 1e-9,
+            stamp as f64 * 1e-9,
+            g0 as f64 * 1e-9,
+            g1 as f64 * 1e-9
+        ));
+    }
+    let mut i = 0;
+    bag.messages.retain(|_| {
+        i += 1;
+        !bad[i - 1]
+    });
 }
 
 /// What is known of a channel: its topic, schema (type) name and message encoding.
