@@ -149,3 +149,124 @@ fn junk_mcap_next_to_a_good_one_is_skipped() {
     let _ = std::fs::remove_dir_all(&d);
     let _ = std::fs::remove_dir_all(&j);
 }
+
+fn repo(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+fn cli(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_contact_sim")).args(args).current_dir(repo(".")).output().expect("run contact_sim")
+}
+
+/// One message whose log time and stamp are 10⁶ s off is reported by topic and skipped, so the
+/// bag's time range (which bounds replay and compare) is that of the other messages.
+#[test]
+fn outlier_timestamp_is_reported_and_skipped() {
+    let d = tmp("outlier");
+    let mut w = BagWriter::create(&d, &WriterOptions::default()).unwrap();
+    let a = w.add_topic("/joint_states", MsgType::JointState).unwrap();
+    for i in 0..200u64 {
+        if i == 77 {
+            let far = 1_000_000 * 1_000_000_000u64;
+            let Msg::JointState(mut m) = js(i) else { unreachable!() };
+            m.header = Header::new(far as i64, "");
+            w.write(a, far, &Msg::JointState(m)).unwrap();
+        } else {
+            w.write(a, i * 1_000_000, &js(i)).unwrap();
+        }
+    }
+    w.finish().unwrap();
+    let bag = read_bag(&d).unwrap();
+    assert_eq!(bag.messages.len(), 199);
+    assert_eq!(bag.end_ns(), Some(199_000_000));
+    assert!(bag.warnings.iter().any(|w| w.contains("'/joint_states'") && w.contains("1 message(s) with an outlier time") && w.contains("1000000.000000000 s") && w.contains("skipped")), "{:?}", bag.warnings);
+    // replay simulates the 0.2 s the data covers, not 11 days
+    let scene = contact_sim::config::load_scene(&repo("tests/data/bag_arm.yaml")).unwrap();
+    let t0 = std::time::Instant::now();
+    let rep = contact_sim::bag::replay::replay(&bag, &scene, &Default::default(), &d.join("out")).unwrap();
+    assert!(t0.elapsed().as_secs_f64() < 30.0);
+    let out = read_bag(&d.join("out")).unwrap();
+    assert!(out.end_ns().unwrap() - out.start_ns().unwrap() <= 250_000_000, "{:?} {:?}", out.start_ns(), out.end_ns());
+    let _ = rep;
+    // a bag without outliers (a regular series with a gap) loses nothing
+    let g = tmp("gap");
+    let mut w = BagWriter::create(&g, &WriterOptions::default()).unwrap();
+    let a = w.add_topic("/joint_states", MsgType::JointState).unwrap();
+    for i in (0..100u64).chain(1000..1100) {
+        w.write(a, i * 1_000_000, &js(i)).unwrap();
+    }
+    w.finish().unwrap();
+    let bag = read_bag(&g).unwrap();
+    assert_eq!(bag.messages.len(), 200, "{:?}", bag.warnings);
+    assert!(bag.warnings.is_empty(), "{:?}", bag.warnings);
+    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(&g);
+}
+
+/// A scene timestep above replay's limit is an error naming `timestep_s`, not a panic.
+#[test]
+fn replay_refuses_a_huge_timestep() {
+    let d = tmp("bigdt");
+    write_bag(&d, 20);
+    let bag = read_bag(&d).unwrap();
+    let mut scene = contact_sim::config::load_scene(&repo("tests/data/bag_arm.yaml")).unwrap();
+    scene.model.timestep_s = 150.0;
+    let e = contact_sim::bag::replay::replay(&bag, &scene, &Default::default(), &d.join("out")).unwrap_err().to_string();
+    assert!(e.contains("timestep_s") && e.contains("150"), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `bench --steps 2⁶⁴−1` is a one-line error naming the option, exit code 2, no panic.
+#[test]
+fn bench_refuses_absurd_step_counts() {
+    for (flag, v) in [("--steps", "18446744073709551615"), ("--warmup", "18446744073709551615"), ("--steps", "1000000000")] {
+        let out = cli(&["bench", flag, v]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag} {v}: {err}"); // the tool's exit code for an error
+        assert!(err.contains(flag) && err.contains("more than") && !err.contains("panicked"), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+}
+
+/// Writing to a closed pipe ends the program quietly (SIGPIPE), without a panic or backtrace.
+#[test]
+fn closed_pipe_exits_quietly() {
+    let bin = env!("CARGO_BIN_EXE_contact_sim");
+    for cmd in [
+        format!("'{bin}' bench --json --steps 20 --warmup 0 config/examples/box_stack.yaml | head -c 10"),
+        format!("'{bin}' run config/examples/box_stack.yaml --duration 0.5 | head -1"),
+    ] {
+        let out = std::process::Command::new("bash").arg("-c").arg(format!("set -o pipefail; {cmd}; echo \"status ${{PIPESTATUS[0]}}\" >&2")).current_dir(repo(".")).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked") && !err.contains("Broken pipe") && !err.contains("backtrace"), "{cmd}: {err}");
+        // killed by SIGPIPE (128 + 13) or finished before the reader left
+        assert!(err.contains("status 141") || err.contains("status 0"), "{cmd}: {err}");
+    }
+}
+
+/// Tet meshes whose header counts are absurd (10¹⁸, 10¹¹) are refused before anything is
+/// allocated, with an error naming the file and the count.
+#[test]
+fn tet_mesh_huge_header_counts_are_refused() {
+    let d = tmp("tet");
+    for (n, count) in ["1000000000000000000", "100000000000"].iter().enumerate() {
+        let node = d.join(format!("m{n}.node"));
+        let ele = d.join(format!("m{n}.ele"));
+        std::fs::write(&node, format!("{count} 3 0 0\n0 0 0 0\n1 1 0 0\n2 0 1 0\n3 0 0 1\n")).unwrap();
+        std::fs::write(&ele, "1 4 0\n0 0 1 2 3\n").unwrap();
+        let e = contact_sim::config::read_tet_mesh(&node).unwrap_err().to_string();
+        assert!(e.contains(&format!("m{n}.node")) && e.contains(count) && e.contains("more than a file"), "{e}");
+        std::fs::write(&node, "4 3 0 0\n0 0 0 0\n1 1 0 0\n2 0 1 0\n3 0 0 1\n").unwrap();
+        std::fs::write(&ele, format!("{count} 4 0\n0 0 1 2 3\n")).unwrap();
+        let e = contact_sim::config::read_tet_mesh(&node).unwrap_err().to_string();
+        assert!(e.contains(&format!("m{n}.ele")) && e.contains(count), "{e}");
+        let msh = d.join(format!("m{n}.msh"));
+        std::fs::write(&msh, format!("$MeshFormat\n4.1 0 8\n$EndMeshFormat\n$Nodes\n1 {count} 1 4\n3 1 0 {count}\n1\n$EndNodes\n")).unwrap();
+        let e = contact_sim::config::read_tet_mesh(&msh).unwrap_err().to_string();
+        assert!(e.contains(&format!("m{n}.msh")) && e.contains(count), "{e}");
+        std::fs::write(&msh, format!("$MeshFormat\n2.2 0 8\n$EndMeshFormat\n$Nodes\n{count}\n1 0 0 0\n$EndNodes\n")).unwrap();
+        let e = contact_sim::config::read_tet_mesh(&msh).unwrap_err().to_string();
+        assert!(e.contains(&format!("m{n}.msh")) && e.contains(count), "{e}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
