@@ -6,10 +6,16 @@
 //! - messages that do not decode as their declared type are counted per topic (first error kept);
 //! - a file cut in the middle (an interrupted recording, a partial copy) is read up to the last
 //!   complete chunk;
+//! - a chunk whose CRC does not match its content (or whose records do not parse) is reported
+//!   with its topics and time range and skipped whole: none of its messages are used;
 //! - a missing or unreadable `metadata.yaml` is a warning (the `.mcap` files in the directory are
-//!   read), as is a message count that disagrees with it.
+//!   read), as is a message count that disagrees with it;
+//! - messages whose log time or header stamp lies far outside the others (more than ten
+//!   interquartile ranges, at least 10 s, beyond the middle half) are reported and skipped;
+//! - in a bag of several files, a file that is not MCAP is a warning and is skipped.
 //!
-//! Only an unreadable path or a file that is not MCAP at all is an error.
+//! Errors: an unreadable path, a bag whose only file(s) are not MCAP, and a `metadata.yaml` that
+//! names a file outside the bag directory (an absolute path or one with `..`).
 
 use super::msgs::{Msg, MsgType};
 use super::BagError;
@@ -106,7 +112,18 @@ pub fn read_bag(path: &Path) -> Result<Bag, BagError> {
     let meta = path.is_dir().then(|| read_metadata(path, &mut bag.warnings)).flatten();
     let files: Vec<PathBuf> = if path.is_dir() {
         match &meta {
-            Some(m) if !m.files.is_empty() => m.files.iter().map(|f| path.join(f)).collect(),
+            Some(m) if !m.files.is_empty() => {
+                for f in &m.files {
+                    let inside = !f.is_empty() && Path::new(f).components().all(|c| matches!(c, std::path::Component::Normal(_) | std::path::Component::CurDir));
+                    if !inside {
+                        return Err(BagError::Invalid {
+                            path: path.join("metadata.yaml").display().to_string(),
+                            reason: format!("relative_file_paths entry '{f}' leaves the bag directory (absolute or with '..'); refused"),
+                        });
+                    }
+                }
+                m.files.iter().map(|f| path.join(f)).collect()
+            }
             _ => {
                 let mut v: Vec<PathBuf> = std::fs::read_dir(path)
                     .map_err(|e| BagError::io(path, e))?
@@ -127,6 +144,8 @@ pub fn read_bag(path: &Path) -> Result<Bag, BagError> {
     };
     let mut topic_of_channel: BTreeMap<(usize, u16), usize> = BTreeMap::new();
     let mut first_error: BTreeMap<usize, String> = BTreeMap::new();
+    let mut files_read = 0usize;
+    let mut first_refusal: Option<BagError> = None;
     for (fi, file) in files.iter().enumerate() {
         let data = match std::fs::read(file) {
             Ok(d) => d,
@@ -137,49 +156,20 @@ pub fn read_bag(path: &Path) -> Result<Bag, BagError> {
             Err(e) => return Err(BagError::io(file, e)),
         };
         if data.len() < 8 || &data[..8] != mcap::MAGIC {
-            return Err(BagError::Invalid { path: file.display().to_string(), reason: "not an MCAP file (bad magic)".into() });
-        }
-        let complete = data.len() >= 16 && &data[data.len() - 8..] == mcap::MAGIC;
-        let stream = mcap::MessageStream::new_with_options(&data, mcap::read::Options::IgnoreEndMagic.into()).map_err(|e| BagError::mcap(file, e))?;
-        let mut n = 0u64;
-        for item in stream {
-            let m = match item {
-                Ok(m) => m,
-                Err(e) => {
-                    bag.truncated = true;
-                    bag.warnings.push(format!("{}: damaged or truncated after {n} messages ({e}); read up to there", file.display()));
-                    break;
-                }
-            };
-            n += 1;
-            let key = (fi, m.channel.id);
-            let ti = *topic_of_channel.entry(key).or_insert_with(|| {
-                let type_name = m.channel.schema.as_ref().map(|s| s.name.clone()).unwrap_or_default();
-                match bag.topics.iter().position(|t| t.name == m.channel.topic && t.type_name == type_name) {
-                    Some(i) => i,
-                    None => {
-                        let msg_type = if m.channel.message_encoding == "cdr" { MsgType::from_name(&type_name) } else { None };
-                        bag.topics.push(TopicInfo { name: m.channel.topic.clone(), type_name, msg_type, count: 0, decode_errors: 0 });
-                        bag.topics.len() - 1
-                    }
-                }
-            });
-            let t = &mut bag.topics[ti];
-            t.count += 1;
-            let Some(ty) = t.msg_type else { continue };
-            match ty.decode(&m.data) {
-                Ok(msg) => bag.messages.push(BagMessage { topic: ti, log_time_ns: m.log_time, msg }),
-                Err(e) => {
-                    t.decode_errors += 1;
-                    first_error.entry(ti).or_insert_with(|| e.to_string());
-                }
+            let err = BagError::Invalid { path: file.display().to_string(), reason: "not an MCAP file (bad magic)".into() };
+            if files.len() > 1 {
+                bag.warnings.push(format!("{err}; skipped"));
+                first_refusal.get_or_insert(err);
+                continue;
             }
+            return Err(err);
         }
-        if !complete && !bag.truncated {
-            bag.truncated = true;
-            bag.warnings.push(format!("{}: does not end with the MCAP magic (recording interrupted or file cut); read {n} messages up to the last complete chunk", file.display()));
-        } else if !complete {
-            bag.warnings.push(format!("{}: file is incomplete (no MCAP footer)", file.display()));
+        files_read += 1;
+        read_file(&mut bag, fi, file, &data, &mut topic_of_channel, &mut first_error);
+    }
+    if files_read == 0 {
+        if let Some(e) = first_refusal {
+            return Err(e);
         }
     }
     for t in &bag.topics {
@@ -191,6 +181,7 @@ pub fn read_bag(path: &Path) -> Result<Bag, BagError> {
         let t = &bag.topics[ti];
         bag.warnings.push(format!("{}: topic '{}': {} of {} messages do not decode as {} (first: {e}); skipped", bag.path.display(), t.name, t.decode_errors, t.count, t.type_name));
     }
+    drop_outlier_stamps(&mut bag);
     if let Some(m) = meta {
         let found: u64 = bag.topics.iter().map(|t| t.count).sum();
         if m.message_count > found {
@@ -198,6 +189,271 @@ pub fn read_bag(path: &Path) -> Result<Bag, BagError> {
         }
     }
     Ok(bag)
+}
+
+/// Fewest messages of a topic for its stamps to be checked for outliers.
+const OUTLIER_MIN_MESSAGES: usize = 8;
+/// A stamp is an outlier when it lies more than this many interquartile ranges (with a floor of
+/// [`OUTLIER_MIN_RANGE_NS`]) outside the middle half of its topic's stamps (or of all stamps).
+const OUTLIER_IQR_FACTOR: i128 = 10;
+/// The smallest interquartile range (ns) used for the outlier test: 1 s.
+const OUTLIER_MIN_RANGE_NS: i128 = 1_000_000_000;
+
+/// The limits (ns) inside which a set of times is plausible: the quartiles widened by
+/// [`OUTLIER_IQR_FACTOR`] interquartile ranges. `None` for too few times.
+fn plausible_range(mut t: Vec<i128>) -> Option<(i128, i128)> {
+    if t.len() < OUTLIER_MIN_MESSAGES {
+        return None;
+    }
+    t.sort_unstable();
+    let (q1, q3) = (t[t.len() / 4], t[t.len() * 3 / 4]);
+    let w = OUTLIER_IQR_FACTOR * (q3 - q1).max(OUTLIER_MIN_RANGE_NS);
+    Some((q1 - w, q3 + w))
+}
+
+/// Removes messages whose log time or header stamp lies far outside the others (a corrupted
+/// or wildly wrong clock), per topic and over the whole bag, with one warning per topic naming
+/// the count, the first such stamp and the plausible range. Keeps replay and compare bounded by
+/// the data actually present.
+fn drop_outlier_stamps(bag: &mut Bag) {
+    let times = |m: &BagMessage| [m.log_time_ns as i128, m.msg.stamp_ns().filter(|&s| s > 0).map_or(m.log_time_ns as i128, |s| s as i128)];
+    let mut bad = vec![false; bag.messages.len()];
+    for ti in 0..bag.topics.len() {
+        for k in 0..2 {
+            let idx: Vec<usize> = (0..bag.messages.len()).filter(|&i| bag.messages[i].topic == ti).collect();
+            if let Some((lo, hi)) = plausible_range(idx.iter().map(|&i| times(&bag.messages[i])[k]).collect()) {
+                for &i in &idx {
+                    let t = times(&bag.messages[i])[k];
+                    bad[i] |= t < lo || t > hi;
+                }
+            }
+        }
+    }
+    for k in 0..2 {
+        if let Some((lo, hi)) = plausible_range((0..bag.messages.len()).filter(|&i| !bad[i]).map(|i| times(&bag.messages[i])[k]).collect()) {
+            for i in 0..bag.messages.len() {
+                let t = times(&bag.messages[i])[k];
+                bad[i] |= t < lo || t > hi;
+            }
+        }
+    }
+    if !bad.iter().any(|&b| b) {
+        return;
+    }
+    let good: Vec<i128> = (0..bag.messages.len()).filter(|&i| !bad[i]).map(|i| bag.messages[i].log_time_ns as i128).collect();
+    let (g0, g1) = (good.iter().min().copied().unwrap_or(0), good.iter().max().copied().unwrap_or(0));
+    let mut per_topic: BTreeMap<usize, (usize, [i128; 2])> = BTreeMap::new();
+    for (i, m) in bag.messages.iter().enumerate() {
+        if bad[i] {
+            per_topic.entry(m.topic).or_insert((0, times(m))).0 += 1;
+        }
+    }
+    for (ti, (count, [log, stamp])) in per_topic {
+        bag.warnings.push(format!(
+            "{}: topic '{}': {count} message(s) with an outlier time (first: log time {:.9} s, stamp {:.9} s; the others lie within {:.3} s to {:.3} s); skipped",
+            bag.path.display(),
+            bag.topics[ti].name,
+            log as f64 * 1e-9,
+            stamp as f64 * 1e-9,
+            g0 as f64 * 1e-9,
+            g1 as f64 * 1e-9
+        ));
+    }
+    let mut i = 0;
+    bag.messages.retain(|_| {
+        i += 1;
+        !bad[i - 1]
+    });
+}
+
+/// What is known of a channel: its topic, schema (type) name and message encoding.
+#[derive(Clone)]
+struct ChannelInfo {
+    topic: String,
+    type_name: String,
+    encoding: String,
+}
+
+/// The messages of one chunk, kept aside until the whole chunk has parsed.
+type PendingMessage = (u16, u64, Vec<u8>);
+
+/// A chunk whose CRC failed: reported once the message index records after it have named its
+/// channels.
+struct BadChunk {
+    ordinal: u64,
+    start_ns: u64,
+    end_ns: u64,
+    reason: String,
+    channels: Vec<u16>,
+}
+
+/// Reads one MCAP file's records in order into `bag`. Chunks whose CRC does not match their
+/// content, or whose records do not parse, are reported and skipped whole; reading goes on with
+/// the next chunk.
+fn read_file(
+    bag: &mut Bag,
+    fi: usize,
+    file: &Path,
+    data: &[u8],
+    topic_of_channel: &mut BTreeMap<(usize, u16), usize>,
+    first_error: &mut BTreeMap<usize, String>,
+) {
+    let complete = data.len() >= 16 && &data[data.len() - 8..] == mcap::MAGIC;
+    // The summary (when the file has one) names channels whose defining records sit in a damaged chunk.
+    let mut summary_channels: BTreeMap<u16, ChannelInfo> = BTreeMap::new();
+    if complete {
+        if let Ok(Some(s)) = mcap::read::Summary::read(data) {
+            for (id, c) in &s.channels {
+                let type_name = c.schema.as_ref().map(|s| s.name.clone()).unwrap_or_default();
+                summary_channels.insert(*id, ChannelInfo { topic: c.topic.clone(), type_name, encoding: c.message_encoding.clone() });
+            }
+        }
+    }
+    let mut schemas: BTreeMap<u16, String> = BTreeMap::new();
+    let mut channels: BTreeMap<u16, ChannelInfo> = BTreeMap::new();
+    let mut n = 0u64;
+    let mut bad: Option<BadChunk> = None;
+    let mut chunks = 0u64;
+    let reader = match mcap::read::LinearReader::new_with_options(data, mcap::read::Options::IgnoreEndMagic.into()) {
+        Ok(r) => r,
+        Err(e) => {
+            bag.truncated = true;
+            bag.warnings.push(format!("{}: MCAP: {e}; nothing read", file.display()));
+            return;
+        }
+    };
+    for item in reader {
+        let rec = match item {
+            Ok(r) => r,
+            Err(e) => {
+                bag.truncated = true;
+                bag.warnings.push(format!("{}: damaged or truncated after {n} messages ({e}); read up to there", file.display()));
+                break;
+            }
+        };
+        if !matches!(rec, mcap::records::Record::MessageIndex(_)) {
+            if let Some(b) = bad.take() {
+                report_bad_chunk(bag, file, b, &channels, &summary_channels);
+            }
+        }
+        let mut pending: Vec<PendingMessage> = Vec::new();
+        match rec {
+            mcap::records::Record::Schema { header, data: body } => {
+                let _ = body;
+                schemas.insert(header.id, header.name);
+            }
+            mcap::records::Record::Channel(c) => {
+                add_channel(&mut channels, &schemas, c);
+            }
+            mcap::records::Record::Message { header, data: body } => {
+                pending.push((header.channel_id, header.log_time, body.into_owned()));
+            }
+            mcap::records::Record::Chunk { header, data: body } => {
+                chunks += 1;
+                let bad_crc = header.compression.is_empty() && header.uncompressed_crc != 0 && crc32fast::hash(&body) != header.uncompressed_crc;
+                if bad_crc {
+                    bad = Some(BadChunk { ordinal: chunks, start_ns: header.message_start_time, end_ns: header.message_end_time, reason: format!("CRC mismatch (recorded {:08x}, content {:08x})", header.uncompressed_crc, crc32fast::hash(&body)), channels: Vec::new() });
+                } else {
+                    let (start_ns, end_ns) = (header.message_start_time, header.message_end_time);
+                    let mut chunk_schemas = schemas.clone();
+                    let mut chunk_channels = channels.clone();
+                    let mut failed = None;
+                    match mcap::read::ChunkReader::new(header, &body) {
+                        Err(e) => failed = Some(e.to_string()),
+                        Ok(records) => {
+                            for r in records {
+                                match r {
+                                    Ok(mcap::records::Record::Schema { header, .. }) => {
+                                        chunk_schemas.insert(header.id, header.name);
+                                    }
+                                    Ok(mcap::records::Record::Channel(c)) => add_channel(&mut chunk_channels, &chunk_schemas, c),
+                                    Ok(mcap::records::Record::Message { header, data }) => pending.push((header.channel_id, header.log_time, data.into_owned())),
+                                    Ok(_) => {}
+                                    Err(e) => {
+                                        failed = Some(e.to_string());
+                                        break;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    match failed {
+                        None => {
+                            schemas = chunk_schemas;
+                            channels = chunk_channels;
+                        }
+                        Some(reason) => {
+                            pending.clear();
+                            bad = Some(BadChunk { ordinal: chunks, start_ns, end_ns, reason, channels: Vec::new() });
+                        }
+                    }
+                }
+            }
+            mcap::records::Record::MessageIndex(mi) => {
+                if let Some(b) = bad.as_mut() {
+                    if !mi.records.is_empty() {
+                        b.channels.push(mi.channel_id);
+                    }
+                }
+            }
+            mcap::records::Record::DataEnd(_) => break,
+            _ => {}
+        }
+        for (channel_id, log_time_ns, payload) in pending {
+            n += 1;
+            let Some(info) = channels.get(&channel_id).or_else(|| summary_channels.get(&channel_id)) else {
+                bag.warnings.push(format!("{}: message on unknown channel {channel_id}; skipped", file.display()));
+                continue;
+            };
+            let ti = *topic_of_channel.entry((fi, channel_id)).or_insert_with(|| match bag.topics.iter().position(|t| t.name == info.topic && t.type_name == info.type_name) {
+                Some(i) => i,
+                None => {
+                    let msg_type = if info.encoding == "cdr" { MsgType::from_name(&info.type_name) } else { None };
+                    bag.topics.push(TopicInfo { name: info.topic.clone(), type_name: info.type_name.clone(), msg_type, count: 0, decode_errors: 0 });
+                    bag.topics.len() - 1
+                }
+            });
+            let t = &mut bag.topics[ti];
+            t.count += 1;
+            let Some(ty) = t.msg_type else { continue };
+            match ty.decode(&payload) {
+                Ok(msg) => bag.messages.push(BagMessage { topic: ti, log_time_ns, msg }),
+                Err(e) => {
+                    t.decode_errors += 1;
+                    first_error.entry(ti).or_insert_with(|| e.to_string());
+                }
+            }
+        }
+    }
+    if let Some(b) = bad.take() {
+        report_bad_chunk(bag, file, b, &channels, &summary_channels);
+    }
+    if !complete && !bag.truncated {
+        bag.truncated = true;
+        bag.warnings.push(format!("{}: does not end with the MCAP magic (recording interrupted or file cut); read {n} messages up to the last complete chunk", file.display()));
+    } else if !complete {
+        bag.warnings.push(format!("{}: file is incomplete (no MCAP footer)", file.display()));
+    }
+}
+
+fn add_channel(channels: &mut BTreeMap<u16, ChannelInfo>, schemas: &BTreeMap<u16, String>, c: mcap::records::Channel) {
+    let type_name = schemas.get(&c.schema_id).cloned().unwrap_or_default();
+    channels.insert(c.id, ChannelInfo { topic: c.topic, type_name, encoding: c.message_encoding });
+}
+
+fn report_bad_chunk(bag: &mut Bag, file: &Path, b: BadChunk, channels: &BTreeMap<u16, ChannelInfo>, summary: &BTreeMap<u16, ChannelInfo>) {
+    let mut topics: Vec<String> = b.channels.iter().map(|id| channels.get(id).or_else(|| summary.get(id)).map_or_else(|| format!("channel {id}"), |c| c.topic.clone())).collect();
+    topics.sort();
+    topics.dedup();
+    let topics = if topics.is_empty() { "unknown topics".to_string() } else { format!("topic(s) {}", topics.join(", ")) };
+    bag.warnings.push(format!(
+        "{}: corrupted chunk #{} ({}): {topics}, log time {:.9} s to {:.9} s; its messages are skipped",
+        file.display(),
+        b.ordinal,
+        b.reason,
+        b.start_ns as f64 * 1e-9,
+        b.end_ns as f64 * 1e-9
+    ));
 }
 
 struct Metadata {

@@ -147,6 +147,10 @@ enum Command {
     Trajectory(Box<TrajectoryCommand>),
 }
 
+/// The largest scene timestep (s) replay accepts: a bag's commands are sampled at least once a
+/// second.
+pub const MAX_REPLAY_TIMESTEP_S: f64 = 1.0;
+
 /// Replays `hw`'s commands into `scene` and records the response in a new bag at `out`.
 pub fn replay(hw: &Bag, scene: &Scene, cfg: &ReplayConfig, out: &Path) -> Result<ReplayReport, BagError> {
     let mut sim = Simulation::from_scene(scene, None);
@@ -303,6 +307,9 @@ pub fn replay(hw: &Bag, scene: &Scene, cfg: &ReplayConfig, out: &Path) -> Result
 
     // ---- rate and duration -------------------------------------------------------------------
     let dt = sim.model.timestep_s;
+    if !(dt > 0.0 && dt <= MAX_REPLAY_TIMESTEP_S) {
+        return Err(BagError::Invalid { path: "scene".into(), reason: format!("timestep_s: {dt} s; replay needs a timestep in (0, {MAX_REPLAY_TIMESTEP_S}] s") });
+    }
     let rate_hz = cfg.rate_hz.or_else(|| hw_rate(hw, &cfg.joint_states_topic)).unwrap_or(1000.0).clamp(0.01, 1.0 / dt);
     let every = ((1.0 / (rate_hz * dt)).round() as u64).max(1);
     let duration = cfg.duration_s.unwrap_or((hw_end - hw_start) as f64 * 1e-9);

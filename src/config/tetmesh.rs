@@ -54,11 +54,13 @@ struct Lines<'a> {
     lines: std::iter::Enumerate<std::str::Lines<'a>>,
     file: &'a str,
     line: usize,
+    /// The text's length (bytes), to check counts read from headers against.
+    len: usize,
 }
 
 impl<'a> Lines<'a> {
     fn new(text: &'a str, file: &'a str) -> Self {
-        Lines { lines: text.lines().enumerate(), file, line: 0 }
+        Lines { lines: text.lines().enumerate(), file, line: 0, len: text.len() }
     }
     /// Next non-empty line (TetGen `#` comments removed when `comments`).
     fn next(&mut self, comments: bool) -> Option<&'a str> {
@@ -74,6 +76,14 @@ impl<'a> Lines<'a> {
     }
     fn expect(&mut self, comments: bool, what: &str) -> Result<&'a str, InputError> {
         self.next(comments).ok_or_else(|| InputError::Parse { file: self.file.into(), reason: format!("unexpected end of file, expected {what}") })
+    }
+    /// A count read from a header, checked against the file's size before anything is sized or
+    /// looped from it: every counted item takes a line of at least two bytes.
+    fn count(&self, n: usize, what: &str) -> Result<usize, InputError> {
+        if n > self.len / 2 + 1 {
+            return Err(self.err(format!("{what} {n} is more than a file of {} bytes can hold (wrong header or cut file)", self.len)));
+        }
+        Ok(n)
     }
     fn err(&self, reason: impl std::fmt::Display) -> InputError {
         InputError::invalid(self.file, format!("line {}", self.line), reason.to_string())
@@ -121,16 +131,17 @@ fn parse_gmsh(text: &str, file: &str) -> Result<TetMesh, InputError> {
                 let v = version.ok_or_else(|| ls.err("$Nodes before $MeshFormat"))?;
                 if v == 2 {
                     let n: Vec<usize> = ls.next_numbers(false, "node count", 1)?;
-                    for _ in 0..n[0] {
+                    for _ in 0..ls.count(n[0], "node count")? {
                         let l = ls.expect(false, "a node line")?;
                         let x: Vec<f64> = ls.numbers(l, 4, "node")?;
                         add_node(&mut tags, &mut nodes, x[0] as u64, Vec3::new(x[1], x[2], x[3]), &ls)?;
                     }
                 } else {
                     let h: Vec<usize> = ls.next_numbers(false, "$Nodes header", 4)?;
-                    for _ in 0..h[0] {
+                    ls.count(h[1], "$Nodes node count")?;
+                    for _ in 0..ls.count(h[0], "$Nodes block count")? {
                         let b: Vec<usize> = ls.next_numbers(false, "entity block header", 4)?;
-                        let (parametric, count) = (b[2] != 0, b[3]);
+                        let (parametric, count) = (b[2] != 0, ls.count(b[3], "node block size")?);
                         let mut block_tags = Vec::with_capacity(count);
                         for _ in 0..count {
                             let t: Vec<u64> = ls.next_numbers(false, "node tag", 1)?;
@@ -148,7 +159,7 @@ fn parse_gmsh(text: &str, file: &str) -> Result<TetMesh, InputError> {
                 let v = version.ok_or_else(|| ls.err("$Elements before $MeshFormat"))?;
                 if v == 2 {
                     let n: Vec<usize> = ls.next_numbers(false, "element count", 1)?;
-                    for _ in 0..n[0] {
+                    for _ in 0..ls.count(n[0], "element count")? {
                         let l = ls.expect(false, "an element line")?;
                         let x: Vec<u64> = ls.numbers(l, 3, "element")?;
                         let (tag, ty, ntags) = (x[0], x[1], x[2] as usize);
@@ -157,9 +168,10 @@ fn parse_gmsh(text: &str, file: &str) -> Result<TetMesh, InputError> {
                     }
                 } else {
                     let h: Vec<usize> = ls.next_numbers(false, "$Elements header", 4)?;
-                    for _ in 0..h[0] {
+                    ls.count(h[1], "$Elements element count")?;
+                    for _ in 0..ls.count(h[0], "$Elements block count")? {
                         let b: Vec<u64> = ls.next_numbers(false, "entity block header", 4)?;
-                        let (ty, count) = (b[2], b[3] as usize);
+                        let (ty, count) = (b[2], ls.count(usize::try_from(b[3]).unwrap_or(usize::MAX), "element block size")?);
                         for _ in 0..count {
                             let x: Vec<u64> = ls.next_numbers(false, "element", 1)?;
                             gmsh_element(ty, x[0], &x[1..], &ls, &mut raw_tets)?;
@@ -238,7 +250,7 @@ fn parse_tetgen(node_text: &str, node_path: &Path, ele_text: &str, ele_path: &Pa
     if h[1] != 3 {
         return Err(ls.err(format!("dimension {} (expected 3)", h[1])));
     }
-    let mut nodes = Vec::with_capacity(h[0]);
+    let mut nodes = Vec::with_capacity(ls.count(h[0], ".node count")?);
     let mut first = None;
     for i in 0..h[0] {
         let x: Vec<f64> = ls.next_numbers(true, "node", 4)?;
@@ -258,7 +270,7 @@ fn parse_tetgen(node_text: &str, node_path: &Path, ele_text: &str, ele_path: &Pa
     if h[1] != 4 {
         return Err(ls.err(format!("{} nodes per tetrahedron: only linear (4-node) tetrahedra are supported", h[1])));
     }
-    let mut tets = Vec::with_capacity(h[0]);
+    let mut tets = Vec::with_capacity(ls.count(h[0], ".ele count")?);
     for _ in 0..h[0] {
         let x: Vec<u64> = ls.next_numbers(true, "tetrahedron", 5)?;
         let mut t = [0usize; 4];

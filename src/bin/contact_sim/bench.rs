@@ -141,6 +141,9 @@ fn time_single_contacts(samples: &[(contact_sim::contact::SingleContact, [f64; 3
     (all, slip, each)
 }
 
+/// The most steps (and warm-up steps) one benchmark runs.
+const MAX_STEPS: usize = 100_000_000;
+
 pub fn bench(scenes: Vec<PathBuf>, steps: usize, warmup: usize, solvers: Option<Vec<SolverKind>>, json: bool) -> Result<()> {
     let scenes = if scenes.is_empty() {
         vec![repo_path("config/examples/quadruped_stand.yaml"), repo_path("config/examples/box_stack.yaml")]
@@ -149,6 +152,12 @@ pub fn bench(scenes: Vec<PathBuf>, steps: usize, warmup: usize, solvers: Option<
     };
     if steps == 0 {
         bail!("--steps: must be ≥ 1");
+    }
+    if steps > MAX_STEPS {
+        bail!("--steps: {steps} is more than the {MAX_STEPS} a benchmark may time (the step times are kept in memory)");
+    }
+    if warmup > MAX_STEPS {
+        bail!("--warmup: {warmup} is more than {MAX_STEPS} steps");
     }
     let mut rows = vec![];
     for path in &scenes {

@@ -180,6 +180,13 @@ enum Command {
 }
 
 fn main() {
+    // Like other command-line tools, end quietly when the reader of stdout goes away
+    // (`contact_sim bench --json | head -c 100`): Rust ignores SIGPIPE, which turns the write
+    // into a panic with a backtrace.
+    // SAFETY: setting a signal's disposition to the default at start-up, before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => e.exit(), // --help, --version
