@@ -731,6 +731,9 @@ fn run_node(cli: CliArgs) -> Result<()> {
         p.insert("scene".into(), r2r::Parameter::new(ParameterValue::String(scene_path.display().to_string())));
     }
     let scene = load_scene(&scene_path).map_err(|e| anyhow!("{e}"))?;
+    for w in &scene.warnings {
+        eprintln!("contact_sim_node: warning: {w}");
+    }
     let solver_kind = param_string(&node, "solver").unwrap_or_default();
     let solver = if solver_kind.is_empty() || solver_kind == "scene" || solver_kind == scene.solver.kind() {
         scene.solver.clone()
