@@ -176,8 +176,8 @@ pub fn apply_inertia_check(mass: f64, i: &Mat3, policy: InertiaCheck) -> Result<
         InertiaCheck::Balance => {
             let b = balanced_moments(&eig);
             let out = axes * Mat3::from_diagonal(&b) * axes.transpose();
-            let what = if negative { format!("principal moments {}", fmt3(&eig)) } else { format!("triangle inequality violated: {how_much}") };
-            Ok((out, Some(format!("inertia balanced ({what}): principal moments [{}] → [{}] kg·m² (inertia_check: balance)", fmt3(&eig), fmt3(&b)))))
+            let why = if negative { "negative principal moment".to_string() } else { format!("triangle inequality violated by {violation:.3e} kg·m², {:.3} %", 100.0 * violation / eig[2].abs().max(1e-300)) };
+            Ok((out, Some(format!("inertia balanced: principal moments [{}] → [{}] kg·m² ({why}; inertia_check: balance)", fmt3(&eig), fmt3(&b)))))
         }
     }
 }

@@ -49,3 +49,147 @@ fn ignored_elements_do_not_change_the_model() {
     let m = with["mass_matrix"][0][0].as_f64().unwrap();
     assert!((m - (0.021 + 0.0625)).abs() < 1e-12, "M = {m}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// inertia_check: strict | warn | balance
+// ---------------------------------------------------------------------------------------------
+
+use contact_sim::math::{Mat3, Vec3};
+use contact_sim::urdf::{apply_inertia_check, balanced_moments, principal_moments, triangle_violation, InertiaCheck};
+
+const CAD: &str = "tests/data/wild/cad_inertia.urdf";
+
+#[test]
+fn inertia_warn_is_the_default_and_keeps_the_values() {
+    let (code, stdout, stderr) = cli(&["model", CAD, "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let w = warning_lines(&stderr);
+    assert_eq!(w.len(), 2, "one warning per bad link: {stderr}");
+    assert_eq!(
+        w[0],
+        "warning: tests/data/wild/cad_inertia.urdf: link 'shin' <inertial>: inertia violates the triangle inequality (1.000000e-2 > 4.000000e-3 + 5.900000e-3 kg·m², by 1.000e-4 kg·m² (1.000 % of the largest moment)); kept as given (inertia_check: warn)"
+    );
+    assert!(w[1].contains("link 'foot' <inertial>: inertia violates the triangle inequality") && w[1].contains("kept as given"), "{}", w[1]);
+    let j: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let shin = j["model"]["links"].as_array().unwrap().iter().find(|l| l["name"] == "shin").unwrap();
+    let p: Vec<f64> = shin["principal_inertia_kg_m2"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+    let mut p = p.clone();
+    p.sort_by(f64::total_cmp);
+    for (a, b) in p.iter().zip([0.0040, 0.0059, 0.0100]) {
+        assert!((a - b).abs() < 1e-15, "kept values: {p:?}");
+    }
+    // the explicit flag gives the same
+    let (_, _, stderr2) = cli(&["model", CAD, "--inertia-check", "warn"]);
+    assert_eq!(warning_lines(&stderr2), w);
+}
+
+#[test]
+fn inertia_strict_refuses_naming_the_link_and_the_violation() {
+    let (code, _, stderr) = cli(&["model", CAD, "--inertia-check", "strict"]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        stderr.trim(),
+        "error: tests/data/wild/cad_inertia.urdf: link 'shin' <inertial>: inertia violates the triangle inequality (1.000000e-2 > 4.000000e-3 + 5.900000e-3 kg·m², by 1.000e-4 kg·m² (1.000 % of the largest moment)): no rigid body has these principal moments (inertia_check: warn keeps them, balance fixes them)"
+    );
+    let (code, _, stderr) = cli(&["model", CAD, "--inertia-check", "nearest"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("unknown inertia check 'nearest' (expected one of: strict, warn, balance)"), "{stderr}");
+}
+
+#[test]
+fn inertia_balance_prints_the_change_and_the_result_is_valid() {
+    let (code, stdout, stderr) = cli(&["model", CAD, "--inertia-check", "balance", "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let w = warning_lines(&stderr);
+    assert_eq!(
+        w[0],
+        "warning: tests/data/wild/cad_inertia.urdf: link 'shin' <inertial>: inertia balanced: principal moments [4.000000e-3, 5.900000e-3, 1.000000e-2] → [4.050000e-3, 5.950000e-3, 1.000000e-2] kg·m² (triangle inequality violated by 1.000e-4 kg·m², 1.000 %; inertia_check: balance)"
+    );
+    let j: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    for l in j["model"]["links"].as_array().unwrap() {
+        let mut p: Vec<f64> = l["principal_inertia_kg_m2"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+        p.sort_by(f64::total_cmp);
+        assert!(p[2] <= p[0] + p[1] + 1e-15, "{}: {p:?}", l["name"]);
+    }
+}
+
+/// Random symmetric inertias violating the triangle inequality, in random frames: the balanced
+/// one keeps the principal axes and the largest moment, holds the inequality with equality, is
+/// never smaller than the given one, and is the nearest such inertia (checked against random
+/// valid raise-only candidates).
+#[test]
+fn balanced_inertia_is_the_nearest_valid_one_that_is_not_smaller() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(17);
+    for _ in 0..200 {
+        let (a, b) = (rng.random_range(0.1..1.0), rng.random_range(0.1..1.0));
+        let c = (a + b) * rng.random_range(1.001..1.5);
+        let rot = nalgebra::Rotation3::from_scaled_axis(Vec3::new(rng.random_range(-3.0..3.0), rng.random_range(-3.0..3.0), rng.random_range(-3.0..3.0))).into_inner();
+        let i = rot * Mat3::from_diagonal(&Vec3::new(a, b, c)) * rot.transpose();
+        assert!(apply_inertia_check(1.0, &i, InertiaCheck::Strict).is_err());
+        let (kept, note) = apply_inertia_check(1.0, &i, InertiaCheck::Warn).unwrap();
+        assert_eq!(kept, i);
+        assert!(note.unwrap().contains("kept as given"));
+        let (out, note) = apply_inertia_check(1.0, &i, InertiaCheck::Balance).unwrap();
+        assert!(note.unwrap().starts_with("inertia balanced"));
+        let (given, _) = principal_moments(&i);
+        let (got, _) = principal_moments(&out);
+        assert!(triangle_violation(&got) < 1e-12, "{got:?}");
+        assert!((got[2] - given[2]).abs() < 1e-12 && (got[0] + got[1] - got[2]).abs() < 1e-12, "equality, largest kept: {given:?} → {got:?}");
+        assert!(got[0] >= given[0] - 1e-12 && got[1] >= given[1] - 1e-12, "raised only");
+        // same principal axes: out - i is diagonal in i's principal frame
+        let (_, axes) = principal_moments(&i);
+        let d = axes.transpose() * (out - i) * axes;
+        assert!(d[(0, 1)].abs() + d[(0, 2)].abs() + d[(1, 2)].abs() < 1e-12, "axes kept: {d}");
+        // nearest among valid raise-only moments
+        let best = (got - given).norm();
+        for _ in 0..200 {
+            let x = given[0] + rng.random_range(0.0..(c - a - b + 0.1));
+            let y = (given[2] - x).max(given[1]) + rng.random_range(0.0..0.05);
+            let z = given[2] + rng.random_range(0.0..0.05);
+            let cand = Vec3::new(x, y, z);
+            if z <= x + y {
+                assert!((cand - given).norm() >= best - 1e-12, "{cand:?} is nearer than {got:?} to {given:?}");
+            }
+        }
+    }
+    // negative moments are raised to zero first
+    assert_eq!(balanced_moments(&Vec3::new(-1e-3, 1.0, 1.0)), Vec3::new(0.0, 1.0, 1.0));
+    let bad = Mat3::from_diagonal(&Vec3::new(-1e-3, 1.0, 1.0));
+    let e = apply_inertia_check(1.0, &bad, InertiaCheck::Warn).unwrap_err();
+    assert!(e.contains("not positive semi-definite") && e.contains("inertia_check: balance"), "{e}");
+    // mass problems are never a matter of policy
+    assert!(apply_inertia_check(-1.0, &Mat3::identity(), InertiaCheck::Balance).unwrap_err().contains("mass must be non-negative"));
+}
+
+fn write_scene(name: &str, text: &str) -> String {
+    let dir = repo().join("target/test-scenes");
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+#[test]
+fn inertia_check_per_robot_in_the_scene_and_the_cli_overrides_it() {
+    let robot = "robots:\n  - urdf: ../../tests/data/wild/cad_inertia.urdf\n";
+    let strict = write_scene("inertia_strict.yaml", &format!("{robot}    inertia_check: strict\n"));
+    let (code, _, stderr) = cli(&["run", &strict, "--duration", "0.01", "--quiet"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("cad_inertia.urdf: link 'shin' <inertial>: inertia violates the triangle inequality"), "{stderr}");
+    // the command line wins over the scene
+    let (code, _, stderr) = cli(&["run", &strict, "--duration", "0.01", "--quiet", "--inertia-check", "balance"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(warning_lines(&stderr).len(), 2, "{stderr}");
+    assert!(warning_lines(&stderr).iter().all(|l| l.contains("inertia balanced")), "{stderr}");
+    // default (no key): warn
+    let plain = write_scene("inertia_default.yaml", robot);
+    let (code, _, stderr) = cli(&["run", &plain, "--duration", "0.01", "--quiet"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(warning_lines(&stderr).iter().all(|l| l.contains("kept as given")) && warning_lines(&stderr).len() == 2, "{stderr}");
+    // a bad value names the key
+    let bad = write_scene("inertia_bad.yaml", &format!("{robot}    inertia_check: loose\n"));
+    let (code, _, stderr) = cli(&["run", &bad, "--duration", "0.01", "--quiet"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("inertia_bad.yaml") && stderr.contains("unknown variant `loose`") && stderr.contains("strict"), "{stderr}");
+}
