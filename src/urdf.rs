@@ -411,10 +411,17 @@ pub fn resolve_mimics(urdf: &urdf_rs::Robot) -> Result<Mimics, (String, String)>
             let path: Vec<String> = chain.iter().chain(std::iter::once(&leader)).map(|n| format!("'{n}'")).collect();
             out.warnings.push((
                 element,
-                format!("mimic chain {} resolved to the independent joint '{leader}': multiplier {mult}, offset {off}", path.join(" → ")),
+                format!("mimic chain {} resolved to the independent joint '{leader}': multiplier {}, offset {}", path.join(" → "), short(mult), short(off)),
             ));
         }
         out.mimics.push(ResolvedMimic { follower: j.name.clone(), leader: leader.to_string(), multiplier: mult, offset: off });
     }
     Ok(out)
+}
+
+/// A number with at most 9 decimals, trailing zeros dropped (`-0.15`, `2`).
+fn short(x: f64) -> String {
+    let s = format!("{x:.9}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" { "0".into() } else { s.to_string() }
 }

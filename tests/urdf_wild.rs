@@ -193,3 +193,70 @@ fn inertia_check_per_robot_in_the_scene_and_the_cli_overrides_it() {
     assert_eq!(code, 2);
     assert!(stderr.contains("inertia_bad.yaml") && stderr.contains("unknown variant `loose`") && stderr.contains("strict"), "{stderr}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// <mimic>: fixed joints, chains, cycles; robots without movable joints
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn mimic_on_a_fixed_joint_is_ignored_and_chains_resolve_to_the_root_joint() {
+    let (code, stdout, stderr) = cli(&["model", "tests/data/wild/mimic.urdf", "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        warning_lines(&stderr),
+        [
+            "warning: tests/data/wild/mimic.urdf: joint 'c' <mimic>: mimic chain 'c' → 'b' → 'a' resolved to the independent joint 'a': multiplier 1, offset -0.15",
+            "warning: tests/data/wild/mimic.urdf: joint 'frozen' <mimic>: joint 'frozen' is fixed: its <mimic> of 'a' is ignored",
+        ]
+    );
+    let j: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let mimic_of = |name: &str| j["model"]["joints"].as_array().unwrap().iter().find(|x| x["name"] == name).unwrap()["mimics"].clone();
+    assert!(mimic_of("b").as_str().unwrap().contains('a'), "{}", mimic_of("b"));
+    assert!(mimic_of("c").as_str().unwrap().contains('a'), "c follows a directly: {}", mimic_of("c"));
+    assert!(mimic_of("frozen").is_null());
+
+    // in a scene: the initial positions follow the composed coupling and the coupling holds while
+    // the leader moves
+    let s = scene(
+        "timestep_s: 0.001\nground: {enabled: false}\nrobots:\n  - urdf: ../../tests/data/wild/mimic.urdf\n    initial_positions: {a: 0.4}\n    control: {default: {mode: passive}}\n",
+    );
+    let m = &s.model;
+    let q = |name: &str, qv: &[f64]| qv[m.bodies[m.body_id(&format!("l{name}")).unwrap()].joint.q_index];
+    assert!((q("b", &m.q_init) - 0.9).abs() < 1e-12);
+    assert!((q("c", &m.q_init) - 0.25).abs() < 1e-12);
+    assert_eq!(m.mimics.len(), 2);
+    let mut sim = contact_sim::sim::Simulation::from_scene(&s, None);
+    for _ in 0..300 {
+        sim.step();
+    }
+    let qv = sim.state.q.clone();
+    assert!((q("a", &qv) - 0.4).abs() > 1e-3, "the pendulums swing under gravity");
+    assert!((q("c", &qv) - (q("a", &qv) - 0.15)).abs() < 1e-3, "q_c = q_a - 0.15: a {} c {}", q("a", &qv), q("c", &qv));
+    assert!((q("b", &qv) - (2.0 * q("a", &qv) + 0.1)).abs() < 1e-3, "q_b = 2 q_a + 0.1");
+}
+
+#[test]
+fn mimic_cycles_are_refused_naming_the_joints() {
+    let (code, _, stderr) = cli(&["model", "tests/data/wild/mimic_cycle.urdf"]);
+    assert_eq!(code, 2);
+    assert_eq!(stderr.trim(), "error: tests/data/wild/mimic_cycle.urdf: joint 'b' <mimic>: mimic cycle: 'b' → 'c' → 'd' → 'b' (no joint of the cycle is independent)");
+}
+
+#[test]
+fn model_works_on_a_robot_without_movable_joints() {
+    let (code, stdout, stderr) = cli(&["model", "tests/data/wild/no_movable_joint.urdf", "--q", "", "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let j: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(j["model"]["nv"], 0);
+    assert_eq!(j["mass_matrix"].as_array().unwrap().len(), 0);
+    assert_eq!(j["inverse_dynamics"].as_array().unwrap().len(), 0);
+    let (code, _, stderr) = cli(&["model", "tests/data/wild/no_movable_joint.urdf", "--q", "", "--v", "", "--a", ""]);
+    assert_eq!(code, 0, "{stderr}");
+    // a value where there is no joint is still an error
+    let (code, _, stderr) = cli(&["model", "tests/data/wild/no_movable_joint.urdf", "--q", "0.1"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("--q: expected 0 values"), "{stderr}");
+    let (code, _, stderr) = cli(&["model", "urdf/pendulum.urdf", "--q", "x"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("'x'"), "{stderr}");
+}
