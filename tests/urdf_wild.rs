@@ -260,3 +260,29 @@ fn model_works_on_a_robot_without_movable_joints() {
     assert_eq!(code, 2);
     assert!(stderr.contains("'x'"), "{stderr}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// --package-path
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn package_path_on_the_command_line_finds_package_meshes() {
+    let f = "tests/data/wild/package_mesh.urdf";
+    let (code, _, stderr) = cli(&["model", f]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("package 'some_description' not found (give --package-path some_description=DIR"), "{stderr}");
+    for arg in ["some_description=tests/data/wild/fake_ws/some_description", "tests/data/wild/fake_ws"] {
+        let (code, stdout, stderr) = cli(&["model", f, "--package-path", "other=/nowhere", "--package-path", arg]);
+        assert_eq!(code, 0, "{arg}: {stderr}");
+        assert!(stdout.contains("base") && stdout.contains("    1\n"), "one collision shape: {stdout}");
+    }
+    let (code, _, stderr) = cli(&["model", f, "--package-path", "=x"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("--package-path '=x': expected NAME=DIR or DIR"), "{stderr}");
+    // on run, with a scene
+    let p = write_scene("package_mesh.yaml", "robots:\n  - urdf: ../../tests/data/wild/package_mesh.urdf\n    base: {mode: fixed, position: [0, 0, 1]}\n");
+    let (code, _, stderr) = cli(&["run", &p, "--duration", "0.01", "--quiet"]);
+    assert_eq!(code, 2, "{stderr}");
+    let (code, _, stderr) = cli(&["run", &p, "--duration", "0.01", "--quiet", "--package-path", "some_description=tests/data/wild/fake_ws/some_description"]);
+    assert_eq!(code, 0, "{stderr}");
+}
