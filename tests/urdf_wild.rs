@@ -286,3 +286,60 @@ fn package_path_on_the_command_line_finds_package_meshes() {
     let (code, _, stderr) = cli(&["run", &p, "--duration", "0.01", "--quiet", "--package-path", "some_description=tests/data/wild/fake_ws/some_description"]);
     assert_eq!(code, 0, "{stderr}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Collada meshes: unit, up axis, URDF scale
+// ---------------------------------------------------------------------------------------------
+
+/// Bounds (m) of the first collision geometry's convex hull of a one-link URDF.
+fn hull_bounds(rel: &str) -> (Vec3, Vec3, Vec<contact_sim::urdf::LoadWarning>) {
+    let (model, warnings) = contact_sim::config::load_urdf_model(&repo().join(rel), false, &Default::default()).unwrap_or_else(|e| panic!("{e}"));
+    let g = model.geoms.iter().find(|g| g.body.is_some()).expect("a collision geometry");
+    let contact_sim::model::GeomShape::Convex { vertices } = &g.shape else { panic!("mesh → convex hull") };
+    assert_eq!(vertices.len(), 8, "a box hull has 8 vertices");
+    let lo = vertices.iter().fold(Vec3::repeat(f64::INFINITY), |a, v| a.inf(v));
+    let hi = vertices.iter().fold(Vec3::repeat(f64::NEG_INFINITY), |a, v| a.sup(v));
+    (lo, hi, warnings)
+}
+
+fn assert_close(a: Vec3, b: Vec3, what: &str) {
+    assert!((a - b).norm() < 1e-6, "{what}: {a:?} vs {b:?}");
+}
+
+#[test]
+fn collada_meshes_honour_unit_up_axis_and_scale() {
+    // a 10 x 20 x 30 cm box written in centimetres, one corner at the origin
+    let (lo, hi, w) = hull_bounds("tests/data/wild/collada_z_up.urdf");
+    assert_close(lo, Vec3::zeros(), "Z_UP min");
+    assert_close(hi, Vec3::new(0.1, 0.2, 0.3), "Z_UP max: centimetres → metres");
+    assert!(w.is_empty(), "{w:?}");
+    // Y_UP: the file's +y is up (world +z), its +z points toward the viewer (world −y)
+    let (lo, hi, w) = hull_bounds("tests/data/wild/collada_y_up.urdf");
+    assert_close(lo, Vec3::new(0.0, -0.3, 0.0), "Y_UP min");
+    assert_close(hi, Vec3::new(0.1, 0.0, 0.2), "Y_UP max");
+    assert_eq!(w.len(), 1);
+    assert_eq!(w[0].class, contact_sim::urdf::WarningClass::Mesh);
+    assert!(w[0].to_string().contains("Collada file is Y_UP: rotated to the URDF's Z-up convention"), "{}", w[0]);
+    // the URDF scale multiplies the file's (already metric) coordinates
+    let (lo, hi, _) = hull_bounds("tests/data/wild/collada_scaled.urdf");
+    assert_close(lo, Vec3::zeros(), "scaled min");
+    assert_close(hi, Vec3::new(0.2, 0.2, 0.15), "scale 2 1 0.5");
+    // the volume the collision shape encloses: 0.2 · 0.2 · 0.15 m³
+    let (model, _) = contact_sim::config::load_urdf_model(&repo().join("tests/data/wild/collada_scaled.urdf"), false, &Default::default()).unwrap();
+    let g = model.geoms.iter().find(|g| g.body.is_some()).unwrap();
+    let vol = contact_sim::config::shape_volume(&g.shape);
+    assert!((vol - 0.006).abs() < 1e-8, "volume {vol} m³");
+}
+
+#[test]
+fn stl_and_obj_meshes_still_load_through_the_new_reader() {
+    let (code, stdout, stderr) = cli(&["model", "tests/data/mesh_robot.urdf"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stdout.is_empty());
+    let tetra = contact_sim::config::read_mesh_points(&repo().join("tests/data/meshes/tetra.stl")).unwrap();
+    assert!(tetra.len() >= 4);
+    let wedge = contact_sim::config::read_mesh_points(&repo().join("tests/data/meshes/wedge.obj")).unwrap();
+    assert!(wedge.len() >= 6);
+    let e = contact_sim::config::read_mesh_points(&repo().join("tests/data/meshes/tet.vtk")).unwrap_err();
+    assert!(e.contains("unsupported mesh format '.vtk'") && e.contains("Collada"), "{e}");
+}

@@ -4,6 +4,7 @@
 //! [`Scene`] whose [`Model`] is ready to simulate. Every error names the file and the element at
 //! fault (see [`InputError`]). Unknown keys are rejected.
 
+pub mod mesh;
 mod scene;
 mod tetmesh;
 
@@ -295,7 +296,7 @@ pub fn load_robot(urdf_path: &Path, r: &RobotConfig, scene_packages: &BTreeMap<S
 /// [`load_robot`] with command-line overrides (inertia policy, package paths).
 pub fn load_robot_with(urdf_path: &Path, r: &RobotConfig, scene_packages: &BTreeMap<String, String>, scene_dir: &Path, opts: &LoadOptions) -> Result<RobotSpec, InputError> {
     let file = urdf_path.display().to_string();
-    let (urdf, warnings) = read_urdf_with_warnings(urdf_path)?;
+    let (urdf, mut warnings) = read_urdf_with_warnings(urdf_path)?;
     let urdf_dir = urdf_path.parent().map(Path::to_path_buf).unwrap_or_default();
     let mut packages: HashMap<String, PathBuf> = HashMap::new();
     for (k, v) in scene_packages.iter().chain(r.package_paths.iter()) {
@@ -311,7 +312,15 @@ pub fn load_robot_with(urdf_path: &Path, r: &RobotConfig, scene_packages: &BTree
                 let element = format!("link '{}' <collision> {ci} mesh '{filename}'", link.name);
                 let mesh_path = resolve_mesh_path_in(filename, &urdf_dir, &packages, &opts.package_roots).map_err(|reason| InputError::invalid(&file, &element, reason))?;
                 let s = scale.map(|s| Vec3::new(s[0], s[1], s[2])).unwrap_or(Vec3::new(1.0, 1.0, 1.0));
-                let pts = read_mesh_points(&mesh_path).map_err(|reason| InputError::invalid(&file, &element, reason))?;
+                let (pts, up) = mesh::read_mesh_vertices(&mesh_path).map_err(|reason| InputError::invalid(&file, &element, reason))?;
+                if let Some(axis @ (mesh::UpAxis::X | mesh::UpAxis::Y)) = up {
+                    warnings.push(LoadWarning {
+                        class: WarningClass::Mesh,
+                        file: file.clone(),
+                        element: element.clone(),
+                        message: format!("Collada file is {axis:?}_UP: rotated to the URDF's Z-up convention (check the collision geometry's orientation)"),
+                    });
+                }
                 let pts: Vec<Vec3> = pts.iter().map(|p| p.component_mul(&s)).collect();
                 let hull = crate::model::convex_hull_vertices(&pts)
                     .ok_or_else(|| InputError::invalid(&file, &element, "mesh is degenerate (flat or fewer than 4 distinct points)"))?;
@@ -405,28 +414,10 @@ pub fn resolve_mesh_path_in(filename: &str, urdf_dir: &Path, packages: &HashMap<
     Ok(path)
 }
 
-/// Reads the vertex positions of an STL (ASCII or binary) or OBJ mesh (m, file units).
+/// Reads the vertex positions of an STL (ASCII or binary), OBJ or Collada mesh (m, Z up; see
+/// [`mesh::read_mesh_vertices`]).
 pub fn read_mesh_points(path: &Path) -> Result<Vec<Vec3>, String> {
-    let ext = path.extension().map(|e| e.to_string_lossy().to_lowercase()).unwrap_or_default();
-    match ext.as_str() {
-        "stl" => {
-            let mut f = std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            let mesh = stl_io::read_stl(&mut f).map_err(|e| format!("invalid STL {}: {e}", path.display()))?;
-            Ok(mesh.vertices.iter().map(|v| Vec3::new(v.0[0] as f64, v.0[1] as f64, v.0[2] as f64)).collect())
-        }
-        "obj" => {
-            let (models, _) = tobj::load_obj(path, &tobj::LoadOptions { single_index: false, triangulate: false, ignore_points: true, ignore_lines: true })
-                .map_err(|e| format!("invalid OBJ {}: {e}", path.display()))?;
-            let mut pts = vec![];
-            for m in models {
-                for c in m.mesh.positions.chunks_exact(3) {
-                    pts.push(Vec3::new(c[0] as f64, c[1] as f64, c[2] as f64));
-                }
-            }
-            Ok(pts)
-        }
-        other => Err(format!("unsupported mesh format '.{other}' of {} (use STL or OBJ)", path.display())),
-    }
+    mesh::read_mesh_vertices(path).map(|(p, _)| p)
 }
 
 fn object_shape(s: &ShapeConfig, base_dir: &Path, file: &str, element: &str) -> Result<GeomShape, InputError> {
