@@ -343,3 +343,58 @@ fn stl_and_obj_meshes_still_load_through_the_new_reader() {
     let e = contact_sim::config::read_mesh_points(&repo().join("tests/data/meshes/tet.vtk")).unwrap_err();
     assert!(e.contains("unsupported mesh format '.vtk'") && e.contains("Collada"), "{e}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// model --check
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn model_check_reports_warnings_per_class_and_fails_on_broken_files() {
+    let (code, stdout, stderr) = cli(&["model", "--check", CAD]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("  warnings per class: ignored_element 0, inertia 2, mimic 0, mesh 0, shape_inertia 1, posture 0\n"), "{stdout}");
+    assert!(stdout.contains("WARNING [inertia]: tests/data/wild/cad_inertia.urdf: link 'shin' <inertial>: inertia violates the triangle inequality"), "{stdout}");
+    // foot: 0.5 kg in a 3 cm sphere has trace 3·(2/5)·0.5·0.03² = 5.4e-4 against the declared 5.8e-3
+    assert!(
+        stdout.contains("WARNING [shape_inertia]: tests/data/wild/cad_inertia.urdf: link 'foot': inertia is 10.7407 × that of its collision shape filled uniformly with the same mass (trace 5.8000e-3 vs 5.4000e-4 kg·m²): more than 10× off"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("=> PASS (3 warning(s))"), "{stdout}");
+    // the shin row shows the violation of 1e-4 kg·m²
+    assert!(stdout.lines().any(|l| l.trim_start().starts_with("shin") && l.contains("-1.00e-4")), "{stdout}");
+
+    // JSON: counts per class, the density of the thigh box (2 kg / 0.003 m³)
+    let (_, stdout, _) = cli(&["model", "--check", CAD, "--json"]);
+    let j: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(j["counts"]["inertia"], 2);
+    assert_eq!(j["counts"]["shape_inertia"], 1);
+    let thigh = &j["robots"][0]["links"][0];
+    assert_eq!(thigh["name"], "thigh");
+    assert!((thigh["density_kg_m3"].as_f64().unwrap() - 2.0 / 0.003).abs() < 1e-9);
+
+    // ignored elements and mimic warnings are counted too, and a scene checks every robot
+    let (_, stdout, _) = cli(&["model", "--check", "tests/data/wild/ignored_elements.urdf"]);
+    assert!(stdout.contains("warnings per class: ignored_element 7,"), "{stdout}");
+    let p = write_scene(
+        "check_two.yaml",
+        "robots:\n  - urdf: ../../tests/data/wild/mimic.urdf\n    initial_positions: {a: 3.0}\n  - urdf: ../../urdf/pendulum.urdf\n",
+    );
+    let (code, stdout, stderr) = cli(&["model", "--check", &p]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("robot 'mimic'") && stdout.contains("robot 'pendulum'"), "{stdout}");
+    // a = 3 rad is beyond its ±2 limit, b = 2·3 + 0.1 and c = 3 − 0.15 follow it out
+    assert!(stdout.contains("tests/data/wild/mimic.urdf: joint 'a': starts at 3 outside its limits [-2, 2]"), "{stdout}");
+    assert!(stdout.contains("mimic 2, mesh 0, shape_inertia 1, posture 3"), "{stdout}");
+
+    // broken files fail with the loader's one-line error
+    for f in ["tests/data/broken_missing_parent.urdf", "tests/data/not_xml.urdf", "tests/data/wild/mimic_cycle.urdf"] {
+        let (code, _, stderr) = cli(&["model", "--check", f]);
+        assert_eq!(code, 2, "{f}");
+        assert!(stderr.starts_with(&format!("error: {f}")), "{stderr}");
+    }
+    let (code, _, _) = cli(&["model", "--check", "tests/data/broken_inertia.urdf"]);
+    assert_eq!(code, 0, "warn is the default");
+    let (code, _, stderr) = cli(&["model", "--check", "--inertia-check", "strict", "tests/data/broken_inertia.urdf"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("link 'bad_link' <inertial>: inertia violates the triangle inequality"), "{stderr}");
+}
