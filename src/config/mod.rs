@@ -379,6 +379,8 @@ pub fn resolve_mesh_path(filename: &str, urdf_dir: &Path, packages: &HashMap<Str
 /// `packages` and before `ROS_PACKAGE_PATH`.
 pub fn resolve_mesh_path_in(filename: &str, urdf_dir: &Path, packages: &HashMap<String, PathBuf>, package_roots: &[PathBuf]) -> Result<PathBuf, String> {
     let path = if let Some(rest) = filename.strip_prefix("package://") {
+        // `package:///pkg/...` (an extra slash) is common in the wild and means the same
+        let rest = rest.trim_start_matches('/');
         let (pkg, rel) = rest.split_once('/').ok_or_else(|| format!("malformed package URI '{filename}'"))?;
         let mut candidates: Vec<PathBuf> = vec![];
         if let Some(p) = packages.get(pkg) {
