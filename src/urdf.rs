@@ -70,7 +70,8 @@ pub enum InertiaCheck {
     /// Refuse the URDF (an error naming the link).
     Strict,
     /// Keep the given values and warn once per link, naming it and the size of the violation
-    /// (what rigid-body libraries such as Pinocchio do, which load any symmetric inertia).
+    /// (what rigid-body libraries such as Pinocchio do, which load any symmetric inertia). Also
+    /// for (slightly) negative principal moments.
     #[default]
     Warn,
     /// Replace the inertia by the nearest valid one that is not smaller: the two smaller
@@ -136,8 +137,8 @@ pub fn balanced_moments(moments: &Vec3) -> Vec3 {
 /// Checks a link's mass (kg) and rotational inertia (kg·m², any frame) under `policy`.
 /// Returns the inertia to use (changed only by [`InertiaCheck::Balance`]) and a warning message
 /// when the inertia was not physical; `Err` names what is wrong when the link is refused.
-/// Mass and non-finite values are always errors; negative principal moments are errors except
-/// under `Balance`.
+/// Mass and non-finite values are always errors; negative principal moments are treated like
+/// triangle violations (refused, kept with a warning, or raised to zero).
 pub fn apply_inertia_check(mass: f64, i: &Mat3, policy: InertiaCheck) -> Result<(Mat3, Option<String>), String> {
     if !(mass >= 0.0 && mass.is_finite()) {
         return Err(format!("mass must be non-negative and finite, got {mass} kg"));
@@ -153,11 +154,16 @@ pub fn apply_inertia_check(mass: f64, i: &Mat3, policy: InertiaCheck) -> Result<
         return Ok((*i, None));
     }
     let fmt3 = |v: &Vec3| format!("{:.6e}, {:.6e}, {:.6e}", v[0], v[1], v[2]);
-    if negative && policy != InertiaCheck::Balance {
-        return Err(format!(
-            "inertia tensor is not positive semi-definite (principal moments {} kg·m²){}",
-            fmt3(&eig),
-            if policy == InertiaCheck::Warn { "; inertia_check: balance raises the negative moments" } else { "" }
+    if negative && policy == InertiaCheck::Strict {
+        return Err(format!("inertia tensor is not positive semi-definite (principal moments {} kg·m²): no rigid body has these principal moments (inertia_check: warn keeps them, balance fixes them)", fmt3(&eig)));
+    }
+    if negative && policy == InertiaCheck::Warn {
+        return Ok((
+            *i,
+            Some(format!(
+                "inertia tensor is not positive semi-definite (principal moments {} kg·m²); kept as given (inertia_check: warn; balance raises the negative moments)",
+                fmt3(&eig)
+            )),
         ));
     }
     let how_much = format!(
@@ -358,7 +364,8 @@ pub struct Mimics {
 /// - on a fixed joint (reduced models keep the tag after freezing the joint): ignored, warned;
 /// - a chain (a joint mimicking a mimic joint) is resolved to the chain's root joint with the
 ///   composed multiplier and offset (`q_c = m_c (m_b q_a + o_b) + o_c`), warned;
-/// - a cycle, a missing or a fixed leader: an `(element, reason)` error naming the joints.
+/// - a missing or fixed leader: the `<mimic>` is ignored with a warning (the joint is independent);
+/// - a cycle: an `(element, reason)` error naming the joints.
 pub fn resolve_mimics(urdf: &urdf_rs::Robot) -> Result<Mimics, (String, String)> {
     use std::collections::HashMap;
     let joints: HashMap<&str, &urdf_rs::Joint> = urdf.joints.iter().map(|j| (j.name.as_str(), j)).collect();
@@ -392,8 +399,12 @@ pub fn resolve_mimics(urdf: &urdf_rs::Robot) -> Result<Mimics, (String, String)>
             }
             let lj = match joints.get(leader) {
                 Some(lj) if movable(lj) => *lj,
-                Some(_) => return Err((element, format!("mimicked joint '{leader}' is a fixed joint, not a movable joint of this robot"))),
-                None => return Err((element, format!("mimicked joint '{leader}' is not a movable joint of this robot (no such joint)"))),
+                // as rigid-body libraries do without their mimic option: the joint is independent
+                other => {
+                    let what = if other.is_some() { "is a fixed joint" } else { "does not exist" };
+                    out.warnings.push((element.clone(), format!("mimicked joint '{leader}' {what}: <mimic> ignored, joint '{}' is independent", j.name)));
+                    break;
+                }
             };
             match tag(lj) {
                 Some(lm) => {
@@ -406,6 +417,9 @@ pub fn resolve_mimics(urdf: &urdf_rs::Robot) -> Result<Mimics, (String, String)>
                 }
                 None => break,
             }
+        }
+        if !joints.get(leader).is_some_and(|lj| movable(lj)) {
+            continue;
         }
         if chain.len() > 1 {
             let path: Vec<String> = chain.iter().chain(std::iter::once(&leader)).map(|n| format!("'{n}'")).collect();

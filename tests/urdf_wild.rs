@@ -156,8 +156,13 @@ fn balanced_inertia_is_the_nearest_valid_one_that_is_not_smaller() {
     // negative moments are raised to zero first
     assert_eq!(balanced_moments(&Vec3::new(-1e-3, 1.0, 1.0)), Vec3::new(0.0, 1.0, 1.0));
     let bad = Mat3::from_diagonal(&Vec3::new(-1e-3, 1.0, 1.0));
-    let e = apply_inertia_check(1.0, &bad, InertiaCheck::Warn).unwrap_err();
-    assert!(e.contains("not positive semi-definite") && e.contains("inertia_check: balance"), "{e}");
+    let e = apply_inertia_check(1.0, &bad, InertiaCheck::Strict).unwrap_err();
+    assert!(e.contains("not positive semi-definite"), "{e}");
+    let (kept, note) = apply_inertia_check(1.0, &bad, InertiaCheck::Warn).unwrap();
+    assert_eq!(kept, bad, "warn keeps even a (slightly) indefinite inertia, as Pinocchio does");
+    assert!(note.unwrap().contains("not positive semi-definite (principal moments -1.000000e-3, 1.000000e0, 1.000000e0 kg·m²); kept as given"));
+    let (fixed, _) = apply_inertia_check(1.0, &bad, InertiaCheck::Balance).unwrap();
+    assert!((fixed - Mat3::from_diagonal(&Vec3::new(0.0, 1.0, 1.0))).norm() < 1e-12);
     // mass problems are never a matter of policy
     assert!(apply_inertia_check(-1.0, &Mat3::identity(), InertiaCheck::Balance).unwrap_err().contains("mass must be non-negative"));
 }
@@ -397,4 +402,60 @@ fn model_check_reports_warnings_per_class_and_fails_on_broken_files() {
     let (code, _, stderr) = cli(&["model", "--check", "--inertia-check", "strict", "tests/data/broken_inertia.urdf"]);
     assert_eq!(code, 2);
     assert!(stderr.contains("link 'bad_link' <inertial>: inertia violates the triangle inequality"), "{stderr}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// found in the corpus (scripts/urdf-corpus): what Pinocchio loads, we load
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn corpus_cases_load_with_warnings() {
+    let dir = repo().join("target/test-urdfs");
+    std::fs::create_dir_all(dir.join("meshes")).unwrap();
+    let inertial = r#"<inertial><mass value="1"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial>"#;
+    // a mimic of a joint that is not in this (reduced) model; a joint moving only a massless
+    // link; a binary STL whose header starts with "solid"; an extra slash in package:///
+    let mut stl = vec![b' '; 80];
+    stl[..11].copy_from_slice(b"solid exprt");
+    let tris: [[[f32; 3]; 3]; 4] = [
+        [[0.0, 0.0, 0.0], [0.0, 0.1, 0.0], [0.1, 0.0, 0.0]],
+        [[0.0, 0.0, 0.0], [0.1, 0.0, 0.0], [0.0, 0.0, 0.1]],
+        [[0.0, 0.0, 0.0], [0.0, 0.0, 0.1], [0.0, 0.1, 0.0]],
+        [[0.1, 0.0, 0.0], [0.0, 0.1, 0.0], [0.0, 0.0, 0.1]],
+    ];
+    stl.extend_from_slice(&(tris.len() as u32).to_le_bytes());
+    for t in tris {
+        stl.extend(std::iter::repeat_n(0u8, 12));
+        for v in t {
+            for x in v {
+                stl.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+        stl.extend_from_slice(&[0, 0]);
+    }
+    std::fs::write(dir.join("meshes/solid_header.stl"), &stl).unwrap();
+    let urdf = format!(
+        r#"<robot name="corpus_cases">
+  <link name="base">{inertial}<collision><geometry><mesh filename="package:///test-urdfs/meshes/solid_header.stl"/></geometry></collision></link>
+  <link name="finger">{inertial}</link>
+  <link name="tip"/>
+  <joint name="finger_joint" type="revolute"><parent link="base"/><child link="finger"/><axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/>
+    <mimic joint="index_q1"/></joint>
+  <joint name="tip_joint" type="revolute"><parent link="finger"/><child link="tip"/><axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+</robot>"#
+    );
+    std::fs::write(dir.join("corpus_cases.urdf"), urdf).unwrap();
+    let (code, stdout, stderr) = cli(&["model", "target/test-urdfs/corpus_cases.urdf", "--json", "--q", "0.1,0.2", "--package-path", "target"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        warning_lines(&stderr),
+        [
+            "warning: target/test-urdfs/corpus_cases.urdf: joint 'tip_joint': moves only massless links: its row of the mass matrix is zero; kept (simulate it under position or velocity control, or with <dynamics damping>; better: give the child link an <inertial>)",
+            "warning: target/test-urdfs/corpus_cases.urdf: joint 'finger_joint' <mimic>: mimicked joint 'index_q1' does not exist: <mimic> ignored, joint 'finger_joint' is independent",
+        ]
+    );
+    let j: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(j["model"]["nv"], 2);
+    assert_eq!(j["mass_matrix"][1][1], 0.0, "zero row of the massless joint");
+    assert_eq!(j["model"]["links"][0]["collision_shapes"], 1, "the binary STL was read");
 }

@@ -47,10 +47,21 @@ pub fn collada_up_axis(text: &str) -> Result<UpAxis, String> {
 /// axis it was rotated from.
 pub fn read_mesh_vertices(path: &Path) -> Result<(Vec<Vec3>, Option<UpAxis>), String> {
     let ext = path.extension().map(|e| e.to_string_lossy().to_lowercase()).unwrap_or_default();
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let bytes: Vec<u8> = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let loader = mesh_loader::Loader::default();
+    // a binary STL whose 80-byte header starts with "solid" (common exporter output) is taken for
+    // ASCII by the reader: blank the header of a file whose size is that of a binary STL
+    fn binary_stl_header_fixed(mut b: Vec<u8>) -> Vec<u8> {
+        if b.len() >= 84 && b.starts_with(b"solid") {
+            let n = u32::from_le_bytes([b[80], b[81], b[82], b[83]]) as usize;
+            if 84 + 50 * n == b.len() {
+                b[..80].fill(b' ');
+            }
+        }
+        b
+    }
     let (scene, up) = match ext.as_str() {
-        "stl" => (loader.load_stl_from_slice(&bytes, path).map_err(|e| format!("invalid STL {}: {e}", path.display()))?, None),
+        "stl" => (loader.load_stl_from_slice(&binary_stl_header_fixed(bytes), path).map_err(|e| format!("invalid STL {}: {e}", path.display()))?, None),
         "obj" => (loader.load_obj_from_slice(&bytes, path).map_err(|e| format!("invalid OBJ {}: {e}", path.display()))?, None),
         "dae" => {
             let text = std::str::from_utf8(&bytes).map_err(|e| format!("invalid Collada {}: not UTF-8: {e}", path.display()))?;

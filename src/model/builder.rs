@@ -643,10 +643,15 @@ impl ModelBuilder {
         }
         for b in body_start..body_end {
             if self.bodies[b].joint.kind != JointKind::Fixed && subtree_mass[b - body_start] <= 0.0 {
-                return Err(e(
-                    format!("joint '{}'", self.bodies[b].joint.name),
-                    "moves only massless links (its mass matrix would be singular): give the child link an <inertial>".into(),
-                ));
+                // as rigid-body libraries do: kept (M(q) has a zero row); the implicit PD gains or
+                // joint damping of the step keep the iteration matrix regular, a passive undamped
+                // joint makes the step report failure
+                warnings.push(LoadWarning {
+                    class: WarningClass::Inertia,
+                    file: src.clone(),
+                    element: format!("joint '{}'", self.bodies[b].joint.name),
+                    message: "moves only massless links: its row of the mass matrix is zero; kept (simulate it under position or velocity control, or with <dynamics damping>; better: give the child link an <inertial>)".into(),
+                });
             }
         }
         // mimic joints: chains resolved to their root joint, cycles refused, fixed followers ignored
