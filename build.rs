@@ -1,6 +1,6 @@
 //! Build script. With the `ros` feature, links libpython into every binary and test: the ROS 2
 //! wheels' rcl loads a Python type-support library that needs libpython's symbols at run time
-//! (see ../shared/ros2-on-pypi.md). `scripts/ros-env.sh` sets `CONTACT_SIM_LIBPYTHON`.
+//! (see `scripts/setup-ros.sh`). `scripts/ros-env.sh` sets `CONTACT_SIM_LIBPYTHON`.
 fn main() {
     println!("cargo:rerun-if-env-changed=CONTACT_SIM_LIBPYTHON");
     if std::env::var_os("CARGO_FEATURE_ROS").is_none() {

@@ -75,14 +75,6 @@ mod probe {
         (effort * 1e6).round() as i64
     }
 
-    fn pct(sorted: &[f64], p: f64) -> f64 {
-        if sorted.is_empty() {
-            return f64::NAN;
-        }
-        let r = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-        sorted[r - 1]
-    }
-
     pub fn run() -> Result<(), Box<dyn std::error::Error>> {
         let a = args()?;
         let ctx = r2r::Context::create()?;
@@ -152,7 +144,7 @@ mod probe {
         let mut next = Instant::now();
         let mut k: u64 = 0;
         let mut sent = 0u64;
-        let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(0x9e37_79b9_7f4a_7c15);
         while Instant::now() < end {
             k += 1;
             // unique small efforts 0.001 … 0.997 N (or N·m), alternating sign
@@ -167,8 +159,7 @@ mod probe {
             cmd.publish(&msg)?;
             sent += 1;
             // random phase (0 … 1 ms) so that the commands do not lock to the node's 1 kHz cycle
-            rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            let phase = Duration::from_nanos((rng >> 33) % 1_000_000);
+            let phase = Duration::from_nanos(rand::Rng::random_range(&mut rng, 0..1_000_000));
             next += period;
             if let Some(d) = (next + phase).checked_duration_since(Instant::now()) {
                 std::thread::sleep(d);
@@ -182,7 +173,7 @@ mod probe {
         let mut r = s.rtt_us.clone();
         r.sort_by(|x, y| x.partial_cmp(y).unwrap());
         println!("round trip (command publish → /joint_states with the commanded effort), {} of {} commands matched:", r.len(), sent);
-        println!("  p50 {:.0} us   p99 {:.0} us   max {:.0} us   mean {:.0} us", pct(&r, 0.5), pct(&r, 0.99), r.last().copied().unwrap_or(f64::NAN), r.iter().sum::<f64>() / r.len().max(1) as f64);
+        println!("  p50 {:.0} us   p99 {:.0} us   max {:.0} us   mean {:.0} us", contact_sim::report::percentile(&r, 0.5), contact_sim::report::percentile(&r, 0.99), r.last().copied().unwrap_or(f64::NAN), r.iter().sum::<f64>() / r.len().max(1) as f64);
         println!("/joint_states received: {} ({:.0} Hz over the run)", s.states, s.states as f64 / (a.seconds + 3.5));
         println!("node /diagnostics (last):");
         for k in ["time_mode", "scheduling", "cycles", "steps", "period_mean_us", "jitter_p50_us", "jitter_p99_us", "jitter_max_us", "exec_mean_us", "exec_p99_us", "exec_max_us", "overruns", "skipped_deadlines", "real_time_factor", "samples_dropped", "commands_received", "commands_applied", "commands_rejected", "commands_dropped", "solver_iterations_max", "unconverged_steps"] {

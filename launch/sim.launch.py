@@ -8,11 +8,13 @@ Arguments: scene (scene YAML), solver (scene | pgs | bisection | vfpi), time_mod
 lockstep), use_sim_time (for the node; controllers that follow /clock set it themselves),
 params_file (a `contact_sim_node: ros__parameters:` file, default config/contact_sim_node.params.yaml),
 record_bag (a new directory: record a rosbag2 MCAP bag of every topic and command; empty = off).
-The launch arguments override the parameter file.
+The launch arguments override the parameter file. When the node exits (e.g. on a bad scene or
+parameter) the launch shuts down; when launch is killed the node stops too (it asks the kernel for
+SIGTERM on its parent's death).
 """
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
+from launch.actions import DeclareLaunchArgument, Shutdown
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
@@ -62,6 +64,8 @@ def generate_launch_description():
         name="contact_sim_node",
         output="screen",
         emulate_tty=True,
+        # the node failing (bad scene, bad parameters) ends the launch instead of leaving it idle
+        on_exit=Shutdown(reason="contact_sim_node exited"),
         parameters=[
             LaunchConfiguration("params_file"),
             {

@@ -2,7 +2,7 @@
 # Install a real ROS 2 (Kilted) prefix from PyPI wheels into $REPO/.ros/prefix
 # (a Python venv whose root is an ament prefix: share/, include/, lib/).
 # Idempotent: a second run only checks a stamp file and exits in well under a second.
-# Non-interactive (CI): never reads stdin. See shared/ros2-on-pypi.md for the recipe.
+# Non-interactive (CI): never reads stdin.
 # Afterwards: `source scripts/ros-env.sh` to build/run r2r programs.
 set -euo pipefail
 

@@ -5,7 +5,7 @@
 //! Equation of motion: `M(q) v̇ + h(q, v) = τ + Jᵀ f`, with `h = C(q, v) v + g(q)`.
 //! Requires [`crate::kinematics::forward_kinematics`] to have filled the workspace.
 
-pub mod branch_matrix;
+pub use crate::math::branch_matrix;
 
 pub use branch_matrix::BranchMatrix;
 

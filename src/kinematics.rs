@@ -135,3 +135,13 @@ pub fn body_com_state(model: &Model, ws: &Workspace, body: usize) -> (Vec3, Vec3
     let v = &ws.body_velocity[body];
     (c.coords, crate::math::point_velocity(v, &c.coords), Vec3::new(v[0], v[1], v[2]))
 }
+
+/// Adds `scale · dᵀ J_ω` to `row` (length nv): the Jacobian of `body`'s angular velocity
+/// projected on world direction `d` (torsional friction rows: `d` the contact normal).
+#[inline]
+pub fn add_angular_jacobian_row(model: &Model, ws_axis: &[Vec6], body: usize, d: &Vec3, scale: f64, row: &mut [f64]) {
+    for_each_ancestor_dof(model, body, |k| {
+        let s = &ws_axis[k];
+        row[k] += scale * d.dot(&Vec3::new(s[0], s[1], s[2]));
+    });
+}

@@ -21,6 +21,7 @@
 //! | [`bag`] | rosbag2 (MCAP) bags: CDR messages, writer, tolerant reader, background recorder, replay |
 //! | [`compare`] | sim-to-real comparison of two bags: time alignment, metrics, HTML report |
 //! | [`rt`] | the ROS node's real-time side without ROS types: deadline loop, lock-free queues, validation, watchdog, trajectories |
+//! | [`docs`] | the method notes (`docs/` of the repository): one page per contact method and subsystem |
 //! | `ros` | (feature `ros`) the r2r node: topics, services, parameters; no physics |
 //!
 //! Invariants: `step` allocates nothing and never fails (problems are flags in
@@ -34,6 +35,8 @@ pub mod collision;
 pub mod compare;
 pub mod config;
 pub mod contact;
+pub mod coupled;
+pub mod docs;
 pub mod dynamics;
 pub mod error;
 pub mod fem;

@@ -204,3 +204,34 @@ pub fn model_summary(model: &Model) -> ModelSummary {
         .collect();
     ModelSummary { nq: model.nq, nv: model.nv, total_mass_kg: model.bodies.iter().map(|b| b.mass).sum(), links, joints }
 }
+
+/// The `p`-quantile (0 ≤ p ≤ 1) of an ascending-sorted sample: the element at the nearest rank
+/// `round(p (n − 1))`. NaN for an empty sample.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((p.clamp(0.0, 1.0) * (sorted.len() - 1) as f64).round() as usize).min(sorted.len() - 1)]
+}
+
+/// The `p`-quantile of an unsorted sample (sorts a copy; allocates). NaN when empty.
+pub fn quantile(sample: &[f64], p: f64) -> f64 {
+    let mut v = sample.to_vec();
+    v.sort_by(f64::total_cmp);
+    percentile(&v, p)
+}
+
+#[cfg(test)]
+mod percentile_tests {
+    use super::{percentile, quantile};
+
+    #[test]
+    fn nearest_rank_quantiles() {
+        let x: Vec<f64> = (0..=100).map(f64::from).collect();
+        assert_eq!(percentile(&x, 0.5), 50.0);
+        assert_eq!(percentile(&x, 0.99), 99.0);
+        assert_eq!(percentile(&x, 1.0), 100.0);
+        assert_eq!(quantile(&[3.0, 1.0, 2.0], 0.0), 1.0);
+        assert!(percentile(&[], 0.5).is_nan());
+    }
+}

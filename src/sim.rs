@@ -5,7 +5,8 @@ use crate::config::{Keyframe, Scene};
 use crate::contact::SolverConfig;
 use crate::model::Model;
 use crate::state::State;
-use crate::step::{step, Commands, StepReport};
+use crate::state::Commands;
+use crate::step::{step, StepReport};
 use crate::workspace::Workspace;
 
 /// Per-joint command tracks built from scene keyframes.
@@ -121,7 +122,15 @@ impl Simulation {
         }
     }
 
+    /// A simulation of a loaded scene, with its solver (or `solver_override`) and its script;
+    /// refused (naming the scene) when the method cannot simulate the scene (deformables).
+    pub fn try_from_scene(scene: &Scene, solver_override: Option<&SolverConfig>) -> Result<Self, String> {
+        solver_override.unwrap_or(&scene.solver).check_model(&scene.model, &scene.file.display().to_string())?;
+        Ok(Self::from_scene(scene, solver_override))
+    }
+
     /// A simulation of a loaded scene, with its solver (or `solver_override`) and its script.
+    /// The caller checks that the method can simulate the scene ([`Simulation::try_from_scene`]).
     pub fn from_scene(scene: &Scene, solver_override: Option<&SolverConfig>) -> Self {
         let mut sim = Simulation::new(scene.model.clone(), solver_override.unwrap_or(&scene.solver));
         sim.script = Script::new(&sim.model, &scene.script);
@@ -147,14 +156,8 @@ impl Simulation {
     /// Back to the initial positions, velocities and commands, with no warm start, keeping the
     /// time and step count (so the script goes on). Allocates nothing.
     pub fn restart_episode(&mut self) {
-        let s = &mut self.state;
-        s.q.copy_from_slice(&self.initial_state.q);
-        s.v.copy_from_slice(&self.initial_state.v);
-        s.warm_contacts.clear();
-        s.warm_joint_rows.fill(0.0);
-        s.fem_x.copy_from_slice(&self.initial_state.fem_x);
-        s.fem_v.copy_from_slice(&self.initial_state.fem_v);
-        s.fem_weld_impulse.fill(0.0);
+        // the initial state has no warm start and no weld impulses
+        self.state.copy_motion_from(&self.initial_state);
         self.commands.copy_from(&self.initial_commands);
     }
 

@@ -4,7 +4,7 @@
 //! (poses, mass matrix, contacts) live in [`crate::workspace::Workspace`] and are recomputed from
 //! the state at every step.
 
-use crate::model::Model;
+use crate::model::{ControlMode, Model};
 
 /// Identifies a contact point across steps, for warm starting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -22,8 +22,9 @@ pub struct ContactKey {
 pub struct WarmContact {
     /// Which contact.
     pub key: ContactKey,
-    /// Impulse `[normal, tangent1, tangent2]` (N·s) in the contact frame.
-    pub impulse: [f64; 3],
+    /// Impulse per row of the contact layout ([`crate::contact::ContactRows`]; point contact:
+    /// `[normal, tangent1, tangent2]` in N·s, then torsion in N·m·s), unused rows 0.
+    pub impulse: [f64; crate::contact::MAX_ROWS_PER_CONTACT],
     /// Contact normal (world) when it was stored, to rotate the tangential part.
     pub normal: [f64; 3],
 }
@@ -84,28 +85,80 @@ impl State {
 
     /// Overwrites `self` with `other` (a state of the same model) without allocating: the
     /// real-time reset path. (The derived `clone_from` reallocates the vectors.) Warm contacts
-    /// beyond `self`'s capacity are dropped. The exhaustive destructuring makes a new field a
-    /// compile error here rather than a silently stale reset.
+    /// beyond `self`'s capacity are dropped.
     pub fn copy_from(&mut self, other: &State) {
-        let State { time_s, step_count, q, v, warm_contacts, warm_joint_rows, sensors, fem_x, fem_v, fem_weld_impulse } = other;
+        self.copy_motion_from(other);
+        self.time_s = other.time_s;
+        self.step_count = other.step_count;
+        for (d, s) in self.sensors.iter_mut().zip(&other.sensors) {
+            d.copy_from(s);
+        }
+    }
+
+    /// Overwrites the motion of `self` with `other`'s without allocating: positions,
+    /// velocities, deformable nodes, weld impulses and warm starts; keeps the time, the step
+    /// count and the sensors' state (an episode restart). The exhaustive destructuring makes a
+    /// new field a compile error here rather than a silently stale reset.
+    pub fn copy_motion_from(&mut self, other: &State) {
+        let State { time_s: _, step_count: _, q, v, warm_contacts, warm_joint_rows, sensors: _, fem_x, fem_v, fem_weld_impulse } = other;
         self.fem_x.copy_from_slice(fem_x);
         self.fem_v.copy_from_slice(fem_v);
         self.fem_weld_impulse.copy_from_slice(fem_weld_impulse);
-        self.time_s = *time_s;
-        self.step_count = *step_count;
         self.q.copy_from_slice(q);
         self.v.copy_from_slice(v);
         self.warm_contacts.clear();
         let room = warm_contacts.len().min(self.warm_contacts.capacity());
         self.warm_contacts.extend_from_slice(&warm_contacts[..room]);
         self.warm_joint_rows.copy_from_slice(warm_joint_rows);
-        for (d, s) in self.sensors.iter_mut().zip(sensors) {
-            d.copy_from(s);
-        }
     }
 
     /// `true` when every coordinate is finite.
     pub fn is_finite(&self) -> bool {
         self.q.iter().chain(self.v.iter()).chain(self.fem_x.iter()).chain(self.fem_v.iter()).all(|x| x.is_finite())
+    }
+}
+
+/// Targets and modes for the actuated joints, indexed by velocity coordinate.
+#[derive(Clone, Debug)]
+pub struct Commands {
+    /// Command mode and gains per velocity coordinate.
+    pub mode: Vec<ControlMode>,
+    /// Position target (rad or m) per velocity coordinate (used by `position` mode).
+    pub position: Vec<f64>,
+    /// Velocity target (rad/s or m/s) (used by `position` and `velocity` modes).
+    pub velocity: Vec<f64>,
+    /// Feed-forward effort (N·m or N) (all modes except `passive`).
+    pub effort: Vec<f64>,
+}
+
+impl Commands {
+    /// Overwrites `self` with `other` (commands of the same model) without allocating.
+    pub fn copy_from(&mut self, other: &Commands) {
+        let Commands { mode, position, velocity, effort } = other;
+        self.mode.copy_from_slice(mode);
+        self.position.copy_from_slice(position);
+        self.velocity.copy_from_slice(velocity);
+        self.effort.copy_from_slice(effort);
+    }
+
+    /// The model's default modes, holding the initial positions.
+    pub fn new(model: &Model) -> Self {
+        let mut position = vec![0.0; model.nv];
+        for b in &model.bodies {
+            if b.joint.kind.nv() == 1 {
+                position[b.joint.v_index] = model.q_init[b.joint.q_index];
+            }
+        }
+        Commands { mode: model.default_control.clone(), position, velocity: vec![0.0; model.nv], effort: vec![0.0; model.nv] }
+    }
+    /// Sets a position target by joint name; `false` if there is no such one-DOF joint.
+    pub fn set_position(&mut self, model: &Model, joint: &str, value: f64) -> bool {
+        match model.joint_dof(joint) {
+            Some(k) => {
+                self.position[k] = value;
+                true
+            }
+            None => false,
+        }
     }
 }

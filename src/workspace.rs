@@ -5,11 +5,11 @@
 //! in [`crate::step::StepReport`]). This is what makes the step allocation-free.
 
 use crate::collision::CollisionScratch;
-use crate::contact::{Contact, ContactProblem, Solver, SolverConfig};
+use crate::contact::{Contact, ContactProblem, ContactRows, Solver, SolverConfig};
 use crate::math::{Pose, SpatialInertia, Vec6};
 use crate::model::Model;
 use nalgebra::{DMatrix, DVector};
-use crate::dynamics::BranchMatrix;
+use crate::math::BranchMatrix;
 
 /// What a one-dimensional joint row constrains.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -119,17 +119,54 @@ pub struct Workspace {
     pub timestep_s: f64,
     /// Deformable-body scratch (`None` without deformables).
     pub fem: Option<crate::fem::FemWorkspace>,
+    /// Scratch of the coupled rigid–FEM solve (`None` without deformables).
+    pub coupled: Option<CoupledScratch>,
+    /// The rows of each contact in [`Workspace::impulse`], [`Workspace::jacobian`] and the
+    /// Delassus matrix: the configured method's layout.
+    pub contact_rows: ContactRows,
+}
+
+/// Scratch of the coupled rigid–FEM solve ([`crate::coupled`]), sized once from the model.
+pub struct CoupledScratch {
+    /// Jacobian rows of the virtual nodes (rigid rows, rigid sides of deformable contacts,
+    /// welds), row-major `rows × nv`.
+    pub jv: Vec<f64>,
+    /// Constraints of the coupled solve.
+    pub constraints: Vec<crate::contact::NodalConstraint>,
+    /// `M̃ v*` of the rigid part (N·s).
+    pub rigid_b: Vec<f64>,
+    /// Generalized impulse of the deformable contacts and welds on the rigid trees (N·s).
+    pub rigid_impulse: Vec<f64>,
+    /// Solve statistics of the last step.
+    pub last_solve: crate::contact::SolveStats,
+}
+
+impl CoupledScratch {
+    /// Allocates everything for `model` (which has deformable bodies).
+    pub fn new(model: &Model) -> Self {
+        let surface: usize = model.deformables.iter().map(|d| d.surface_nodes.len()).sum();
+        let welded = crate::fem::welded_node_count(&model.deformables);
+        let rows = model.max_constraint_rows(crate::contact::ContactRows::POINT.len()) + 3 * surface + 3 * welded;
+        CoupledScratch {
+            jv: vec![0.0; rows * model.nv],
+            constraints: Vec::with_capacity(model.contact.max_contacts + model.max_joint_rows() + surface + welded),
+            rigid_b: vec![0.0; model.nv],
+            rigid_impulse: vec![0.0; model.nv],
+            last_solve: crate::contact::SolveStats::default(),
+        }
+    }
 }
 
 /// [`Workspace::dof_parent`] of a root coordinate.
-pub const NO_DOF: usize = crate::dynamics::branch_matrix::NO_PARENT;
+pub const NO_DOF: usize = crate::math::branch_matrix::NO_PARENT;
 
 impl Workspace {
     /// Allocates every buffer the step will use.
     pub fn new(model: &Model, solver: &SolverConfig) -> Self {
         let nb = model.bodies.len();
         let nv = model.nv;
-        let rows = model.max_constraint_rows();
+        let contact_rows = solver.capabilities().contact_rows;
+        let rows = model.max_constraint_rows(contact_rows.len());
         let mut one_dof_index = vec![usize::MAX; nb];
         let mut k = 0;
         for (i, b) in model.bodies.iter().enumerate() {
@@ -192,13 +229,42 @@ impl Workspace {
             collision: CollisionScratch::new(model),
             solver: Solver::new(solver, model),
             timestep_s: model.timestep_s,
-            fem: if model.deformables.is_empty() { None } else { Some(crate::fem::FemWorkspace::new(model)) },
+            fem: if model.deformables.is_empty() { None } else { Some(crate::fem::FemWorkspace::new(&model.deformables, model.fem_integrator, &model.contact.deformable_contact)) },
+            coupled: if model.deformables.is_empty() { None } else { Some(CoupledScratch::new(model)) },
+            contact_rows,
         }
     }
 
     /// Number of constraint rows of the current step.
     pub fn num_rows(&self) -> usize {
-        3 * self.contacts.len() + self.joint_rows.len()
+        self.first_joint_row() + self.joint_rows.len()
+    }
+
+    /// First scalar row of contact `c`.
+    #[inline]
+    pub fn contact_row(&self, c: usize) -> usize {
+        self.contact_rows.start(c)
+    }
+
+    /// First joint row of the current step (after every contact's rows).
+    #[inline]
+    pub fn first_joint_row(&self) -> usize {
+        self.contact_rows.start(self.contacts.len())
+    }
+
+    /// The impulse of contact `i` of the last step in its frame (N·s): `[normal, tangent 1,
+    /// tangent 2]`, acting on body B (the opposite on A). Torsional rows are not included.
+    pub fn contact_impulse(&self, i: usize) -> [f64; 3] {
+        let r = self.contact_row(i);
+        [self.impulse[r], self.impulse[r + 1], self.impulse[r + 2]]
+    }
+
+    /// The force of contact `i` of the last step in world coordinates (N): impulse / dt, acting
+    /// on body B (the second geometry); its opposite acts on A.
+    pub fn contact_force_world(&self, i: usize) -> crate::math::Vec3 {
+        let c = &self.contacts[i];
+        let l = self.contact_impulse(i);
+        (c.normal * l[0] + c.tangent1 * l[1] + c.tangent2 * l[2]) / self.timestep_s
     }
 
     /// The current step's contact problem (a view into this workspace), the impulses it is
@@ -206,7 +272,8 @@ impl Workspace {
     /// disjoint borrows: `let (p, impulse, solver) = ws.split_for_solve(); solver.solve(&p, impulse)`.
     pub fn split_for_solve(&mut self) -> (ContactProblem<'_>, &mut [f64], &mut Solver) {
         let (nc, nj) = (self.contacts.len(), self.joint_rows.len());
-        let m = 3 * nc + nj;
+        let m = self.num_rows();
+        let contact_rows = self.contact_rows;
         let nv = self.free_velocity.len();
         let dt = self.timestep_s;
         let Workspace {
@@ -222,6 +289,7 @@ impl Workspace {
         });
         let problem = ContactProblem {
             num_contacts: nc,
+            contact_rows,
             num_joint_rows: nj,
             friction: &friction[..nc],
             row_lower: &row_lower[..nj],

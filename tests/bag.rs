@@ -1,4 +1,4 @@
-//! rosbag2 (MCAP) recording, tolerant reading, replay and sim-to-real comparison (issue 6).
+//! rosbag2 (MCAP) recording, tolerant reading, replay and sim-to-real comparison (docs/bags.md).
 //!
 //! Scenes: `tests/data/bag_arm.yaml` (the arm moving in free space, wrist F/T sensor) and
 //! `tests/data/bag_push.yaml` (the arm pushing a box, contact wrenches of hand and box).

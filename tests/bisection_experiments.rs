@@ -1,5 +1,5 @@
 //! The four experiments of Hwangbo, Lee & Hutter (RA-L 2018, Sec. V) on our 18-DOF quadruped at
-//! dt = 1 ms (`config/examples/bisection_{trot,hang,drop,random}.yaml`, issue 4), simulated with
+//! dt = 1 ms (`config/examples/bisection_{trot,hang,drop,random}.yaml`; docs/bisection.md), simulated with
 //! the per-contact bisection solver. After every step with contacts, the step's contact problem is
 //! rebuilt from the workspace (with the warm start the solver received, `step::warm_start` on the
 //! state from before the step) and solved again:
@@ -12,9 +12,9 @@
 //! - (hang, drop) by PGS and by bisection at the same 1e-6 tolerance from the same warm start, to
 //!   count sweeps on identical problems.
 //!
-//! # What the issue asked and what holds
+//! # What was targeted and what holds
 //!
-//! The issue's bar, `|λ_b − λ_p| / |λ_p| < 1e-3` in ≥ 95 % of the steps with contacts, is **not
+//! The target, `|λ_b − λ_p| / |λ_p| < 1e-3` in ≥ 95 % of the steps with contacts, is **not
 //! met on all steps**, because of the friction model, not convergence: the bisection solves the
 //! paper's maximal-dissipation model (MDP), PGS solves Coulomb's law, and the two differ whenever a
 //! contact *slides* on a Delassus block with normal–tangential coupling (see
@@ -34,11 +34,11 @@
 //!
 //! What the tests assert, each with its reason:
 //! 1. the statistic on the steps where no contact slides (there both models have the same
-//!    solutions): ≥ 95 % below 1e-3 — the issue's bar, where it is meaningful;
+//!    solutions): ≥ 95 % below 1e-3 — the target, where it is meaningful;
 //! 2. on sliding steps, the bisection's answer is within 1e-3 of the exact MDP solution in ≥ 99 %
 //!    of them (trot, hang, drop): the difference to PGS is the model, not convergence;
 //! 3. the statistic on all steps: floors slightly below the measured values (regression guards,
-//!    not the issue's bar);
+//!    not the target);
 //! 4. random: the torso lies on its back on four coplanar corners (statically indeterminate), so
 //!    the impulses are not unique, only their effect on the motion; there the comparison is made in
 //!    the kinetic-energy norm `‖Δλ‖_G = sqrt(Δλᵀ G Δλ)`, i.e. on the velocity change the impulses
@@ -53,7 +53,7 @@
 mod common;
 
 use common::*;
-use contact_sim::contact::{BisectionParams, BisectionSolver, ContactProblem, ContactSolver, PgsParams, PgsSolver};
+use contact_sim::contact::{BisectionParams, BisectionSolver, ContactProblem, ImpulseSolver, PgsParams, PgsSolver};
 use contact_sim::sim::Simulation;
 use contact_sim::state::State;
 
@@ -192,12 +192,6 @@ fn fraction_below(x: &[f64], bar: f64) -> f64 {
     x.iter().filter(|&&v| v < bar).count() as f64 / x.len().max(1) as f64
 }
 
-fn quantile(x: &[f64], q: f64) -> f64 {
-    let mut v = x.to_vec();
-    v.sort_by(f64::total_cmp);
-    v.get(((q * (v.len().max(1) - 1) as f64).round() as usize).min(v.len().saturating_sub(1))).copied().unwrap_or(0.0)
-}
-
 /// The values of `x` at steps whose reference converged and whose sliding flag is in `sliding`.
 fn select(m: &Measured, x: &[f64], sliding: &[bool]) -> Vec<f64> {
     x.iter().zip(&m.sliding).zip(&m.reference_converged).filter(|((_, s), &rc)| rc && sliding.contains(s)).map(|((v, _), _)| *v).collect()
@@ -209,10 +203,10 @@ fn describe(what: &str, x: &[f64]) {
         x.len(),
         100.0 * fraction_below(x, 1e-3),
         100.0 * fraction_below(x, 1e-2),
-        quantile(x, 0.5),
-        quantile(x, 0.95),
-        quantile(x, 0.99),
-        quantile(x, 1.0)
+        contact_sim::report::quantile(x, 0.5),
+        contact_sim::report::quantile(x, 0.95),
+        contact_sim::report::quantile(x, 0.99),
+        contact_sim::report::quantile(x, 1.0)
     );
 }
 
@@ -222,9 +216,9 @@ fn sweeps(what: &str, x: &[u32]) -> u64 {
     eprintln!(
         "   sweeps {what:<22} mean {:7.1}  p50 {:5}  p99 {:6}  max {:6}  total {total}",
         total as f64 / x.len().max(1) as f64,
-        quantile(&f, 0.5),
-        quantile(&f, 0.99),
-        quantile(&f, 1.0)
+        contact_sim::report::quantile(&f, 0.5),
+        contact_sim::report::quantile(&f, 0.99),
+        contact_sim::report::quantile(&f, 1.0)
     );
     total
 }

@@ -10,19 +10,10 @@ use contact_sim::model::{Model, ModelBuilder};
 use contact_sim::state::State;
 use contact_sim::workspace::Workspace;
 use contact_sim::{dynamics, kinematics};
+use rand::{Rng as _, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use std::path::Path;
 
-/// xorshift64*: deterministic random numbers without a dependency.
-struct Rng(u64);
-impl Rng {
-    fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        let x = (self.0.wrapping_mul(0x2545F4914F6CDD1D) >> 11) as f64 / (1u64 << 53) as f64;
-        lo + (hi - lo) * x
-    }
-}
 
 fn robot_model(urdf: &str, floating: bool) -> Model {
     let p = path(urdf);
@@ -42,35 +33,35 @@ const SHIPPED: &[(&str, bool)] = &[
     ("tests/data/mesh_robot.urdf", false),
 ];
 
-fn random_state(model: &Model, rng: &mut Rng) -> (State, Vec<f64>) {
+fn random_state(model: &Model, rng: &mut ChaCha8Rng) -> (State, Vec<f64>) {
     let mut state = State::new(model);
     let mut a = vec![0.0; model.nv];
     for b in &model.bodies {
         let j = &b.joint;
         match j.kind {
             contact_sim::model::JointKind::Free => {
-                let quat = nalgebra::UnitQuaternion::from_euler_angles(rng.uniform(-3.0, 3.0), rng.uniform(-1.5, 1.5), rng.uniform(-3.0, 3.0));
+                let quat = nalgebra::UnitQuaternion::from_euler_angles(rng.random_range::<f64, _>(-3.0..=3.0), rng.random_range::<f64, _>(-1.5..=1.5), rng.random_range::<f64, _>(-3.0..=3.0));
                 let c = quat.quaternion();
-                let qs = [rng.uniform(-1.0, 1.0), rng.uniform(-1.0, 1.0), rng.uniform(0.0, 2.0), c.i, c.j, c.k, c.w];
+                let qs = [rng.random_range::<f64, _>(-1.0..=1.0), rng.random_range::<f64, _>(-1.0..=1.0), rng.random_range::<f64, _>(0.0..=2.0), c.i, c.j, c.k, c.w];
                 state.q[j.q_index..j.q_index + 7].copy_from_slice(&qs);
             }
             contact_sim::model::JointKind::Revolute | contact_sim::model::JointKind::Prismatic => {
                 let (lo, hi) = j.position_limits.unwrap_or((-3.0, 3.0));
-                state.q[j.q_index] = rng.uniform(lo, hi);
+                state.q[j.q_index] = rng.random_range::<f64, _>(lo..=hi);
             }
             _ => {}
         }
     }
     for k in 0..model.nv {
-        state.v[k] = rng.uniform(-2.0, 2.0);
-        a[k] = rng.uniform(-5.0, 5.0);
+        state.v[k] = rng.random_range::<f64, _>(-2.0..=2.0);
+        a[k] = rng.random_range::<f64, _>(-5.0..=5.0);
     }
     (state, a)
 }
 
 #[test]
 fn mass_matrix_is_spd_and_crba_agrees_with_rnea_on_every_shipped_urdf() {
-    let mut rng = Rng(0x9E3779B97F4A7C15);
+    let mut rng = ChaCha8Rng::seed_from_u64(0x9E3779B97F4A7C15);
     for &(urdf, floating) in SHIPPED {
         let model = robot_model(urdf, floating);
         let mut ws = Workspace::new(&model, &SolverConfig::default());
@@ -122,7 +113,7 @@ fn mass_matrix_is_spd_and_crba_agrees_with_rnea_on_every_shipped_urdf() {
                     }
                 }
             }
-            let b: Vec<f64> = (0..n).map(|_| rng.uniform(-1.0, 1.0)).collect();
+            let b: Vec<f64> = (0..n).map(|_| rng.random_range::<f64, _>(-1.0..=1.0)).collect();
             let mut x = b.clone();
             dynamics::solve(&model, &ws.mass_factor, &mut x);
             let x_ref = m.clone().cholesky().unwrap().solve(&nalgebra::DVector::from_column_slice(&b));

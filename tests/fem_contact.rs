@@ -123,7 +123,7 @@ fn vfpi_impulses_agree_with_pgs_on_the_same_problem() {
     // converged V-FPI contact impulses are compared with PGS (run to 1e-14 N·s) on the same
     // contact problem, G = J A⁻¹ Jᵀ and u_free = J A⁻¹ b + φ built densely from the step's
     // FEM system. Measure: max_i |λ_vfpi − λ_pgs| / max_i |λ_pgs|.
-    use contact_sim::contact::{ContactProblem, ContactSolver, PgsParams, PgsSolver};
+    use contact_sim::contact::{ContactProblem, ContactRows, ImpulseSolver, PgsParams, PgsSolver};
     let s = scene(&small_ball_scene(1));
     let mut sim = Simulation::from_scene(&s, None);
     let mut checked = 0;
@@ -138,7 +138,7 @@ fn vfpi_impulses_agree_with_pgs_on_the_same_problem() {
         }
         let (gt, u) = dense_contact_problem(&sim);
         let mu = vec![0.3; nc];
-        let p = ContactProblem { num_contacts: nc, num_joint_rows: 0, friction: &mu, row_lower: &[], row_upper: &[], delassus: gt.as_slice(), free_velocity: u.as_slice(), primal: None };
+        let p = ContactProblem { num_contacts: nc, contact_rows: ContactRows::POINT, num_joint_rows: 0, friction: &mu, row_lower: &[], row_upper: &[], delassus: gt.as_slice(), free_velocity: u.as_slice(), primal: None };
         let mut pgs = PgsSolver::new(PgsParams { max_iterations: 200_000, tolerance: 1e-14, relaxation: 1.0 }, nc);
         let mut lam = vec![0.0; 3 * nc];
         let st = pgs.solve(&p, &mut lam);
@@ -413,7 +413,7 @@ fn soft_block_rests_on_a_soft_block() {
 fn soft_blocks_colliding_without_gravity_conserve_momentum() {
     let s = scene(&block_stack_scene(0.004, false, 1, 1e-11));
     let mut sim = Simulation::from_scene(&s, None);
-    let p0 = contact_sim::fem::fem_momentum(&sim.model, &sim.state.fem_v);
+    let p0 = contact_sim::fem::fem_momentum(&sim.model.deformables, &sim.state.fem_v);
     let m2 = sim.model.deformables[1].total_mass();
     let mut hits = 0;
     let mut impulse = Vec3::zeros();
@@ -425,7 +425,7 @@ fn soft_blocks_colliding_without_gravity_conserve_momentum() {
         assert!(f.contacts.iter().all(|c| c.other_node.is_some()), "no ground contact expected");
         impulse += node_contact_force_on(&sim, 1) * sim.model.timestep_s;
     }
-    let p1 = contact_sim::fem::fem_momentum(&sim.model, &sim.state.fem_v);
+    let p1 = contact_sim::fem::fem_momentum(&sim.model.deformables, &sim.state.fem_v);
     let scale = m2 * 0.3;
     println!("momentum {p0:?} -> {p1:?} kg·m/s; impulse on the upper block {impulse:?} N·s; {hits} steps with contact");
     assert!(hits > 0, "the blocks never touched");
@@ -462,7 +462,7 @@ fn node_contact_impulses_agree_with_pgs_on_the_same_problem() {
     // The upper block landing on the lower one: ground S-contacts and node–node D-contacts
     // (Jᵀ with +R at node i and −R at node j, `FemWorkspace::dense_contact_jacobian_t`); the
     // converged V-FPI impulses against PGS on G = J A⁻¹ Jᵀ, u_free = J A⁻¹ b + φ.
-    use contact_sim::contact::{ContactProblem, ContactSolver, PgsParams, PgsSolver};
+    use contact_sim::contact::{ContactProblem, ContactRows, ImpulseSolver, PgsParams, PgsSolver};
     let s = scene(&block_stack_scene(0.002, true, 1, 1e-12).replace("residual_tolerance: 1.0e-6", "residual_tolerance: 1.0e-11"));
     let mut sim = Simulation::from_scene(&s, None);
     let (mut checked, mut worst) = (0, 0.0f64);
@@ -476,7 +476,7 @@ fn node_contact_impulses_agree_with_pgs_on_the_same_problem() {
         }
         let (gt, u) = dense_contact_problem(&sim);
         let mu = vec![0.5; nc];
-        let p = ContactProblem { num_contacts: nc, num_joint_rows: 0, friction: &mu, row_lower: &[], row_upper: &[], delassus: gt.as_slice(), free_velocity: u.as_slice(), primal: None };
+        let p = ContactProblem { num_contacts: nc, contact_rows: ContactRows::POINT, num_joint_rows: 0, friction: &mu, row_lower: &[], row_upper: &[], delassus: gt.as_slice(), free_velocity: u.as_slice(), primal: None };
         let mut pgs = PgsSolver::new(PgsParams { max_iterations: 200_000, tolerance: 1e-14, relaxation: 1.0 }, nc);
         let mut lam = vec![0.0; 3 * nc];
         assert!(pgs.solve(&p, &mut lam).converged, "PGS did not converge");

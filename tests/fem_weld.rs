@@ -1,4 +1,4 @@
-//! Two-way welds of deformable nodes to robot links (issue 7): the link carries the
+//! Two-way welds of deformable nodes to robot links (docs/fem.md): the link carries the
 //! deformable's weight (F/T sensor, joint effort, weld forces) and its inertia (a free joint
 //! pushed by a constant force accelerates the link and the block together).
 
@@ -119,7 +119,7 @@ fn pushed_free_carriage_accelerates_with_the_block() {
     println!("mean iterations {:.1}", iterations as f64 / steps as f64);
     let t = sim.state.time_s;
     let p_rigid = (M_CARRIAGE + M_HOLDER) * sim.state.v[k];
-    let p_fem = contact_sim::fem::fem_momentum(&sim.model, &sim.state.fem_v);
+    let p_fem = contact_sim::fem::fem_momentum(&sim.model.deformables, &sim.state.fem_v);
     let x = sim.state.q[sim.model.bodies.iter().find(|b| b.joint.v_index == k && b.joint.kind.nv() == 1).unwrap().joint.q_index];
     // backward Euler from rest under a constant force: x_n = F h² n (n + 1) / (2 m)
     let n = steps as f64;
@@ -151,7 +151,7 @@ fn spinning_free_body_carries_a_welded_block_with_momentum_conserved() {
     let mut sim = Simulation::from_scene(&scene(&yaml), None);
     let m_block = sim.model.deformables[0].total_mass();
     let m_hub = 1.0;
-    let momentum = |sim: &Simulation| object_velocity(sim, "hub") * m_hub + contact_sim::fem::fem_momentum(&sim.model, &sim.state.fem_v);
+    let momentum = |sim: &Simulation| object_velocity(sim, "hub") * m_hub + contact_sim::fem::fem_momentum(&sim.model.deformables, &sim.state.fem_v);
     let com = |sim: &Simulation| {
         let d = &sim.model.deformables[0];
         let x = &sim.state.fem_x;

@@ -10,52 +10,12 @@ mod common;
 use common::*;
 use contact_sim::contact::SolverConfig;
 use contact_sim::sim::Simulation;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
-struct CountingAllocator;
-
-thread_local! {
-    static MEASURING: Cell<bool> = const { Cell::new(false) };
-    // per thread: tests measuring in parallel must not count each other's allocations
-    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
-}
-
-fn note() {
-    if MEASURING.with(|m| m.get()) {
-        ALLOCATIONS.with(|a| a.set(a.get() + 1));
-    }
-}
-
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note();
-        System.alloc(layout)
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note();
-        System.alloc_zeroed(layout)
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note();
-        System.realloc(ptr, layout, new_size)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        note();
-        System.dealloc(ptr, layout)
-    }
-}
+#[path = "common/counting_alloc.rs"]
+mod counting_alloc;
+use counting_alloc::{allocations_during, CountingAllocator};
 
 #[global_allocator]
 static GLOBAL: CountingAllocator = CountingAllocator;
-
-fn allocations_during(f: impl FnOnce()) -> usize {
-    let before = ALLOCATIONS.with(|a| a.get());
-    MEASURING.with(|m| m.set(true));
-    f();
-    MEASURING.with(|m| m.set(false));
-    ALLOCATIONS.with(|a| a.get()) - before
-}
 
 #[test]
 fn the_counter_sees_allocations() {
@@ -100,7 +60,7 @@ fn step_does_not_allocate_after_warm_up() {
 
 #[test]
 fn bisection_experiments_do_not_allocate_across_episode_resets() {
-    // the issue-4 scenes: periodic script (trot), feet-only collision (hang), episode resets
+    // the bisection experiments' scenes: periodic script (trot), feet-only collision (hang), episode resets
     // (drop every 3 s, random every 5 s) that `Simulation::step` performs in place
     for (file, steps) in [
         ("config/examples/bisection_trot.yaml", 1000),

@@ -367,7 +367,7 @@ fn runtime_parameters_are_validated_and_applied() {
 
 #[test]
 fn force_topics_carry_the_sensor_weight_the_box_weight_and_the_configured_noise() {
-    // Issue 5 over DDS: the wrist sensor holds the hand (0.95 kg), the box (2 kg) rests on the
+    // F/T sensor topics over DDS: the wrist sensor holds the hand (0.95 kg), the box (2 kg) rests on the
     // floor; the expected values come from the physics, not from the node.
     let _g = lock();
     let d = domain();
@@ -465,6 +465,12 @@ fn launch_and_parameter_files_name_only_declared_parameters() {
     py_args.sort();
     assert_eq!(xml_args, py_args, "the XML launch file has the same arguments");
     assert_eq!(xml["node"]["exec"], "contact_sim_node");
+    // both end the launch when the node exits, and validate the same choices
+    assert_eq!(py["node"]["on_exit"], "Shutdown");
+    assert_eq!(xml["node"]["on_exit"], "shutdown");
+    for a in ["solver", "time_mode", "use_sim_time"] {
+        assert_eq!(xml["choices"][a], py["arguments"][a]["choices"], "choices of launch argument {a}");
+    }
     let mut xml_params: Vec<&str> = xml["parameter_names"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
     let mut pyp = py_params.clone();
     xml_params.sort();
@@ -482,7 +488,7 @@ fn launch_and_parameter_files_name_only_declared_parameters() {
     assert_eq!(pkg["build_type"], "ament_cargo");
     assert_eq!(pkg["maintainer_email_valid"], true);
     let deps: Vec<&str> = pkg["depends"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
-    for m in ["sensor_msgs", "std_msgs", "std_srvs", "trajectory_msgs", "nav_msgs", "rosgraph_msgs", "diagnostic_msgs", "geometry_msgs", "builtin_interfaces", "rcl_interfaces"] {
+    for m in ["sensor_msgs", "std_msgs", "std_srvs", "trajectory_msgs", "nav_msgs", "rosgraph_msgs", "diagnostic_msgs", "geometry_msgs", "visualization_msgs", "builtin_interfaces", "rcl_interfaces"] {
         assert!(deps.contains(&m), "package.xml depends on {m}");
     }
     // the crate version and package version agree
@@ -538,4 +544,51 @@ fn record_bag_records_topics_and_commands_and_replays() {
     assert!(p.rmse < 0.02 && p.correlation.unwrap() > 0.99, "{p:?}");
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&sim_dir);
+}
+
+/// `ros2 launch` killed hard (SIGKILL, no chance to stop its children) must not leave the node
+/// running orphaned, still publishing and recording: the node asks for SIGTERM on its parent's
+/// death and shuts down.
+#[test]
+fn the_node_exits_when_its_parent_dies() {
+    use std::io::BufRead;
+    let _g = lock();
+    let d = domain();
+    let node = env!("CARGO_BIN_EXE_contact_sim_node");
+    let scene = repo().join("tests/data/ros_pendulum_position.yaml");
+    // a parent shell that starts the node in the background, prints its pid and waits
+    let script = format!("'{node}' --scene '{}' >/dev/null 2>&1 & echo $!; wait", scene.display());
+    let mut parent = Command::new("sh").arg("-c").arg(script).env("ROS_DOMAIN_ID", &d).stdout(Stdio::piped()).spawn().expect("sh");
+    let mut line = String::new();
+    std::io::BufReader::new(parent.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let pid: i32 = line.trim().parse().expect("node pid");
+    // running = exists and not a zombie (an orphan's zombie may wait for a reaper that never comes)
+    let running = |pid: i32| match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat.rsplit(')').next().map(|rest| !rest.trim_start().starts_with('Z')).unwrap_or(false),
+        Err(_) => false,
+    };
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(running(pid), "the node did not start");
+    parent.kill().unwrap(); // SIGKILL: the shell cannot forward anything
+    parent.wait().unwrap();
+    let t0 = Instant::now();
+    while running(pid) && t0.elapsed() < Duration::from_secs(15) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let still = running(pid);
+    if still {
+        // SAFETY: plain kill of the child we started, to not leak it
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert!(!still, "the node outlived its parent by 15 s");
+}
+
+/// `use_sim_time:=true` with the realtime time mode gets a warning: the stamps stay on the wall
+/// clock and no /clock is published.
+#[test]
+fn use_sim_time_in_realtime_mode_is_warned_about() {
+    let _g = lock();
+    let d = domain();
+    let node = NodeProc::start("tests/data/ros_pendulum_position.yaml", &["use_sim_time:=true"], &d);
+    assert!(node.wait_log("use_sim_time is true but time_mode is realtime", Duration::from_secs(30)), "{}", node.log());
 }

@@ -7,62 +7,15 @@ use contact_sim::config::load_scene;
 use contact_sim::rt::messages::{HAS_EFFORT, HAS_POSITION, HAS_VELOCITY};
 use contact_sim::rt::*;
 use contact_sim::sim::Simulation;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-struct Counting;
-
-static RT_ALLOCS: AtomicU64 = AtomicU64::new(0);
-thread_local! {
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-}
-
-fn counting() -> bool {
-    COUNTING.try_with(|c| c.get()).unwrap_or(false)
-}
-
-/// On the first counted allocation, print where it came from (counting is off meanwhile).
-fn report_first() {
-    if RT_ALLOCS.fetch_add(1, Ordering::Relaxed) == 0 {
-        COUNTING.with(|c| c.set(false));
-        eprintln!("first allocation on the RT thread:\n{}", std::backtrace::Backtrace::force_capture());
-        COUNTING.with(|c| c.set(true));
-    }
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        if counting() {
-            report_first();
-        }
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        if counting() {
-            RT_ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        if counting() {
-            RT_ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
-        unsafe { System.realloc(p, l, n) }
-    }
-}
+#[path = "common/counting_alloc.rs"]
+mod counting_alloc;
+use counting_alloc::{set_total_allocations, start_counting, stop_counting, total_allocations, CountingAllocator};
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn start_counting() {
-    COUNTING.with(|c| c.set(true));
-}
-fn stop_counting() {
-    COUNTING.with(|c| c.set(false));
-}
+static GLOBAL: CountingAllocator = CountingAllocator;
 
 fn sim(rel: &str) -> Simulation {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
@@ -84,7 +37,7 @@ fn drain(shared: &RtShared, keep: usize) -> Option<Sample> {
 }
 
 fn exercise(scene: &str, mode: TimeMode, seconds: f64, wait_for_watchdog: bool) -> (RtExit, u64) {
-    let before = RT_ALLOCS.load(Ordering::SeqCst);
+    let before = total_allocations();
     let mut cfg = RtConfig {
         time_mode: mode,
         sched: SchedConfig { policy: PolicyKind::Other, lock_memory: false, ..Default::default() },
@@ -184,19 +137,19 @@ fn exercise(scene: &str, mode: TimeMode, seconds: f64, wait_for_watchdog: bool) 
         }
     }
     let exit = handle.stop().expect("loop thread");
-    (exit, RT_ALLOCS.load(Ordering::SeqCst) - before)
+    (exit, total_allocations() - before)
 }
 
 #[test]
 fn the_rt_loop_does_not_allocate_after_start() {
     // the counter works (sanity): an allocation on a counting thread is seen (without the
     // first-allocation report, which is for the RT thread)
-    RT_ALLOCS.store(1, Ordering::SeqCst);
+    set_total_allocations(1);
     start_counting();
     let v: Vec<u8> = Vec::with_capacity(10);
     drop(std::hint::black_box(v));
     stop_counting();
-    assert!(RT_ALLOCS.swap(0, Ordering::SeqCst) >= 2);
+    assert!(set_total_allocations(0) >= 2);
 
     // (in lockstep a trajectory only advances with commands, so it keeps feeding the watchdog;
     // the default scene in a debug build steps too slowly for its trajectories to end)

@@ -1,4 +1,4 @@
-//! Scene options added for the bisection experiments (issue 4): per-robot `collision_links` and
+//! Scene options added for the bisection experiments (docs/bisection.md): per-robot `collision_links` and
 //! initial base velocity, a periodic `script_period_s`, and episode resets `reset_period_s`.
 
 mod common;

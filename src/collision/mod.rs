@@ -279,3 +279,42 @@ pub fn ground_contacts(shape: &GeomShape, x: &Pose, n: &Vec3, offset: f64, margi
         GeomShape::Plane { .. } => {}
     }
 }
+
+/// The deepest contact of a point `p` (world, m) with the model's geometry within `margin` (m):
+/// `(signed distance m, outward normal of the geometry at the closest point, geometry index)`,
+/// or `None` when every geometry is farther. Used for deformable surface nodes (one contact per
+/// node keeps the coupled solve's surrogate Delassus operator diagonal).
+pub fn deepest_geom_contact(model: &Model, geom_pose: &[Pose], p: &Vec3, margin: f64) -> Option<(f64, Vec3, usize)> {
+    let p = *p;
+    let mut best: Option<(f64, Vec3, usize)> = None;
+    for (gi, geom) in model.geoms.iter().enumerate() {
+        let (dist, normal) = match &geom.shape {
+            crate::model::GeomShape::Plane { normal, offset } => (normal.dot(&p) - offset, *normal),
+            shape => {
+                let x_wg = geom_pose[gi];
+                let c = x_wg.translation.vector;
+                if (p - c).norm() > geom.bounding_radius + margin {
+                    continue;
+                }
+                let pp = parry_pose(shape, &x_wg);
+                let local = pp.inverse_transform_point(&nalgebra::Point3::from(p));
+                let proj = geom.parry_shape.project_local_point(crate::math::to_parry_vec(&local.coords), false);
+                let q = pp * nalgebra::Point3::from(crate::math::from_parry_vec(proj.point));
+                let delta = p - q.coords;
+                let len = delta.norm();
+                if len < 1e-12 {
+                    continue;
+                }
+                if proj.is_inside {
+                    (-len, -delta / len)
+                } else {
+                    (len, delta / len)
+                }
+            }
+        };
+        if dist < margin && best.map(|b| dist < b.0).unwrap_or(true) {
+            best = Some((dist, normal, gi));
+        }
+    }
+    best
+}

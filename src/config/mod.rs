@@ -206,54 +206,27 @@ fn build_scene(cfg: SceneFile, file: &str, base_dir: &Path, path: &Path, opts: &
     })
 }
 
-/// Checks solver parameters' ranges.
+/// Checks solver parameters' ranges (each method validates its own, see
+/// [`crate::contact::MethodParams::validate`]).
 pub fn validate_solver(s: &SolverConfig, file: &str) -> Result<(), InputError> {
-    match s {
-        SolverConfig::Pgs(p) => {
-            if p.max_iterations == 0 {
-                return Err(InputError::invalid(file, "solver.max_iterations", "must be ≥ 1"));
-            }
-            if !(p.tolerance >= 0.0) {
-                return Err(InputError::invalid(file, "solver.tolerance", "must be ≥ 0"));
-            }
-            if !(p.relaxation > 0.0 && p.relaxation < 2.0) {
-                return Err(InputError::invalid(file, "solver.relaxation", "must be in (0, 2)"));
-            }
-        }
-        SolverConfig::Vfpi(p) => {
-            let checks: [(bool, &str, &str); 5] = [
-                (p.max_iterations >= 1, "solver.max_iterations", "must be ≥ 1"),
-                (p.tolerance >= 0.0, "solver.tolerance", "must be ≥ 0"),
-                (p.virtual_node_gain > 0.0 && p.virtual_node_gain.is_finite(), "solver.virtual_node_gain", "must be > 0 and finite"),
-                (p.under_relaxation > 0.0 && p.under_relaxation <= 1.0, "solver.under_relaxation", "must be in (0, 1]"),
-                (p.threads >= 1 && p.threads <= 256, "solver.threads", "must be in [1, 256]"),
-            ];
-            if let Some(&(_, key, msg)) = checks.iter().find(|c| !c.0) {
-                return Err(InputError::invalid(file, key, msg));
-            }
-        }
-        SolverConfig::Bisection(p) => {
-            let checks: [(bool, &str, &str); 13] = [
-                (p.max_iterations >= 1, "solver.max_iterations", "must be ≥ 1"),
-                (p.tolerance_impulse >= 0.0, "solver.tolerance_impulse", "must be ≥ 0"),
-                (p.tolerance_velocity >= 0.0, "solver.tolerance_velocity", "must be ≥ 0"),
-                (p.relaxation > 0.0 && p.relaxation <= 1.0, "solver.relaxation", "must be in (0, 1]"),
-                (p.relaxation_decay >= 0.0 && p.relaxation_decay <= 1.0, "solver.relaxation_decay", "must be in [0, 1]"),
-                (p.relaxation_min > 0.0 && p.relaxation_min <= 1.0, "solver.relaxation_min", "must be in (0, 1]"),
-                (p.angle_step > 0.0 && p.angle_step.is_finite(), "solver.angle_step", "must be > 0 and finite"),
-                (p.step_shrink > 0.0 && p.step_shrink < 1.0, "solver.step_shrink", "must be in (0, 1)"),
-                (p.step_growth >= 1.0 && p.step_growth.is_finite(), "solver.step_growth", "must be ≥ 1 and finite"),
-                (p.bisection_tolerance >= 0.0, "solver.bisection_tolerance", "must be ≥ 0"),
-                (p.max_step_iterations >= 1, "solver.max_step_iterations", "must be ≥ 1"),
-                (p.max_bisection_iterations >= 1, "solver.max_bisection_iterations", "must be ≥ 1"),
-                (p.singular_threshold >= 0.0 && p.singular_threshold < 1.0, "solver.singular_threshold", "must be in [0, 1)"),
-            ];
-            if let Some(&(_, key, msg)) = checks.iter().find(|c| !c.0) {
-                return Err(InputError::invalid(file, key, msg));
-            }
-        }
+    s.validate().map_err(|e| InputError::invalid(file, e.field, e.requirement))
+}
+
+impl Scene {
+    /// The method for a `--solver` option or the node's `solver` parameter: empty or `scene`:
+    /// the scene's own; the scene's kind: the scene's parameters of it; another method: its
+    /// defaults. Refused (naming the scene) when the method cannot simulate the scene, or with
+    /// the list of methods when the name is unknown.
+    pub fn solver_for(&self, value: &str) -> Result<SolverConfig, String> {
+        let cfg = if value.is_empty() || value == "scene" {
+            self.solver.clone()
+        } else {
+            let kind: crate::contact::SolverKind = value.parse()?;
+            self.solver.overridden_by(kind)
+        };
+        cfg.check_model(&self.model, &self.file.display().to_string())?;
+        Ok(cfg)
     }
-    Ok(())
 }
 
 fn resolve_relative(base: &Path, p: &str) -> PathBuf {
@@ -466,8 +439,14 @@ fn build_deformables(cfg: &SceneFile, model: &mut Model, file: &str, base_dir: &
     if cfg.deformables.is_empty() {
         return Ok(());
     }
-    if !matches!(cfg.solver, SolverConfig::Vfpi(_)) {
-        return Err(InputError::invalid(file, "solver.kind", "scenes with deformables need the V-FPI solver (`solver: {kind: vfpi}`)"));
+    if !cfg.solver.capabilities().deformables {
+        let able: Vec<&str> =
+            crate::contact::SolverKind::ALL.iter().filter(|k| k.capabilities().deformables).map(|k| k.name()).collect();
+        return Err(InputError::invalid(
+            file,
+            "solver.kind",
+            format!("scenes with deformables need a method that simulates them (one of: {}), not '{}'", able.join(", "), cfg.solver.kind()),
+        ));
     }
     // link poses at the initial configuration, for welded attachments
     let mut ws = crate::workspace::Workspace::new(model, &SolverConfig::default());

@@ -14,7 +14,9 @@
 //! scalar step the radial projection is the Euclidean projection, and its fixed point opposes the
 //! slip.
 
-use super::{ContactProblem, ContactSolver, SolveStats};
+use super::method::{check_params, Capabilities, ConstraintStage, ContactMethod, ContactRows, ImpulseSolver, MethodKind, MethodParams, ParamError, Tolerance};
+use super::{ContactProblem, FrictionModel, SolveStats};
+use crate::model::Model;
 
 /// PGS parameters.
 #[derive(Clone, Debug, serde::Deserialize, serde::Serialize, PartialEq)]
@@ -31,6 +33,50 @@ pub struct PgsParams {
 impl Default for PgsParams {
     fn default() -> Self {
         PgsParams { max_iterations: 500, tolerance: 1e-9, relaxation: 1.0 }
+    }
+}
+
+impl MethodParams for PgsParams {
+    type Runtime = PgsSolver;
+    const NAME: &'static str = "pgs";
+    const SUMMARY: &'static str = "projected Gauss–Seidel on the Coulomb cone (the baseline)";
+    const CAPABILITIES: Capabilities =
+        Capabilities { kind: MethodKind::Impulse, deformables: false, contact_rows: ContactRows::POINT, friction: FrictionModel::Coulomb, dense_mass: false };
+
+    fn validate(&self) -> Result<(), ParamError> {
+        check_params(&[
+            (self.max_iterations >= 1, "max_iterations", "must be ≥ 1"),
+            (self.tolerance >= 0.0, "tolerance", "must be ≥ 0"),
+            (self.relaxation > 0.0 && self.relaxation < 2.0, "relaxation", "must be in (0, 2)"),
+        ])
+    }
+    fn tolerance(&self) -> Tolerance {
+        Tolerance { value: self.tolerance, unit: "N·s", field: "tolerance" }
+    }
+    fn set_tolerance(&mut self, value: f64) {
+        self.tolerance = value;
+    }
+    fn max_iterations(&self) -> u32 {
+        self.max_iterations
+    }
+    fn set_max_iterations(&mut self, n: u32) {
+        self.max_iterations = n;
+    }
+    fn build(&self, model: &Model) -> PgsSolver {
+        PgsSolver::new(self.clone(), model.contact.max_contacts)
+    }
+}
+
+impl ContactMethod for PgsSolver {
+    type Params = PgsParams;
+    fn params(&self) -> &PgsParams {
+        &self.params
+    }
+    fn params_mut(&mut self) -> &mut PgsParams {
+        &mut self.params
+    }
+    fn stage(&mut self) -> ConstraintStage<'_> {
+        ConstraintStage::Impulse(self)
     }
 }
 
@@ -51,12 +97,12 @@ impl PgsSolver {
 
 const TINY: f64 = 1e-14;
 
-impl ContactSolver for PgsSolver {
+impl ImpulseSolver for PgsSolver {
     fn solve(&mut self, p: &ContactProblem, lambda: &mut [f64]) -> SolveStats {
         let nc = p.num_contacts;
         let w = self.params.relaxation;
         for c in 0..nc {
-            let i = 3 * c;
+            let i = p.contact_row(c);
             let (a, b, d) = (p.g(i + 1, i + 1), p.g(i + 1, i + 2), p.g(i + 2, i + 2));
             let lambda_max = 0.5 * (a + d) + (0.25 * (a - d) * (a - d) + b * b).sqrt();
             self.tangent_step[c] = if lambda_max > TINY { 1.0 / lambda_max } else { 0.0 };
@@ -65,7 +111,7 @@ impl ContactSolver for PgsSolver {
         for it in 0..self.params.max_iterations {
             let mut max_delta: f64 = 0.0;
             for c in 0..nc {
-                let i = 3 * c;
+                let i = p.contact_row(c);
                 let gnn = p.g(i, i);
                 if gnn <= TINY {
                     continue;
@@ -94,7 +140,7 @@ impl ContactSolver for PgsSolver {
                 max_delta = max_delta.max(dn.abs()).max((t1 - t1_old).abs()).max((t2 - t2_old).abs());
             }
             for r in 0..p.num_joint_rows {
-                let i = 3 * nc + r;
+                let i = p.first_joint_row() + r;
                 let gii = p.g(i, i);
                 if gii <= TINY {
                     continue;

@@ -8,20 +8,25 @@
 //!
 //! where `v*` is the velocity the system would reach without constraint impulses, `b` the
 //! position-stabilization / speculative bias and M̃ the mass matrix with the implicit damping and
-//! PD terms of the step. Rows are ordered: for each contact `c`, rows `3c, 3c+1, 3c+2` are the
-//! normal and the two tangents of its frame; then one row per joint constraint (limits, joint
-//! friction, mimic couplings).
+//! PD terms of the step. Rows are ordered: for each contact `c`, the rows of its
+//! [`ContactRows`] layout starting at `contact_row(c)` (for the point layout `3c, 3c+1, 3c+2`:
+//! the normal and the two tangents of its frame); then one row per joint constraint (limits,
+//! joint friction, mimic couplings) from `first_joint_row()` on.
 //!
 //! Conditions a solution satisfies (the "physical constraints" of Hwangbo et al. 2018, §III):
 //! - contact c: either open (`λ_c = 0`, `u_n ≥ 0`), sticking (`u_c = 0`, `‖λ_t‖ ≤ μ λ_n`) or
 //!   sliding (`u_n = 0`, `‖λ_t‖ = μ λ_n`, `λ_t = −μ λ_n u_t/‖u_t‖`: maximal dissipation);
 //! - joint row r: `λ_r ∈ [lo_r, hi_r]` with `u_r ≥ 0` at `lo`, `u_r ≤ 0` at `hi`, `u_r = 0` inside.
 
+use super::ContactRows;
+
 /// Read-only view of one step's constraint problem.
 #[derive(Clone, Copy, Debug)]
 pub struct ContactProblem<'a> {
-    /// Number of contacts (3 rows each).
+    /// Number of contacts.
     pub num_contacts: usize,
+    /// The rows of each contact (the method's layout).
+    pub contact_rows: ContactRows,
     /// Number of one-dimensional joint rows after the contact rows.
     pub num_joint_rows: usize,
     /// Coulomb friction coefficient per contact.
@@ -60,7 +65,17 @@ impl<'a> ContactProblem<'a> {
     /// Number of scalar rows.
     #[inline]
     pub fn dim(&self) -> usize {
-        3 * self.num_contacts + self.num_joint_rows
+        self.first_joint_row() + self.num_joint_rows
+    }
+    /// First scalar row of contact `c` (its normal row).
+    #[inline]
+    pub fn contact_row(&self, c: usize) -> usize {
+        self.contact_rows.start(c)
+    }
+    /// First joint row (after every contact's rows).
+    #[inline]
+    pub fn first_joint_row(&self) -> usize {
+        self.contact_rows.start(self.num_contacts)
     }
     /// Entry `G[i][j]`.
     #[inline]
@@ -92,7 +107,7 @@ impl<'a> ContactProblem<'a> {
         let mut imp: f64 = 0.0;
         let mut vel: f64 = 0.0;
         for c in 0..self.num_contacts {
-            let i = 3 * c;
+            let i = self.contact_row(c);
             let mu = self.friction[c];
             let (ln, lt) = (lambda[i], [lambda[i + 1], lambda[i + 2]]);
             let un = self.row_velocity(i, lambda);
@@ -117,7 +132,7 @@ impl<'a> ContactProblem<'a> {
             }
         }
         for r in 0..self.num_joint_rows {
-            let i = 3 * self.num_contacts + r;
+            let i = self.first_joint_row() + r;
             let (lo, hi) = (self.row_lower[r], self.row_upper[r]);
             let l = lambda[i];
             let u = self.row_velocity(i, lambda);

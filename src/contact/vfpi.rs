@@ -40,7 +40,11 @@
 //! speculative gap / Baumgarte term (digest §2.9 \[N\]); the Frobenius `W` is recomputed every
 //! step (the paper recycles it); the backward-Euler form of `A` (see [`crate::fem`]).
 
-use super::{ContactProblem, ContactSolver, PgsParams, PgsSolver, SolveStats};
+use super::method::{
+    check_params, Capabilities, ConstraintStage, ContactMethod, ContactRows, ImpulseSolver, MethodKind, MethodParams, NodalSolver, ParamError, Tolerance,
+};
+use super::{ContactProblem, FrictionModel, PgsParams, PgsSolver, SolveStats};
+use crate::model::Model;
 use crate::math::Mat3;
 use nalgebra_sparse::CsrMatrix;
 
@@ -180,6 +184,89 @@ const CHUNK: usize = 768;
 const TRACE: bool = false;
 const CONTACT_CHUNK: usize = 64;
 
+impl MethodParams for VfpiParams {
+    type Runtime = VfpiSolver;
+    const NAME: &'static str = "vfpi";
+    const SUMMARY: &'static str = "velocity fixed-point iteration with contact nodalization (Lee, Lee & Lee); handles deformables";
+    const CAPABILITIES: Capabilities =
+        Capabilities { kind: MethodKind::Impulse, deformables: true, contact_rows: ContactRows::POINT, friction: FrictionModel::Coulomb, dense_mass: true };
+
+    fn validate(&self) -> Result<(), ParamError> {
+        check_params(&[
+            (self.max_iterations >= 1, "max_iterations", "must be ≥ 1"),
+            (self.tolerance >= 0.0, "tolerance", "must be ≥ 0"),
+            (self.residual_tolerance >= 0.0, "residual_tolerance", "must be ≥ 0"),
+            (self.virtual_node_gain > 0.0 && self.virtual_node_gain.is_finite(), "virtual_node_gain", "must be > 0 and finite"),
+            (self.chebyshev_start >= 3, "chebyshev_start", "must be ≥ 3"),
+            (self.under_relaxation > 0.0 && self.under_relaxation <= 1.0, "under_relaxation", "must be in (0, 1]"),
+            (self.threads >= 1 && self.threads <= 256, "threads", "must be in [1, 256]"),
+        ])
+    }
+    /// θ_th: the change of the iterate between two iterations.
+    fn tolerance(&self) -> Tolerance {
+        Tolerance { value: self.tolerance, unit: "m/s", field: "tolerance" }
+    }
+    fn set_tolerance(&mut self, value: f64) {
+        self.tolerance = value;
+    }
+    fn max_iterations(&self) -> u32 {
+        self.max_iterations
+    }
+    fn set_max_iterations(&mut self, n: u32) {
+        self.max_iterations = n;
+    }
+    fn build(&self, model: &Model) -> VfpiSolver {
+        let (n, rows, constraints) = vfpi_sizes(model);
+        VfpiSolver::new(self.clone(), n, rows, model.nv, constraints)
+    }
+}
+
+/// V-FPI sizes of a model: `(unknowns, λ rows, constraints)`. Rigid contacts and joint rows are
+/// virtual nodes; each deformable surface node can carry one contact, whose rigid side (if any)
+/// is a 3-row virtual node.
+pub fn vfpi_sizes(model: &Model) -> (usize, usize, usize) {
+    let nodes: usize = model.deformables.iter().map(|d| d.num_nodes()).sum();
+    let surface: usize = model.deformables.iter().map(|d| d.surface_nodes.len()).sum();
+    let welded = crate::fem::welded_node_count(&model.deformables);
+    let rigid_rows = model.max_constraint_rows(ContactRows::POINT.len());
+    let virtual_rows = rigid_rows + 3 * surface + 3 * welded;
+    let n = 3 * nodes + model.nv + virtual_rows;
+    let rows = rigid_rows + 3 * surface + 3 * welded;
+    let constraints = model.contact.max_contacts + model.max_joint_rows() + surface + welded;
+    (n, rows, constraints)
+}
+
+impl ContactMethod for VfpiSolver {
+    type Params = VfpiParams;
+    fn params(&self) -> &VfpiParams {
+        &self.params
+    }
+    fn params_mut(&mut self) -> &mut VfpiParams {
+        &mut self.params
+    }
+    fn stage(&mut self) -> ConstraintStage<'_> {
+        ConstraintStage::Impulse(self)
+    }
+}
+
+impl NodalSolver for VfpiSolver {
+    fn virtual_node_gain(&self) -> f64 {
+        self.params.virtual_node_gain
+    }
+    fn initial_guess(&mut self) -> &mut [f64] {
+        &mut self.scratch.x
+    }
+    fn solve_nodal(&mut self, sys: &NodalSystem) -> SolveStats {
+        VfpiSolver::solve_nodal(self, sys)
+    }
+    fn solution(&self) -> &[f64] {
+        &self.scratch.x
+    }
+    fn impulses(&self) -> &[f64] {
+        &self.scratch.lambda
+    }
+}
+
 /// V-FPI scratch (sized once).
 pub struct VfpiScratch {
     /// Current iterate; after a solve, the solution `[fem | rigid | virtual]`.
@@ -307,93 +394,12 @@ pub fn solve_nodal(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &mu
 
 fn solve_nodal_inner(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &mut VfpiScratch, sys: &NodalSystem) -> SolveStats {
     let nf = sys.n_fem();
-    let nv = sys.nv;
-    let nr0 = nf; // first rigid index
-    let nv0 = nf + nv; // first virtual index
     let n = sys.dim();
-    let kt = sys.k_tilde;
     let mut stats = SolveStats::default();
 
-    // λ layout
-    let mut off = 0;
-    for (c, k) in sys.constraints.iter().enumerate() {
-        s.lambda_offset[c] = off;
-        off += k.dim as usize;
-    }
-    s.lambda_offset[sys.constraints.len()] = off;
-    s.lambda[..off].fill(0.0);
-
-    // ---- W (Frobenius, digest §2.7 [R]) ----
-    if let Some(a) = sys.fem {
-        let (ro, vals, cols) = (a.row_offsets(), a.values(), a.col_indices());
-        for node in 0..nf / 3 {
-            if sys.fem_fixed[node] {
-                s.w[3 * node..3 * node + 3].fill(0.0);
-                continue;
-            }
-            let (mut d, mut r2) = (0.0, 0.0);
-            for row in 3 * node..3 * node + 3 {
-                for idx in ro[row]..ro[row + 1] {
-                    let v = vals[idx];
-                    r2 += v * v;
-                    if cols[idx] == row {
-                        d += v;
-                    }
-                }
-            }
-            let w = if r2 > 0.0 { d / r2 } else { 0.0 };
-            s.w[3 * node..3 * node + 3].fill(w);
-        }
-    }
-    if nv > 0 {
-        // Ã = M̃ + k̃ Σ J_rᵀ J_r (rigid block of the augmented matrix)
-        s.a_tilde[..nv * nv].copy_from_slice(&sys.mass[..nv * nv]);
-        for r in 0..sys.num_virtual {
-            let row = &sys.jv[r * nv..(r + 1) * nv];
-            for (cidx, &jc) in row.iter().enumerate() {
-                if jc != 0.0 {
-                    for (ridx, &jr) in row.iter().enumerate() {
-                        s.a_tilde[cidx * nv + ridx] += kt * jr * jc;
-                    }
-                }
-            }
-        }
-        for i in 0..nv {
-            let mut r2 = 0.0;
-            for j in 0..nv {
-                let a = s.a_tilde[j * nv + i];
-                r2 += a * a;
-            }
-            for r in 0..sys.num_virtual {
-                let jr = sys.jv[r * nv + i];
-                r2 += kt * kt * jr * jr;
-            }
-            let d = s.a_tilde[i * nv + i];
-            s.w[nr0 + i] = if r2 > 0.0 { d / r2 } else { 0.0 };
-        }
-    }
-    // virtual nodes: equal entries per constraint (its 1 or 3 rows)
-    for k in sys.constraints.iter() {
-        for (slot, is_virtual) in [(k.i, !k.i_is_fem), (k.j.unwrap_or(usize::MAX), k.j.is_some() && !k.j_is_fem)] {
-            if !is_virtual {
-                continue;
-            }
-            let d = k.dim as usize;
-            let mut jn = 0.0;
-            for r in 0..d {
-                let row = slot - nv0 + r;
-                jn += sys.jv[row * nv..(row + 1) * nv].iter().map(|x| x * x).sum::<f64>();
-            }
-            let w = d as f64 / (kt * (d as f64 + jn));
-            s.w[slot..slot + d].fill(w);
-        }
-    }
-
-    // ---- warm start of the virtual nodes: x_v = J_v x_rigid ----
-    for r in 0..sys.num_virtual {
-        let row = &sys.jv[r * nv..(r + 1) * nv];
-        s.x[nv0 + r] = row.iter().zip(&s.x[nr0..nr0 + nv]).map(|(a, b)| a * b).sum();
-    }
+    layout_impulses(s, sys);
+    diagonal_preconditioner(s, sys);
+    warm_start_virtual_nodes(s, sys);
     s.x_prev[..n].copy_from_slice(&s.x[..n]);
     s.x0[..n].copy_from_slice(&s.x[..n]);
     let mut theta_first = f64::NAN;
@@ -405,182 +411,16 @@ fn solve_nodal_inner(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &
     let mut rho_max = 0.0f64;
     let (mut theta_best, mut since) = (f64::INFINITY, 0u32);
     let mut res_best = f64::INFINITY;
-    let nchunks = nf.div_ceil(CHUNK);
     for l in 0..params.max_iterations {
-        // ---- (20) x* = x − W (A x − b) ----
-        {
-            let (x, w) = (&s.x[..n], &s.w[..n]);
-            if let Some(a) = sys.fem {
-                let b = sys.fem_b;
-                run_chunks(pool, &mut s.xs[..nf], CHUNK, |k, out| {
-                    let r0 = k * CHUNK;
-                    crate::fem::block3_mul_rows(a, x, out, r0..r0 + out.len());
-                    for (t, o) in out.iter_mut().enumerate() {
-                        let i = r0 + t;
-                        *o = x[i] - w[i] * (*o - b[i]);
-                    }
-                });
-            }
-            // rigid rows: Ã x_r − k̃ J_vᵀ x_v − b_r
-            for i in 0..nv {
-                let mut r = -sys.rigid_b[i];
-                for j in 0..nv {
-                    r += s.a_tilde[j * nv + i] * x[nr0 + j];
-                }
-                for v in 0..sys.num_virtual {
-                    r -= kt * sys.jv[v * nv + i] * x[nv0 + v];
-                }
-                s.xs[nr0 + i] = x[nr0 + i] - w[nr0 + i] * r;
-            }
-            // virtual rows: k̃ (x_v − J_v x_r)
-            for v in 0..sys.num_virtual {
-                let jx: f64 = sys.jv[v * nv..(v + 1) * nv].iter().zip(&x[nr0..nr0 + nv]).map(|(a, b)| a * b).sum();
-                s.xs[nv0 + v] = x[nv0 + v] - w[nv0 + v] * kt * (x[nv0 + v] - jx);
-            }
-        }
-        // ---- (23, 26) one-shot contact solve, in parallel over contacts ----
-        {
-            let (xs, w, lo) = (&s.xs[..n], &s.w[..n], &s.lambda_offset);
-            // strict → proximal fallback for the second half of the budget (digest §8.6 [N]:
-            // the strict operator's convergence is only guaranteed for small steps and μ)
-            let op = if l >= params.max_iterations / 2 { ContactOperator::Proximal } else { params.operator };
-            let cons = sys.constraints;
-            let nlam = lo[cons.len()];
-            // λ for chunk k of constraints lives in lambda[lo[k*C] .. lo[min((k+1)*C, nc)]]: the
-            // chunks of the λ array are not uniform, so run over constraints chunks manually.
-            let solve_one = |c: usize, out: &mut [f64]| {
-                let k = &cons[c];
-                let xi = &xs[k.i..k.i + k.dim as usize];
-                if k.dim == 1 {
-                    let eta = xi[0] - k.j.map(|j| xs[j]).unwrap_or(0.0);
-                    let gamma = w[k.i] + k.j.map(|j| w[j]).unwrap_or(0.0);
-                    out[0] = if gamma > 0.0 { (-(eta + k.bias[0]) / gamma).clamp(k.lo, k.hi) } else { 0.0 };
-                    return;
-                }
-                let vi = nalgebra::Vector3::new(xi[0], xi[1], xi[2]);
-                let mut vij = vi;
-                if let (Some(j), true) = (k.j, k.j_is_fem) {
-                    vij -= nalgebra::Vector3::new(xs[j], xs[j + 1], xs[j + 2]); // node–node: world axes
-                }
-                let mut eta = if k.i_is_fem { k.frame * vij } else { vij };
-                if let (Some(j), false) = (k.j, k.j_is_fem) {
-                    eta -= nalgebra::Vector3::new(xs[j], xs[j + 1], xs[j + 2]);
-                }
-                let gamma = w[k.i] + k.j.map(|j| w[j]).unwrap_or(0.0);
-                if gamma <= 0.0 {
-                    out[..3].fill(0.0);
-                    return;
-                }
-                let mut lam = [-(eta[0] + k.bias[0]) / gamma, -(eta[1] + k.bias[1]) / gamma, -(eta[2] + k.bias[2]) / gamma];
-                if !k.bilateral {
-                    project_cone(op, k.mu, &mut lam);
-                }
-                out[..3].copy_from_slice(&lam);
-            };
-            let ncons = cons.len();
-            match pool {
-                Some(p) if ncons > CONTACT_CHUNK => {
-                    use rayon::prelude::*;
-                    // split λ at constraint-chunk boundaries (disjoint mutable pieces)
-                    let base = s.lambda[..nlam].as_mut_ptr() as usize;
-                    p.install(|| {
-                        let nchunk = ncons.div_ceil(CONTACT_CHUNK);
-                        (0..nchunk).into_par_iter().for_each(|ck| {
-                            let c0 = ck * CONTACT_CHUNK;
-                            let c1 = (c0 + CONTACT_CHUNK).min(ncons);
-                            let (a, b) = (lo[c0], lo[c1]);
-                            // SAFETY: constraint chunks own the disjoint ranges λ[a..b] of one
-                            // live &mut borrow of `s.lambda`, which outlives the pool call.
-                            let piece = unsafe { std::slice::from_raw_parts_mut((base as *mut f64).add(a), b - a) };
-                            for c in c0..c1 {
-                                let o = lo[c] - a;
-                                solve_one(c, &mut piece[o..o + cons[c].dim as usize]);
-                            }
-                        });
-                    });
-                }
-                _ => {
-                    for c in 0..ncons {
-                        let o = lo[c];
-                        let d = cons[c].dim as usize;
-                        let mut tmp = [0.0; 3];
-                        solve_one(c, &mut tmp[..d]);
-                        s.lambda[o..o + d].copy_from_slice(&tmp[..d]);
-                    }
-                }
-            }
-        }
-        // ---- (24) scatter x** = x* + W J_cᵀ λ (one contact per node: disjoint) ----
-        for (c, k) in sys.constraints.iter().enumerate() {
-            let o = s.lambda_offset[c];
-            let d = k.dim as usize;
-            if d == 1 {
-                let lam = s.lambda[o];
-                s.xs[k.i] += s.w[k.i] * lam;
-                if let Some(j) = k.j {
-                    s.xs[j] -= s.w[j] * lam;
-                }
-                continue;
-            }
-            let lam = nalgebra::Vector3::new(s.lambda[o], s.lambda[o + 1], s.lambda[o + 2]);
-            let fi = if k.i_is_fem { k.frame.transpose() * lam } else { lam };
-            let wi = s.w[k.i];
-            for t in 0..3 {
-                s.xs[k.i + t] += wi * fi[t];
-            }
-            if let Some(j) = k.j {
-                let wj = s.w[j];
-                let fj = if k.j_is_fem { fi } else { lam };
-                for t in 0..3 {
-                    s.xs[j + t] -= wj * fj[t];
-                }
-            }
-        }
-        // ---- (38) Chebyshev update and θ ----
+        jacobi_step(pool, s, sys);
+        // strict → proximal fallback for the second half of the budget (the strict operator's
+        // convergence is only guaranteed for small steps and μ)
+        let op = if l >= params.max_iterations / 2 { ContactOperator::Proximal } else { params.operator };
+        solve_contacts(pool, s, sys, op);
+        scatter_contact_impulses(s, sys);
+        // (38) Chebyshev update and θ
         let (nu_l, uu) = if params.chebyshev { (nu, u) } else { (1.0, 1.0) };
-        {
-            let (x, xs) = (&s.x[..n], &s.xs[..n]);
-            let w = &s.w[..n];
-            let res_on = params.residual_tolerance > 0.0;
-            let upd = |i: usize, xp: &mut f64, res: &mut f64| -> f64 {
-                let xn = nu_l * (uu * (xs[i] - x[i]) + x[i] - *xp) + *xp;
-                let d = xn - x[i];
-                if res_on && w[i] > 0.0 {
-                    let r = (xs[i] - x[i]) / w[i];
-                    *res += r * r;
-                }
-                *xp = xn;
-                d * d
-            };
-            let partial = &mut s.partial;
-            // FEM rows in chunks (partials per chunk), then the small rigid + virtual tail
-            let xp = &mut s.x_prev[..n];
-            let (xp_fem, xp_tail) = xp.split_at_mut(nf);
-            {
-                let pslice = &mut partial[..2 * nchunks];
-                let pptr = pslice.as_mut_ptr() as usize;
-                run_chunks(pool, xp_fem, CHUNK, |k, c| {
-                    let r0 = k * CHUNK;
-                    let (mut acc, mut res) = (0.0, 0.0);
-                    for (t, v) in c.iter_mut().enumerate() {
-                        acc += upd(r0 + t, v, &mut res);
-                    }
-                    // SAFETY: as below, chunk k alone writes partial[nchunks + k]
-                    unsafe { *(pptr as *mut f64).add(nchunks + k) = res };
-                    // SAFETY: chunk k alone writes partial[k] (k < nchunks, the slice is borrowed
-                    // mutably for the whole call)
-                    unsafe { *(pptr as *mut f64).add(k) = acc };
-                });
-            }
-            let (mut tail, mut tail_res) = (0.0, 0.0);
-            for (t, v) in xp_tail.iter_mut().enumerate() {
-                tail += upd(nf + t, v, &mut tail_res);
-            }
-            partial[2 * nchunks] = tail;
-            partial[2 * nchunks + 1] = tail_res;
-        }
-        let theta = (s.partial[..nchunks].iter().sum::<f64>() + s.partial[2 * nchunks]).sqrt();
-        let residual = (s.partial[nchunks..2 * nchunks].iter().sum::<f64>() + s.partial[2 * nchunks + 1]).sqrt();
+        let (theta, residual) = chebyshev_update(pool, s, nf, n, nu_l, uu, params.residual_tolerance > 0.0);
         std::mem::swap(&mut s.x, &mut s.x_prev); // x ← x_new, x_prev ← old x
         stats.iterations = l + 1;
         stats.residual = theta;
@@ -661,7 +501,304 @@ fn solve_nodal_inner(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &
     stats
 }
 
-impl ContactSolver for VfpiSolver {
+/// The offset of each constraint's λ (1 or 3 entries) in `s.lambda`; zeroes λ.
+fn layout_impulses(s: &mut VfpiScratch, sys: &NodalSystem) {
+    let mut off = 0;
+    for (c, k) in sys.constraints.iter().enumerate() {
+        s.lambda_offset[c] = off;
+        off += k.dim as usize;
+    }
+    s.lambda_offset[sys.constraints.len()] = off;
+    s.lambda[..off].fill(0.0);
+}
+
+/// W, the diagonal approximate inverse (paper eq. 21) with the Frobenius-optimal diagonal
+/// (`a_ii / Σ_j a_ij²` over the row): per FEM node (its three rows share one value), per rigid
+/// coordinate of the augmented block `Ã = M̃ + k̃ Σ J_vᵀ J_v` (kept in `s.a_tilde`), and per
+/// virtual node (`d / (k̃ (d + ‖J_v‖²))` over its `d` rows).
+fn diagonal_preconditioner(s: &mut VfpiScratch, sys: &NodalSystem) {
+    let nf = sys.n_fem();
+    let nv = sys.nv;
+    let nr0 = nf; // first rigid index
+    let nv0 = nf + nv; // first virtual index
+    let kt = sys.k_tilde;
+    if let Some(a) = sys.fem {
+        let (ro, vals, cols) = (a.row_offsets(), a.values(), a.col_indices());
+        for node in 0..nf / 3 {
+            if sys.fem_fixed[node] {
+                s.w[3 * node..3 * node + 3].fill(0.0);
+                continue;
+            }
+            let (mut d, mut r2) = (0.0, 0.0);
+            for row in 3 * node..3 * node + 3 {
+                for idx in ro[row]..ro[row + 1] {
+                    let v = vals[idx];
+                    r2 += v * v;
+                    if cols[idx] == row {
+                        d += v;
+                    }
+                }
+            }
+            let w = if r2 > 0.0 { d / r2 } else { 0.0 };
+            s.w[3 * node..3 * node + 3].fill(w);
+        }
+    }
+    if nv > 0 {
+        // Ã = M̃ + k̃ Σ J_rᵀ J_r (rigid block of the augmented matrix)
+        s.a_tilde[..nv * nv].copy_from_slice(&sys.mass[..nv * nv]);
+        for r in 0..sys.num_virtual {
+            let row = &sys.jv[r * nv..(r + 1) * nv];
+            for (cidx, &jc) in row.iter().enumerate() {
+                if jc != 0.0 {
+                    for (ridx, &jr) in row.iter().enumerate() {
+                        s.a_tilde[cidx * nv + ridx] += kt * jr * jc;
+                    }
+                }
+            }
+        }
+        for i in 0..nv {
+            let mut r2 = 0.0;
+            for j in 0..nv {
+                let a = s.a_tilde[j * nv + i];
+                r2 += a * a;
+            }
+            for r in 0..sys.num_virtual {
+                let jr = sys.jv[r * nv + i];
+                r2 += kt * kt * jr * jr;
+            }
+            let d = s.a_tilde[i * nv + i];
+            s.w[nr0 + i] = if r2 > 0.0 { d / r2 } else { 0.0 };
+        }
+    }
+    // virtual nodes: equal entries per constraint (its 1 or 3 rows)
+    for k in sys.constraints.iter() {
+        for (slot, is_virtual) in [(k.i, !k.i_is_fem), (k.j.unwrap_or(usize::MAX), k.j.is_some() && !k.j_is_fem)] {
+            if !is_virtual {
+                continue;
+            }
+            let d = k.dim as usize;
+            let mut jn = 0.0;
+            for r in 0..d {
+                let row = slot - nv0 + r;
+                jn += sys.jv[row * nv..(row + 1) * nv].iter().map(|x| x * x).sum::<f64>();
+            }
+            let w = d as f64 / (kt * (d as f64 + jn));
+            s.w[slot..slot + d].fill(w);
+        }
+    }
+}
+
+/// Warm start of the virtual nodes: `x_v = J_v x_rigid` (the rigid part of `s.x` holds the
+/// initial guess).
+fn warm_start_virtual_nodes(s: &mut VfpiScratch, sys: &NodalSystem) {
+    let nf = sys.n_fem();
+    let nv = sys.nv;
+    let nr0 = nf; // first rigid index
+    let nv0 = nf + nv; // first virtual index
+    for r in 0..sys.num_virtual {
+        let row = &sys.jv[r * nv..(r + 1) * nv];
+        s.x[nv0 + r] = row.iter().zip(&s.x[nr0..nr0 + nv]).map(|(a, b)| a * b).sum();
+    }
+}
+
+/// Eq. (20): the Jacobi step without contact, `x* = x − W (A x − b)`, into `s.xs` (FEM rows in
+/// parallel chunks; rigid rows `Ã x_r − k̃ J_vᵀ x_v − b_r`; virtual rows `k̃ (x_v − J_v x_r)`).
+fn jacobi_step(pool: Option<&rayon::ThreadPool>, s: &mut VfpiScratch, sys: &NodalSystem) {
+    let nf = sys.n_fem();
+    let nv = sys.nv;
+    let nr0 = nf; // first rigid index
+    let nv0 = nf + nv; // first virtual index
+    let n = sys.dim();
+    let kt = sys.k_tilde;
+    {
+        let (x, w) = (&s.x[..n], &s.w[..n]);
+        if let Some(a) = sys.fem {
+            let b = sys.fem_b;
+            run_chunks(pool, &mut s.xs[..nf], CHUNK, |k, out| {
+                let r0 = k * CHUNK;
+                crate::fem::block3_mul_rows(a, x, out, r0..r0 + out.len());
+                for (t, o) in out.iter_mut().enumerate() {
+                    let i = r0 + t;
+                    *o = x[i] - w[i] * (*o - b[i]);
+                }
+            });
+        }
+        // rigid rows: Ã x_r − k̃ J_vᵀ x_v − b_r
+        for i in 0..nv {
+            let mut r = -sys.rigid_b[i];
+            for j in 0..nv {
+                r += s.a_tilde[j * nv + i] * x[nr0 + j];
+            }
+            for v in 0..sys.num_virtual {
+                r -= kt * sys.jv[v * nv + i] * x[nv0 + v];
+            }
+            s.xs[nr0 + i] = x[nr0 + i] - w[nr0 + i] * r;
+        }
+        // virtual rows: k̃ (x_v − J_v x_r)
+        for v in 0..sys.num_virtual {
+            let jx: f64 = sys.jv[v * nv..(v + 1) * nv].iter().zip(&x[nr0..nr0 + nv]).map(|(a, b)| a * b).sum();
+            s.xs[nv0 + v] = x[nv0 + v] - w[nv0 + v] * kt * (x[nv0 + v] - jx);
+        }
+    }
+}
+
+/// Eqs. (23, 26): the one-shot contact solve of every constraint on the diagonal system,
+/// `λ = proj(−(η + φ) / γ)` with `η` the constraint velocity of `x*` and `γ = w_i + w_j`, in
+/// parallel over constraint chunks; into `s.lambda`.
+fn solve_contacts(pool: Option<&rayon::ThreadPool>, s: &mut VfpiScratch, sys: &NodalSystem, op: ContactOperator) {
+    let n = sys.dim();
+    {
+        let (xs, w, lo) = (&s.xs[..n], &s.w[..n], &s.lambda_offset);
+        let cons = sys.constraints;
+        let nlam = lo[cons.len()];
+        // λ for chunk k of constraints lives in lambda[lo[k*C] .. lo[min((k+1)*C, nc)]]: the
+        // chunks of the λ array are not uniform, so run over constraints chunks manually.
+        let solve_one = |c: usize, out: &mut [f64]| {
+            let k = &cons[c];
+            let xi = &xs[k.i..k.i + k.dim as usize];
+            if k.dim == 1 {
+                let eta = xi[0] - k.j.map(|j| xs[j]).unwrap_or(0.0);
+                let gamma = w[k.i] + k.j.map(|j| w[j]).unwrap_or(0.0);
+                out[0] = if gamma > 0.0 { (-(eta + k.bias[0]) / gamma).clamp(k.lo, k.hi) } else { 0.0 };
+                return;
+            }
+            let vi = nalgebra::Vector3::new(xi[0], xi[1], xi[2]);
+            let mut vij = vi;
+            if let (Some(j), true) = (k.j, k.j_is_fem) {
+                vij -= nalgebra::Vector3::new(xs[j], xs[j + 1], xs[j + 2]); // node–node: world axes
+            }
+            let mut eta = if k.i_is_fem { k.frame * vij } else { vij };
+            if let (Some(j), false) = (k.j, k.j_is_fem) {
+                eta -= nalgebra::Vector3::new(xs[j], xs[j + 1], xs[j + 2]);
+            }
+            let gamma = w[k.i] + k.j.map(|j| w[j]).unwrap_or(0.0);
+            if gamma <= 0.0 {
+                out[..3].fill(0.0);
+                return;
+            }
+            let mut lam = [-(eta[0] + k.bias[0]) / gamma, -(eta[1] + k.bias[1]) / gamma, -(eta[2] + k.bias[2]) / gamma];
+            if !k.bilateral {
+                project_cone(op, k.mu, &mut lam);
+            }
+            out[..3].copy_from_slice(&lam);
+        };
+        let ncons = cons.len();
+        match pool {
+            Some(p) if ncons > CONTACT_CHUNK => {
+                use rayon::prelude::*;
+                // split λ at constraint-chunk boundaries (disjoint mutable pieces)
+                let base = s.lambda[..nlam].as_mut_ptr() as usize;
+                p.install(|| {
+                    let nchunk = ncons.div_ceil(CONTACT_CHUNK);
+                    (0..nchunk).into_par_iter().for_each(|ck| {
+                        let c0 = ck * CONTACT_CHUNK;
+                        let c1 = (c0 + CONTACT_CHUNK).min(ncons);
+                        let (a, b) = (lo[c0], lo[c1]);
+                        // SAFETY: constraint chunks own the disjoint ranges λ[a..b] of one
+                        // live &mut borrow of `s.lambda`, which outlives the pool call.
+                        let piece = unsafe { std::slice::from_raw_parts_mut((base as *mut f64).add(a), b - a) };
+                        for c in c0..c1 {
+                            let o = lo[c] - a;
+                            solve_one(c, &mut piece[o..o + cons[c].dim as usize]);
+                        }
+                    });
+                });
+            }
+            _ => {
+                for c in 0..ncons {
+                    let o = lo[c];
+                    let d = cons[c].dim as usize;
+                    let mut tmp = [0.0; 3];
+                    solve_one(c, &mut tmp[..d]);
+                    s.lambda[o..o + d].copy_from_slice(&tmp[..d]);
+                }
+            }
+        }
+    }
+}
+
+/// Eq. (24): `x** = x* + W J_cᵀ λ` into `s.xs` (one contact per node: the updates are disjoint).
+fn scatter_contact_impulses(s: &mut VfpiScratch, sys: &NodalSystem) {
+    for (c, k) in sys.constraints.iter().enumerate() {
+        let o = s.lambda_offset[c];
+        let d = k.dim as usize;
+        if d == 1 {
+            let lam = s.lambda[o];
+            s.xs[k.i] += s.w[k.i] * lam;
+            if let Some(j) = k.j {
+                s.xs[j] -= s.w[j] * lam;
+            }
+            continue;
+        }
+        let lam = nalgebra::Vector3::new(s.lambda[o], s.lambda[o + 1], s.lambda[o + 2]);
+        let fi = if k.i_is_fem { k.frame.transpose() * lam } else { lam };
+        let wi = s.w[k.i];
+        for t in 0..3 {
+            s.xs[k.i + t] += wi * fi[t];
+        }
+        if let Some(j) = k.j {
+            let wj = s.w[j];
+            let fj = if k.j_is_fem { fi } else { lam };
+            for t in 0..3 {
+                s.xs[j + t] -= wj * fj[t];
+            }
+        }
+    }
+}
+
+/// Eq. (38): the Chebyshev-weighted update `x_new = ν (u (x** − x) + x − x_prev) + x_prev` into
+/// `s.x_prev` (the caller swaps it with `s.x`); returns `θ = ‖x_new − x‖₂` and, when
+/// `residual_on`, the true residual `‖W⁻¹ (x** − x)‖₂` (N·s).
+#[allow(clippy::too_many_arguments)]
+fn chebyshev_update(pool: Option<&rayon::ThreadPool>, s: &mut VfpiScratch, nf: usize, n: usize, nu_l: f64, uu: f64, residual_on: bool) -> (f64, f64) {
+    let nchunks = nf.div_ceil(CHUNK);
+    {
+        let (x, xs) = (&s.x[..n], &s.xs[..n]);
+        let w = &s.w[..n];
+        let res_on = residual_on;
+        let upd = |i: usize, xp: &mut f64, res: &mut f64| -> f64 {
+            let xn = nu_l * (uu * (xs[i] - x[i]) + x[i] - *xp) + *xp;
+            let d = xn - x[i];
+            if res_on && w[i] > 0.0 {
+                let r = (xs[i] - x[i]) / w[i];
+                *res += r * r;
+            }
+            *xp = xn;
+            d * d
+        };
+        let partial = &mut s.partial;
+        // FEM rows in chunks (partials per chunk), then the small rigid + virtual tail
+        let xp = &mut s.x_prev[..n];
+        let (xp_fem, xp_tail) = xp.split_at_mut(nf);
+        {
+            let pslice = &mut partial[..2 * nchunks];
+            let pptr = pslice.as_mut_ptr() as usize;
+            run_chunks(pool, xp_fem, CHUNK, |k, c| {
+                let r0 = k * CHUNK;
+                let (mut acc, mut res) = (0.0, 0.0);
+                for (t, v) in c.iter_mut().enumerate() {
+                    acc += upd(r0 + t, v, &mut res);
+                }
+                // SAFETY: as below, chunk k alone writes partial[nchunks + k]
+                unsafe { *(pptr as *mut f64).add(nchunks + k) = res };
+                // SAFETY: chunk k alone writes partial[k] (k < nchunks, the slice is borrowed
+                // mutably for the whole call)
+                unsafe { *(pptr as *mut f64).add(k) = acc };
+            });
+        }
+        let (mut tail, mut tail_res) = (0.0, 0.0);
+        for (t, v) in xp_tail.iter_mut().enumerate() {
+            tail += upd(nf + t, v, &mut tail_res);
+        }
+        partial[2 * nchunks] = tail;
+        partial[2 * nchunks + 1] = tail_res;
+    }
+    let theta = (s.partial[..nchunks].iter().sum::<f64>() + s.partial[2 * nchunks]).sqrt();
+    let residual = (s.partial[nchunks..2 * nchunks].iter().sum::<f64>() + s.partial[2 * nchunks + 1]).sqrt();
+    (theta, residual)
+}
+
+impl ImpulseSolver for VfpiSolver {
     /// Rigid scenes: every contact and joint row becomes a virtual node on the problem's primal
     /// view (`M̃`, `J`, `v*`); the impulses are the virtual nodes' λ. Without a primal view
     /// (hand-built problems) the solve falls back to PGS.
@@ -682,7 +819,7 @@ impl ContactSolver for VfpiSolver {
         self.constraints.clear();
         // bias b = u_free − J v*
         for c in 0..p.num_contacts {
-            let i = 3 * c;
+            let i = p.contact_row(c);
             let row = &pr.jacobian[i * nv..(i + 1) * nv];
             let jv: f64 = row.iter().zip(pr.free_velocity).map(|(a, b)| a * b).sum();
             self.constraints.push(NodalConstraint {
@@ -700,7 +837,7 @@ impl ContactSolver for VfpiSolver {
             });
         }
         for r in 0..p.num_joint_rows {
-            let i = 3 * p.num_contacts + r;
+            let i = p.first_joint_row() + r;
             let row = &pr.jacobian[i * nv..(i + 1) * nv];
             let jv: f64 = row.iter().zip(pr.free_velocity).map(|(a, b)| a * b).sum();
             self.constraints.push(NodalConstraint {
@@ -742,6 +879,10 @@ impl ContactSolver for VfpiSolver {
         // λ in row order equals the constraint order (3 per contact, then 1 per joint row)
         impulse[..m].copy_from_slice(&self.scratch.lambda[..m]);
         stats
+    }
+
+    fn nodal(&mut self) -> Option<&mut dyn NodalSolver> {
+        Some(self)
     }
 }
 

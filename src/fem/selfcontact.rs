@@ -1,6 +1,6 @@
 //! Deformable–deformable contact: node–node D-contacts between the surface nodes of two
 //! deformables, or of one deformable with itself (scene `contact.deformable_contact`, off by
-//! default; [`crate::model::DeformableContactOptions`]).
+//! default; [`DeformableContactOptions`]).
 //!
 //! # Model
 //! The simplest form that keeps the COND contact diagonalization exact (digest §2.1 "D-contact,
@@ -54,6 +54,26 @@
 use crate::fem::{Deformable, FemContact, NodeAttachment};
 use crate::math::{Mat3, Vec3};
 
+/// Deformable–deformable contact (the scene's `contact.deformable_contact` section): node–node
+/// D-contacts between the surface nodes of two deformables, or of one deformable with itself
+/// (see [`crate::fem::selfcontact`] for the detection rule, frames and signs).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DeformableContactOptions {
+    /// Detect node–node contacts (off by default: it costs a spatial hash per step).
+    pub enabled: bool,
+    /// Contact thickness (m): two surface nodes are in contact when their distance along the
+    /// normal falls below it. Node-to-node contact on a coarse surface lets the layers
+    /// interpenetrate *between* nodes, so the thickness keeps them apart by about half an edge.
+    /// Default (`null`): half the mean surface edge length of each body, averaged over the
+    /// two bodies of a pair.
+    pub thickness_m: Option<f64>,
+    /// Self-contact exclusion (m): two nodes of the same body whose *rest* distance is below
+    /// this never contact each other (they are topological neighbours, kept apart by the
+    /// elasticity). Default (`null`): 3 mean surface edge lengths of the body.
+    pub rest_exclusion_m: Option<f64>,
+}
+
 const FREE: u8 = 0;
 const TAKEN: u8 = 1;
 const PRESCRIBED: u8 = 2;
@@ -96,7 +116,7 @@ pub fn mean_surface_edge(d: &Deformable) -> f64 {
 
 impl NodeContactScratch {
     /// Sizes everything for `bodies` (empty when `opts.enabled` is false).
-    pub fn new(bodies: &[Deformable], opts: &crate::model::DeformableContactOptions) -> Self {
+    pub fn new(bodies: &[Deformable], opts: &DeformableContactOptions) -> Self {
         if !opts.enabled || bodies.is_empty() {
             return NodeContactScratch::default();
         }

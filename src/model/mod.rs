@@ -23,6 +23,8 @@
 //!   convention); the summaries convert to world frame.
 
 mod builder;
+pub use crate::fem::DeformableContactOptions;
+pub mod sensor;
 
 pub use builder::{check_inertia, convex_hull_vertices, solid_inertia, BaseMode, ModelBuilder, ObjectSpec, RobotSpec};
 
@@ -343,25 +345,6 @@ impl Default for ContactOptions {
     }
 }
 
-/// Deformable–deformable contact (the scene's `contact.deformable_contact` section): node–node
-/// D-contacts between the surface nodes of two deformables, or of one deformable with itself
-/// (see [`crate::fem::selfcontact`] for the detection rule, frames and signs).
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct DeformableContactOptions {
-    /// Detect node–node contacts (off by default: it costs a spatial hash per step).
-    pub enabled: bool,
-    /// Contact thickness (m): two surface nodes are in contact when their distance along the
-    /// normal falls below it. Node-to-node contact on a coarse surface lets the layers
-    /// interpenetrate *between* nodes, so the thickness keeps them apart by about half an edge.
-    /// Default (`null`): half the mean surface edge length of each body, averaged over the
-    /// two bodies of a pair.
-    pub thickness_m: Option<f64>,
-    /// Self-contact exclusion (m): two nodes of the same body whose *rest* distance is below
-    /// this never contact each other (they are topological neighbours, kept apart by the
-    /// elasticity). Default (`null`): 3 mean surface edge lengths of the body.
-    pub rest_exclusion_m: Option<f64>,
-}
 
 /// The immutable scene description.
 #[derive(Clone, Debug)]
@@ -408,7 +391,7 @@ pub struct Model {
     /// [`crate::step`].
     pub midpoint_bias: bool,
     /// Force/torque sensors (attached by [`crate::config`] after the model is built).
-    pub sensors: Vec<crate::sensors::ForceTorqueSensor>,
+    pub sensors: Vec<sensor::ForceTorqueSensor>,
     /// Bodies whose net contact wrench is reported (the scene's `contact_wrench_links`).
     pub contact_wrench_bodies: Vec<BodyId>,
     /// Deformable (tetrahedral FEM) bodies, nodes numbered consecutively across bodies
@@ -440,10 +423,10 @@ impl Model {
         let t = &self.trees[tree];
         self.bodies[t.body_start..t.body_end].iter().map(|b| b.mass).sum()
     }
-    /// Maximum number of scalar constraint rows: 3 per contact plus joint limits, joint friction
-    /// and mimic rows.
-    pub fn max_constraint_rows(&self) -> usize {
-        3 * self.contact.max_contacts + self.max_joint_rows()
+    /// Maximum number of scalar constraint rows with `rows_per_contact` rows per contact (the
+    /// contact method's layout) plus joint limits, joint friction and mimic rows.
+    pub fn max_constraint_rows(&self, rows_per_contact: usize) -> usize {
+        rows_per_contact * self.contact.max_contacts + self.max_joint_rows()
     }
     /// Maximum number of one-dimensional joint rows: for each one-DOF joint a lower-limit, an
     /// upper-limit and a friction slot, then one slot per mimic coupling.

@@ -31,7 +31,7 @@
 use super::convert::{self, level};
 use super::params::ParamStore;
 use crate::config::load_scene;
-use crate::contact::{Solver, SolverConfig};
+use crate::contact::SolverConfig;
 use crate::model::ControlMode;
 use crate::rt::clock::{monotonic_ns, realtime_ns};
 use crate::rt::messages::*;
@@ -61,24 +61,6 @@ use std::time::{Duration, Instant};
 
 /// The node name.
 pub const NODE_NAME: &str = "contact_sim_node";
-
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_sig: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
-}
-
-fn install_signal_handlers() {
-    // SAFETY: installs an async-signal-safe handler (one atomic store) for SIGINT and SIGTERM.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
-        sa.sa_flags = libc::SA_RESTART;
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
-        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
-    }
-}
 
 /// Command-line options outside `--ros-args`.
 #[derive(Debug, Default, PartialEq)]
@@ -165,11 +147,7 @@ fn param_strings(node: &r2r::Node, name: &str) -> Vec<String> {
 }
 
 fn solver_settings(s: &SolverConfig) -> (i64, f64) {
-    match s {
-        SolverConfig::Pgs(p) => (p.max_iterations as i64, p.tolerance),
-        SolverConfig::Bisection(p) => (p.max_iterations as i64, p.tolerance_impulse),
-        SolverConfig::Vfpi(p) => (p.max_iterations as i64, p.tolerance),
-    }
+    (s.max_iterations() as i64, s.tolerance().value)
 }
 
 /// Counters kept on the ROS side (read by the diagnostics publisher).
@@ -694,7 +672,8 @@ pub fn run() -> i32 {
         println!("{USAGE}");
         return 0;
     }
-    install_signal_handlers();
+    crate::rt::stop_signal::install();
+    crate::rt::stop_signal::stop_with_parent();
     match run_node(cli) {
         Ok(()) => 0,
         Err(e) => {
@@ -735,11 +714,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
         eprintln!("contact_sim_node: warning: {w}");
     }
     let solver_kind = param_string(&node, "solver").unwrap_or_default();
-    let solver = if solver_kind.is_empty() || solver_kind == "scene" || solver_kind == scene.solver.kind() {
-        scene.solver.clone()
-    } else {
-        SolverConfig::from_kind(&solver_kind).ok_or_else(|| anyhow!("parameter solver: unknown solver '{solver_kind}' (known: {})", SolverConfig::KINDS.join(", ")))?
-    };
+    let solver = scene.solver_for(&solver_kind).map_err(|e| anyhow!("parameter solver: {e}"))?;
     let mut sim = Simulation::from_scene(&scene, Some(&solver));
     let layout = JointLayout::new(&sim.model);
     let (iters, tol) = solver_settings(&solver);
@@ -780,20 +755,8 @@ fn run_node(cli: CliArgs) -> Result<()> {
         }
         let it = s.i64("solver_max_iterations").clamp(1, u32::MAX as i64) as u32;
         let tol = s.f64("solver_tolerance");
-        match &mut sim.workspace.solver {
-            Solver::Pgs(p) => {
-                p.params.max_iterations = it;
-                p.params.tolerance = tol;
-            }
-            Solver::Bisection(p) => {
-                p.params.max_iterations = it;
-                p.params.tolerance_impulse = tol;
-            }
-            Solver::Vfpi(p) => {
-                p.params.max_iterations = it;
-                p.params.tolerance = tol;
-            }
-        }
+        sim.workspace.solver.set_max_iterations(it);
+        sim.workspace.solver.set_tolerance(tol);
     }
 
     // ---- command groups -----------------------------------------------------------------
@@ -1090,25 +1053,30 @@ fn run_node(cli: CliArgs) -> Result<()> {
     };
     r2r::log_info!(
         &logger,
-        "scene '{}' ({}): {} joints, {} floating base(s), solver {}; {} mode, {}; /joint_states at {} Hz; command groups: {}",
+        "scene '{}' ({}): {} joints, {} floating base(s), solver {} (solver_tolerance in {}); {} mode, {}; /joint_states at {} Hz; command groups: {}",
         scene.name,
         scene_path.display(),
         n,
         layout.bases.len(),
-        solver.kind(),
+        solver.describe(),
+        solver.tolerance().unit,
         cfg.rt.time_mode.name(),
         rate,
         cfg.rt.publish_rate_hz,
         if groups.is_empty() { "none".to_string() } else { groups.iter().map(|g| format!("{}/commands", g.name)).collect::<Vec<_>>().join(", ") }
     );
 
+    let use_sim_time = store.lock().map(|s| s.bool("use_sim_time")).unwrap_or(false);
+    if use_sim_time && cfg.rt.time_mode == TimeMode::Realtime {
+        r2r::log_warn!(&logger, "use_sim_time is true but time_mode is realtime: this node publishes no /clock and stamps its messages with the wall clock; use time_mode:=sim_time (or lockstep) for simulated time");
+    }
     if cfg!(debug_assertions) && cfg.rt.time_mode == TimeMode::Realtime {
         r2r::log_warn!(&logger, "this is a debug build: steps are tens of times slower than in release and realtime mode will overrun on larger scenes (cargo build --release --features ros; colcon build --cargo-args --release --features ros)");
     }
 
     // ---- spin ---------------------------------------------------------------------------
     let mut failure = None;
-    while !STOP.load(Ordering::SeqCst) {
+    while !crate::rt::stop_signal::requested() {
         node.spin_once(Duration::from_millis(5));
         pool.run_until_stalled();
         frontend.borrow_mut().poll_pending();

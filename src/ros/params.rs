@@ -12,6 +12,7 @@
 //! groups `groups.<name>.joints` / `groups.<name>.interface` (for each name in `command_groups`)
 //! are declared once the scene is loaded.
 
+use crate::contact::SolverConfig;
 use crate::model::ControlMode;
 use crate::rt::messages::JointLayout;
 use r2r::indexmap::IndexMap;
@@ -73,13 +74,13 @@ const POS: f64 = f64::MAX;
 /// [`default_value`] (some depend on the scene).
 pub const STATIC_PARAMS: &[(&str, Kind, bool, &str)] = &[
     row("scene", Kind::Str { choices: &[] }, true, "Scene file (YAML). Empty: the default scene (share/contact_sim/config/default.yaml)."),
-    row("solver", Kind::Str { choices: &["", "scene", "pgs", "bisection", "vfpi"] }, true, "Contact solver kind; scene (or empty): the scene's solver."),
+    row("solver", Kind::Str { choices: SolverConfig::PARAMETER_CHOICES }, true, "Contact method; scene (or empty): the scene's method and parameters; the scene's kind: its parameters; another: that method's defaults."),
     row("time_mode", Kind::Str { choices: &["realtime", "sim_time", "lockstep"] }, true, "realtime (wall clock), sim_time (publishes /clock) or lockstep (one step per command)."),
     row("rate_hz", Kind::Double { min: 1.0, max: 100_000.0 }, true, "Loop rate in realtime mode (Hz); each cycle is a whole number of time steps."),
     row("publish_rate_hz", Kind::Double { min: 0.1, max: 100_000.0 }, false, "Rate of /joint_states, odometry and /clock, in sim time (Hz)."),
     row("real_time_factor", Kind::Double { min: 0.0, max: 1000.0 }, false, "sim_time mode: sim seconds per wall second; 0 = as fast as allowed."),
     row("solver_max_iterations", Kind::Int { min: 1, max: 1_000_000 }, false, "Contact solver iteration cap (default: the scene's)."),
-    row("solver_tolerance", Kind::Double { min: 0.0, max: POS }, false, "Contact solver tolerance (N·s for PGS; the bisection solver's impulse tolerance; m/s θ_th for V-FPI)."),
+    row("solver_tolerance", Kind::Double { min: 0.0, max: POS }, false, "Contact method's main stopping tolerance, in its own unit (logged at startup): N·s for pgs and bisection (tolerance_impulse), m/s for vfpi (θ_th)."),
     row("interpolation", Kind::Str { choices: &["linear", "cubic"] }, false, "Trajectory interpolation of positions (cubic: Hermite with the points' velocities)."),
     row("limit_policy", Kind::Str { choices: &["reject", "clamp"] }, false, "Commands beyond joint limits: reject the message or clamp the values."),
     row("watchdog_timeout_s", Kind::Double { min: 0.0, max: POS }, false, "No command for this long (s) fires the watchdog; 0 disables it."),

@@ -25,6 +25,7 @@ pub mod messages;
 pub mod runner;
 pub mod sched;
 pub mod stats;
+pub mod stop_signal;
 pub mod trajectory;
 pub mod validate;
 pub mod watchdog;

@@ -22,11 +22,11 @@ use super::sched::{self, SchedConfig, SchedReport};
 use super::stats::{LoopStats, LoopTimer};
 use super::trajectory::ActiveTrajectory;
 use super::watchdog::{Watchdog, WatchdogConfig, WatchdogEvent};
-use crate::contact::Solver;
 use crate::model::ControlMode;
 use crate::sim::Simulation;
 use crate::state::State;
-use crate::step::{step, Commands, StepReport};
+use crate::state::Commands;
+use crate::step::{step, StepReport};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -675,18 +675,10 @@ impl RtLoop {
                         }
                     }
                 }
-                ControlRequest::SolverIterations(n) => match &mut self.sim.workspace.solver {
-                    Solver::Pgs(s) => s.params.max_iterations = n.max(1),
-                    Solver::Bisection(s) => s.params.max_iterations = n.max(1),
-                    Solver::Vfpi(s) => s.params.max_iterations = n.max(1),
-                },
+                ControlRequest::SolverIterations(n) => self.sim.workspace.solver.set_max_iterations(n),
                 ControlRequest::SolverTolerance(t) => {
                     if t.is_finite() && t >= 0.0 {
-                        match &mut self.sim.workspace.solver {
-                            Solver::Pgs(s) => s.params.tolerance = t,
-                            Solver::Bisection(s) => s.params.tolerance_impulse = t,
-                            Solver::Vfpi(s) => s.params.tolerance = t,
-                        }
+                        self.sim.workspace.solver.set_tolerance(t);
                     }
                 }
                 ControlRequest::RealTimeFactor(f) => {

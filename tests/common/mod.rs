@@ -61,7 +61,7 @@ pub fn contact_force_on_body(sim: &Simulation, body: usize) -> Vec3 {
     let ws = &sim.workspace;
     let mut f = Vec3::zeros();
     for (i, c) in ws.contacts.iter().enumerate() {
-        let fw = contact_sim::step::contact_force_world(&sim.model, ws, i);
+        let fw = ws.contact_force_world(i);
         if c.body_b == Some(body) {
             f += fw;
         }
@@ -88,7 +88,7 @@ pub fn object_tree(sim: &Simulation, name: &str) -> usize {
 pub fn assert_impulses_in_cone(sim: &Simulation) {
     let ws = &sim.workspace;
     for (i, c) in ws.contacts.iter().enumerate() {
-        let l = &ws.impulse[3 * i..3 * i + 3];
+        let l = ws.contact_impulse(i);
         assert!(l[0] >= -1e-12, "negative normal impulse {}", l[0]);
         let t = (l[1] * l[1] + l[2] * l[2]).sqrt();
         assert!(t <= c.friction * l[0] * (1.0 + 1e-6) + 1e-12, "impulse outside the cone: |λt| = {t}, μ λn = {}", c.friction * l[0]);

@@ -49,13 +49,20 @@ def stub_modules(recorded):
         def __init__(self, name, default_value=None, description="", choices=None, **kwargs):
             recorded["arguments"][name] = {"default": repr(default_value), "choices": choices, "description": description}
 
+    class Shutdown:
+        def __init__(self, reason=None, **kwargs):
+            self.reason = reason
+
+        def __repr__(self):
+            return "Shutdown"
+
     class LaunchDescription:
         def __init__(self, entities=()):
             recorded["entities"] = len(list(entities))
 
     class NodeAction:
         def __init__(self, *, package, executable, name=None, parameters=(), **kwargs):
-            recorded["node"] = {"package": package, "executable": executable, "name": name, "kwargs": sorted(kwargs)}
+            recorded["node"] = {"package": package, "executable": executable, "name": name, "kwargs": sorted(kwargs), "on_exit": repr(kwargs.get("on_exit"))}
             files, names = [], []
             for p in parameters:
                 if isinstance(p, dict):
@@ -69,6 +76,7 @@ def stub_modules(recorded):
     launch.LaunchDescription = LaunchDescription
     launch_actions = types.ModuleType("launch.actions")
     launch_actions.DeclareLaunchArgument = DeclareLaunchArgument
+    launch_actions.Shutdown = Shutdown
     launch_subs = types.ModuleType("launch.substitutions")
     launch_subs.LaunchConfiguration = LaunchConfiguration
     launch_subs.PathJoinSubstitution = PathJoinSubstitution
@@ -108,12 +116,14 @@ def main():
     root = ET.parse(repo / "launch" / "sim.launch.xml").getroot()
     assert root.tag == "launch", root.tag
     args = {a.get("name"): a.get("default") for a in root.findall("arg")}
+    choices = {a.get("name"): [c.get("value") for c in a.findall("choice")] or None for a in root.findall("arg")}
     nodes = root.findall("node")
     assert len(nodes) == 1, "one node"
     n = nodes[0]
     out["xml"] = {
         "arguments": args,
-        "node": {"pkg": n.get("pkg"), "exec": n.get("exec"), "name": n.get("name")},
+        "choices": choices,
+        "node": {"pkg": n.get("pkg"), "exec": n.get("exec"), "name": n.get("name"), "on_exit": n.get("on_exit")},
         "parameter_names": [p.get("name") for p in n.findall("param") if p.get("name")],
         "parameter_files": [p.get("from") for p in n.findall("param") if p.get("from")],
     }

@@ -7,6 +7,11 @@
 //! - `X_AB` is the pose of frame B measured in frame A (Drake naming): `p_A = X_AB * p_B`.
 //! - Quaternions are stored `[x, y, z, w]` (the ROS order) in generalized coordinates.
 
+pub mod branch_matrix;
+pub mod sparse;
+
+pub use branch_matrix::BranchMatrix;
+
 use nalgebra::{Isometry3, Matrix3, Matrix6, Translation3, UnitQuaternion, Vector3, Vector6};
 
 /// 3-vector of f64.

@@ -1,0 +1,207 @@
+//! `contact_sim run`: a scene headless, with a summary, CSV time series and bag recording.
+
+use super::*;
+
+use contact_sim::bag::run::RunRecorder;
+
+#[derive(serde::Serialize)]
+struct RunSummary {
+    scene: String,
+    file: String,
+    solver: String,
+    /// Every parameter of the method, `kind(key=value, ...)`.
+    solver_params: String,
+    timestep_s: f64,
+    sim_time_s: f64,
+    wall_time_s: f64,
+    real_time_factor: f64,
+    dof: usize,
+    stats: RunStats,
+    bodies: Vec<report::BodyPoseReport>,
+    joint_positions: std::collections::BTreeMap<String, f64>,
+}
+
+pub struct CsvOptions {
+    pub path: Option<PathBuf>,
+    pub bodies: Vec<String>,
+    pub every: u64,
+}
+
+/// Writes the sensor / contact-wrench time series.
+struct CsvWriter {
+    out: std::io::BufWriter<std::fs::File>,
+    bodies: Vec<usize>,
+    pub every: u64,
+}
+
+impl CsvWriter {
+    fn new(opts: &CsvOptions, sim: &Simulation) -> Result<Option<Self>> {
+        let Some(path) = &opts.path else { return Ok(None) };
+        if opts.every == 0 {
+            bail!("--csv-every: must be ≥ 1");
+        }
+        // default: the scene's contact_wrench_links
+        let mut bodies = if opts.bodies.is_empty() { sim.model.contact_wrench_bodies.clone() } else { vec![] };
+        for name in &opts.bodies {
+            let b = sim.model.body_id(name).with_context(|| format!("--wrench-bodies: no link or object named '{name}'"))?;
+            bodies.push(b);
+        }
+        let f = std::fs::File::create(path).with_context(|| format!("--csv: cannot create {}", path.display()))?;
+        let mut out = std::io::BufWriter::new(f);
+        let axes = ["fx", "fy", "fz", "tx", "ty", "tz"];
+        let mut header = vec!["time_s".to_string()];
+        for s in &sim.model.sensors {
+            for a in axes {
+                header.push(format!("{}.ideal.{a}", s.name));
+            }
+            for a in axes {
+                header.push(format!("{}.{a}", s.name));
+            }
+            header.push(format!("{}.saturated", s.name));
+        }
+        for &b in &bodies {
+            for a in axes {
+                header.push(format!("{}.contact.{a}", sim.model.bodies[b].name));
+            }
+        }
+        writeln!(out, "{}", header.join(","))?;
+        Ok(Some(CsvWriter { out, bodies, every: opts.every }))
+    }
+
+    fn row(&mut self, sim: &Simulation) -> Result<()> {
+        if sim.state.step_count % self.every != 0 {
+            return Ok(());
+        }
+        let mut row = vec![format!("{:.6}", sim.state.time_s)];
+        for s in &sim.state.sensors {
+            row.extend(s.ideal.iter().map(|x| format!("{x:.6}")));
+            row.extend(s.measured.iter().map(|x| format!("{x:.6}")));
+            row.push((s.saturated as u8).to_string());
+        }
+        for &b in &self.bodies {
+            let w = contact_sim::sensors::body_contact_wrench(&sim.model, &sim.workspace, b);
+            row.extend(w.world.iter().map(|x| format!("{x:.6}")));
+        }
+        writeln!(self.out, "{}", row.join(","))?;
+        Ok(())
+    }
+}
+
+pub fn run(scene: Option<PathBuf>, duration: Option<f64>, solver: Option<SolverKind>, summary: Option<PathBuf>, quiet: bool, csv: CsvOptions, record: Option<(PathBuf, f64)>) -> Result<()> {
+    let path = scene.unwrap_or_else(|| repo_path("config/default.yaml"));
+    let scene = load(&path)?;
+    let solver_cfg = solver_for(&scene, solver)?;
+    let duration = duration.unwrap_or(scene.duration_s);
+    if !(duration > 0.0 && duration.is_finite()) {
+        bail!("--duration: must be positive, got {duration}");
+    }
+    let mut sim = Simulation::from_scene(&scene, Some(&solver_cfg));
+    let mut csv_writer = CsvWriter::new(&csv, &sim)?;
+    let steps = (duration / sim.model.timestep_s).round() as u64;
+    let mut recorder = match &record {
+        Some((dir, rate)) => Some(RunRecorder::start(dir, *rate, &sim).with_context(|| "--record")?),
+        None => None,
+    };
+    if let Some(r) = recorder.as_mut() {
+        r.tick(&sim, None, 0.0);
+    }
+    let stop = contact_sim::rt::stop_signal::install();
+    let mut stats = RunStats::default();
+    let start = Instant::now();
+    let mut last_print = Instant::now();
+    let interactive = !quiet;
+    for i in 0..steps {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            eprintln!("\ninterrupted at t = {:.3} s: closing", sim.state.time_s);
+            break;
+        }
+        let t_before = sim.state.time_s;
+        let r = sim.step();
+        stats.add(&r);
+        if let Some(rec) = recorder.as_mut() {
+            rec.tick(&sim, Some((t_before, &r)), sim.state.time_s / start.elapsed().as_secs_f64().max(1e-9));
+        }
+        if let Some(w) = csv_writer.as_mut() {
+            w.row(&sim)?;
+        }
+        if interactive && last_print.elapsed().as_secs_f64() > 0.25 {
+            last_print = Instant::now();
+            let wall = start.elapsed().as_secs_f64();
+            eprint!(
+                "\r  t = {:7.3} s  ({:5.1} %)  contacts {:3}  iterations {:4}  RTF {:6.2}   ",
+                sim.state.time_s,
+                100.0 * (i + 1) as f64 / steps as f64,
+                r.contacts,
+                r.solve.iterations,
+                sim.state.time_s / wall.max(1e-9)
+            );
+            let _ = std::io::stderr().flush();
+        }
+    }
+    if interactive {
+        eprintln!();
+    }
+    let wall = start.elapsed().as_secs_f64();
+    kinematics::forward_kinematics(&sim.model, &sim.state.q, &sim.state.v, &mut sim.workspace);
+    let joint_positions = sim
+        .model
+        .bodies
+        .iter()
+        .filter(|b| b.joint.kind.nv() == 1)
+        .map(|b| (b.joint.name.clone(), sim.state.q[b.joint.q_index]))
+        .collect();
+    let s = RunSummary {
+        scene: scene.name.clone(),
+        file: path.display().to_string(),
+        solver: sim.workspace.solver.kind().to_string(),
+        solver_params: sim.workspace.solver.config().describe(),
+        timestep_s: sim.model.timestep_s,
+        sim_time_s: sim.state.time_s,
+        wall_time_s: wall,
+        real_time_factor: sim.state.time_s / wall.max(1e-12),
+        dof: sim.model.nv + 3 * sim.model.fem_nodes(),
+        stats,
+        bodies: report::body_poses(&sim.model, &sim.workspace),
+        joint_positions,
+    };
+    println!("scene      {} ({})", s.scene, s.file);
+    println!("solver     {}   dt {} s   DOF {}", s.solver_params, s.timestep_s, s.dof);
+    println!("sim time   {:.3} s in {:.3} s wall  (real-time factor {:.1})", s.sim_time_s, s.wall_time_s, s.real_time_factor);
+    println!(
+        "contacts   mean {:.1}  max {}   solver iterations mean {:.1}  max {}   unconverged steps {}",
+        s.stats.contacts_mean, s.stats.contacts_max, s.stats.iterations_mean, s.stats.iterations_max, s.stats.unconverged_steps
+    );
+    println!("max penetration {:.2} mm   dropped contacts {}   failed steps {}", 1e3 * s.stats.max_penetration_m, s.stats.dropped_contacts, s.stats.failed_steps);
+    println!("final poses (world):");
+    for b in &s.bodies {
+        println!(
+            "  {:<16} p = [{:8.4} {:8.4} {:8.4}] m   rpy = [{:7.3} {:7.3} {:7.3}] rad   |v| = {:.4} m/s",
+            b.name,
+            b.position_m[0],
+            b.position_m[1],
+            b.position_m[2],
+            b.rpy_rad[0],
+            b.rpy_rad[1],
+            b.rpy_rad[2],
+            (b.linear_velocity_m_s.iter().map(|x| x * x).sum::<f64>()).sqrt()
+        );
+    }
+    if let Some(rec) = recorder {
+        let dir = record.as_ref().unwrap().0.clone();
+        let summary = rec.finish().with_context(|| "--record")?;
+        println!("bag written to {} ({} messages on {} topics, {} dropped)", dir.display(), summary.bag.messages, summary.bag.topics.len(), summary.dropped);
+    }
+    if let Some(mut w) = csv_writer {
+        w.out.flush()?;
+        println!("time series written to {}", csv.path.as_ref().unwrap().display());
+    }
+    if let Some(out) = summary {
+        let text = serde_json::to_string_pretty(&s)?;
+        std::fs::write(&out, text).with_context(|| format!("--summary: cannot write {}", out.display()))?;
+        println!("summary written to {}", out.display());
+    }
+    if s.stats.failed_steps > 0 {
+        eprintln!("warning: {} steps failed (singular mass matrix or non-finite state)", s.stats.failed_steps);
+    }
+    Ok(())
+}

@@ -1,0 +1,270 @@
+//! The seam every contact method plugs into.
+//!
+//! A *contact method* is a params type (what a scene writes under `solver:`) plus the runtime
+//! object it builds for a model. It enters the step at the constraint stage (see
+//! [`crate::step`]) in one of two ways, its [`MethodKind`]:
+//!
+//! - **Impulse solver** ([`ImpulseSolver`]): the step linearises every constraint at the velocity
+//!   level into a [`ContactProblem`] (`u = G λ + u_free`), the method returns the impulses λ, and
+//!   the step computes `v⁺ = v* + M̃⁻¹ Jᵀ λ` and integrates the positions. PGS, per-contact
+//!   bisection and V-FPI are impulse solvers. A solver that also handles deformable bodies
+//!   exposes the nodalized interface [`NodalSolver`], which the coupled rigid–FEM solve
+//!   ([`crate::coupled`]) drives.
+//! - **Whole-step scheme** ([`WholeStepScheme`]): the method owns the rest of the step. It
+//!   receives everything the earlier stages computed ([`SchemeInput`]: kinematics, the mass
+//!   matrix and its factor, bias and applied forces, the unconstrained velocity, the collision
+//!   output, FEM data through the model and state) and writes the next velocities (and, if it
+//!   integrates them itself, positions) plus the contact impulses in the contact-row layout, so
+//!   that sensors, contact wrenches, markers and bags read a whole-step scheme exactly as they
+//!   read an impulse solver. Schemes that fit it:
+//!   - non-smooth Newton (implicit integration of positions and velocities, contact and friction
+//!     as complementarity functions solved with the mass matrix, Jacobians and FEM data);
+//!   - L-stable constraint solving (constraints stabilised at the position level with
+//!     regularisation derived from stiffness and damping; needs the contact gaps, Jacobians and
+//!     the mass matrix factor);
+//!   - equivalent-contact-point line/surface contact (contact points are unknowns of the solve:
+//!     needs the collision geometry of each pair, which it reads from the model and the body
+//!     poses, and writes one equivalent point per patch into the contact rows).
+//!
+//! Rows per contact come from a table ([`ContactRows`]) owned here: 3 today (normal and two
+//! tangents), 4 with torsional friction, more for patch contact.
+//!
+//! Adding a method is one new file implementing [`MethodParams`] and [`ContactMethod`] plus one
+//! line in the registry (`registry.rs`); see the module docs of [`crate::contact`].
+
+use super::{ContactProblem, FrictionModel, NodalSystem, SolveStats};
+use crate::collision::Contact;
+use crate::math::BranchMatrix;
+use crate::model::Model;
+use crate::state::{Commands, State};
+use crate::math::{Pose, Vec6};
+use nalgebra::{DMatrix, DVector};
+
+/// One scalar row of a contact, in the contact frame (normal `n`, tangents `t1`, `t2` of
+/// [`Contact`]; the impulse acts on body B, its opposite on A).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ContactRow {
+    /// Along the contact normal (N·s, ≥ 0: push only).
+    Normal,
+    /// Along the first tangent (N·s).
+    Tangent1,
+    /// Along the second tangent (N·s).
+    Tangent2,
+    /// Torsional friction about the normal (N·m·s).
+    Torsion,
+}
+
+/// The most rows a contact can have in any layout.
+pub const MAX_ROWS_PER_CONTACT: usize = 4;
+
+/// The rows of one contact, in order. Row `r` of contact `c` is scalar row
+/// `c * len() + r` of the problem; joint rows follow all contact rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ContactRows {
+    rows: &'static [ContactRow],
+}
+
+impl ContactRows {
+    /// Point contact with Coulomb friction: normal, tangent 1, tangent 2.
+    pub const POINT: ContactRows = ContactRows { rows: &[ContactRow::Normal, ContactRow::Tangent1, ContactRow::Tangent2] };
+    /// Point contact with torsional friction: normal, tangent 1, tangent 2, torsion.
+    pub const POINT_TORSION: ContactRows =
+        ContactRows { rows: &[ContactRow::Normal, ContactRow::Tangent1, ContactRow::Tangent2, ContactRow::Torsion] };
+
+    /// Rows per contact.
+    #[inline]
+    pub const fn len(&self) -> usize {
+        self.rows.len()
+    }
+    /// `false`: a contact has at least its normal row.
+    #[inline]
+    pub const fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+    /// The rows, in order.
+    #[inline]
+    pub fn rows(&self) -> &'static [ContactRow] {
+        self.rows
+    }
+    /// First scalar row of contact `c`.
+    #[inline]
+    pub const fn start(&self, c: usize) -> usize {
+        c * self.rows.len()
+    }
+}
+
+/// How a method enters the step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MethodKind {
+    /// Impulses on the step's [`ContactProblem`].
+    Impulse,
+    /// Owns the step after the dynamics terms ([`WholeStepScheme`]).
+    WholeStep,
+}
+
+/// What a method can do; the scene loader, the CLI and the node refuse a scene the method
+/// cannot handle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Impulse solver or whole-step scheme.
+    pub kind: MethodKind,
+    /// Handles scenes with deformable (FEM) bodies.
+    pub deformables: bool,
+    /// The rows of each contact in the problem and in the impulses it writes.
+    pub contact_rows: ContactRows,
+    /// The friction law its solution satisfies when a contact slides.
+    pub friction: FrictionModel,
+    /// Reads M̃ as a dense matrix (`Workspace::mass_tilde`; filled only for such methods and in
+    /// scenes with deformables).
+    pub dense_mass: bool,
+}
+
+/// A method's main stopping tolerance, with its unit (methods measure convergence differently:
+/// an impulse change in N·s, a velocity change in m/s, a residual norm).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Tolerance {
+    /// The value.
+    pub value: f64,
+    /// Its unit, e.g. `"N·s"` or `"m/s"`.
+    pub unit: &'static str,
+    /// The params field it is read from (e.g. `"tolerance_impulse"`).
+    pub field: &'static str,
+}
+
+/// A parameter outside its valid range.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamError {
+    /// The parameter, as written in the scene (`solver.<field>`).
+    pub field: String,
+    /// What it must satisfy, e.g. "must be in (0, 2)".
+    pub requirement: String,
+}
+
+/// Checks a list of `(condition, field, requirement)`; the first failed one is the error.
+pub fn check_params(checks: &[(bool, &str, &str)]) -> Result<(), ParamError> {
+    match checks.iter().find(|(ok, _, _)| !ok) {
+        Some((_, field, requirement)) => Err(ParamError { field: format!("solver.{field}"), requirement: requirement.to_string() }),
+        None => Ok(()),
+    }
+}
+
+/// A method's parameters: what the scene writes under `solver: {kind: NAME, ...}`.
+pub trait MethodParams: Clone + Default + std::fmt::Debug + PartialEq + serde::Serialize + serde::de::DeserializeOwned {
+    /// The runtime object (scratch memory sized for a model).
+    type Runtime: ContactMethod<Params = Self>;
+    /// The `kind` name in scenes, on the CLI and in the node's `solver` parameter.
+    const NAME: &'static str;
+    /// One line for help texts: what the method is, with the paper.
+    const SUMMARY: &'static str;
+    /// What it can do.
+    const CAPABILITIES: Capabilities;
+    /// Checks every parameter's range.
+    fn validate(&self) -> Result<(), ParamError>;
+    /// The main stopping tolerance, with its unit.
+    fn tolerance(&self) -> Tolerance;
+    /// Sets the main stopping tolerance (in the unit of [`MethodParams::tolerance`]).
+    fn set_tolerance(&mut self, value: f64);
+    /// The iteration cap.
+    fn max_iterations(&self) -> u32;
+    /// Sets the iteration cap (≥ 1).
+    fn set_max_iterations(&mut self, n: u32);
+    /// Builds the runtime for `model`, allocating all its scratch (the step allocates nothing).
+    fn build(&self, model: &Model) -> Self::Runtime;
+}
+
+/// A built method: its parameters (changeable between steps) and its entry into the step.
+pub trait ContactMethod {
+    /// Its params type.
+    type Params: MethodParams;
+    /// The parameters in use.
+    fn params(&self) -> &Self::Params;
+    /// The parameters, to change between steps (e.g. the node's `solver_tolerance`).
+    fn params_mut(&mut self) -> &mut Self::Params;
+    /// Its entry into the constraint stage.
+    fn stage(&mut self) -> ConstraintStage<'_>;
+}
+
+/// How a method enters the constraint stage this step.
+pub enum ConstraintStage<'a> {
+    /// Impulses on the step's [`ContactProblem`].
+    Impulse(&'a mut dyn ImpulseSolver),
+    /// The rest of the step.
+    WholeStep(&'a mut dyn WholeStepScheme),
+}
+
+/// A velocity-level impulse solver.
+pub trait ImpulseSolver {
+    /// Solves `problem`. `impulse` holds the warm start on entry (length `problem.dim()`) and
+    /// the solution on exit. Must not allocate.
+    fn solve(&mut self, problem: &ContactProblem, impulse: &mut [f64]) -> SolveStats;
+    /// The nodalized interface, for solvers that handle deformable bodies.
+    fn nodal(&mut self) -> Option<&mut dyn NodalSolver> {
+        None
+    }
+}
+
+/// A solver of nodalized rigid–FEM systems ([`NodalSystem`]), driven by the coupled solve.
+pub trait NodalSolver {
+    /// Virtual-node damper gain k_v (N·s/m); the coupled solve builds its offsets with it.
+    fn virtual_node_gain(&self) -> f64;
+    /// The iterate `[fem | rigid | virtual]`, to write the initial guess of the FEM and rigid
+    /// parts into before [`NodalSolver::solve_nodal`].
+    fn initial_guess(&mut self) -> &mut [f64];
+    /// Solves `sys` from the initial guess. Must not allocate.
+    fn solve_nodal(&mut self, sys: &NodalSystem) -> SolveStats;
+    /// The solution `[fem | rigid | virtual]`.
+    fn solution(&self) -> &[f64];
+    /// λ per constraint, in constraint order (3 or 1 entries each).
+    fn impulses(&self) -> &[f64];
+}
+
+/// What the earlier stages computed, for a whole-step scheme. Frames: world unless stated;
+/// velocities are the model's generalized velocities (free joints: body-frame twist).
+pub struct SchemeInput<'a> {
+    /// The model (geometry, joints, deformables, contact settings, time step).
+    pub model: &'a Model,
+    /// The commands of this step (servo targets were already folded into `mass_tilde` and
+    /// `generalized_force`; schemes that integrate servos implicitly themselves read them here).
+    pub commands: &'a Commands,
+    /// World pose of each body.
+    pub body_pose: &'a [Pose],
+    /// Spatial velocity of each body (world frame, about the world origin).
+    pub body_velocity: &'a [Vec6],
+    /// World-frame motion subspace of each velocity coordinate.
+    pub dof_axis: &'a [Vec6],
+    /// The joint-space mass matrix M(q) (branch-sparse).
+    pub mass_matrix: &'a BranchMatrix,
+    /// M̃ = M + dt (D + K_d + dt K_p), dense column-major (implicit damping and PD servos).
+    pub mass_tilde: &'a DMatrix<f64>,
+    /// The factor M̃ = Lᵀ L (branch-sparse), to solve with M̃.
+    pub mass_factor: &'a BranchMatrix,
+    /// Coriolis, centrifugal and gravity terms h(q, v) (N or N·m per coordinate).
+    pub bias: &'a DVector<f64>,
+    /// The step's generalized force f = τ − h + τ_implicit (N or N·m).
+    pub generalized_force: &'a DVector<f64>,
+    /// The unconstrained end-of-step velocity v* = v + dt M̃⁻¹ f.
+    pub free_velocity: &'a DVector<f64>,
+    /// The contacts found by collision detection this step (frames, gaps, features).
+    pub contacts: &'a [Contact],
+}
+
+/// What a whole-step scheme produces.
+pub struct SchemeOutput<'a> {
+    /// The end-of-step generalized velocity v⁺ (length nv).
+    pub velocity: &'a mut [f64],
+    /// Contact impulses in the row layout of the method's [`ContactRows`], contact by contact
+    /// in the order of [`SchemeInput::contacts`] (N·s, acting on body B), then joint rows.
+    pub impulse: &'a mut [f64],
+    /// Set when the scheme integrated the positions (and FEM state) itself; otherwise the step
+    /// integrates `q⁺ = q ⊕ dt v⁺`.
+    pub positions_integrated: bool,
+}
+
+/// A time-stepping scheme that owns the step from the constraint stage on.
+pub trait WholeStepScheme {
+    /// Advances one step: reads `input` and `state` (the start-of-step state), writes
+    /// `output.velocity` and `output.impulse`; may integrate `state.q` / FEM state itself
+    /// (then sets `output.positions_integrated`). Must not allocate.
+    fn advance(&mut self, input: &SchemeInput, state: &mut State, output: &mut SchemeOutput) -> SolveStats;
+}

@@ -1,0 +1,231 @@
+//! The constraint rows of a step: joint rows, the Jacobian J (contact rows from the method's
+//! [`crate::contact::ContactRows`] table, then joint rows), the Delassus matrix G = J M̃⁻¹ Jᵀ and the warm start.
+//! Sign conventions in [`crate::contact::ContactProblem`].
+
+use super::NO_TREE;
+use crate::contact::{ContactRow, MAX_ROWS_PER_CONTACT};
+use crate::kinematics::{add_angular_jacobian_row, add_point_jacobian_row};
+use crate::math::Vec3;
+use crate::model::Model;
+use crate::state::{State, WarmContact};
+use crate::workspace::{JointRow, JointRowKind, Workspace};
+
+/// Joint limit, joint friction and mimic rows of this step.
+pub fn build_joint_rows(model: &Model, state: &State, ws: &mut Workspace) {
+    ws.joint_rows.clear();
+    let dt = model.timestep_s;
+    let n1 = model.one_dof_joint_count();
+    for (b, body) in model.bodies.iter().enumerate() {
+        let j = &body.joint;
+        if j.kind.nv() != 1 {
+            continue;
+        }
+        let idx = ws.one_dof_index[b];
+        let k = j.v_index;
+        let (q, v) = (state.q[j.q_index], ws.free_velocity[k]);
+        if let Some((lo, hi)) = j.position_limits {
+            // Speculative activation: the row exists when the limit could be reached this step.
+            let reach = (v.abs() + state.v[k].abs()) * dt + model.contact.margin_m;
+            if q - lo <= reach {
+                ws.joint_rows.push(JointRow { kind: JointRowKind::LowerLimit, slot: 3 * idx, dof: k, dof2: None });
+            }
+            if hi - q <= reach {
+                ws.joint_rows.push(JointRow { kind: JointRowKind::UpperLimit, slot: 3 * idx + 1, dof: k, dof2: None });
+            }
+        }
+        if j.friction > 0.0 {
+            ws.joint_rows.push(JointRow { kind: JointRowKind::Friction, slot: 3 * idx + 2, dof: k, dof2: None });
+        }
+    }
+    for (mi, mimic) in model.mimics.iter().enumerate() {
+        let f = model.bodies[mimic.follower].joint.v_index;
+        let l = model.bodies[mimic.leader].joint.v_index;
+        ws.joint_rows.push(JointRow { kind: JointRowKind::Mimic, slot: 3 * n1 + mi, dof: f, dof2: Some((l, -mimic.multiplier)) });
+    }
+}
+
+/// Fills J (row-major), the bias `b` inside `u_free = J v* + b`, bounds, friction and the trees
+/// each row touches. Contact rows follow the workspace's [`crate::contact::ContactRows`] layout.
+pub fn build_jacobian(model: &Model, state: &State, ws: &mut Workspace, dt: f64) {
+    let nv = model.nv;
+    let rows = ws.contact_rows;
+    let m = ws.num_rows();
+    let first_joint_row = ws.first_joint_row();
+    ws.jacobian[..m * nv].fill(0.0);
+    let erp = model.contact.erp;
+    let slop = model.contact.slop_m;
+    for (ci, c) in ws.contacts.iter().enumerate() {
+        ws.friction[ci] = c.friction;
+        let tree_a = c.body_a.map(|b| model.bodies[b].tree).unwrap_or(NO_TREE);
+        let tree_b = c.body_b.map(|b| model.bodies[b].tree).unwrap_or(NO_TREE);
+        let (ta, tb) = if tree_a == tree_b { (tree_a, NO_TREE) } else { (tree_a, tree_b) };
+        for (r, &kind) in rows.rows().iter().enumerate() {
+            let i = rows.start(ci) + r;
+            let row = &mut ws.jacobian[i * nv..(i + 1) * nv];
+            match kind {
+                ContactRow::Normal | ContactRow::Tangent1 | ContactRow::Tangent2 => {
+                    let d = match kind {
+                        ContactRow::Normal => &c.normal,
+                        ContactRow::Tangent1 => &c.tangent1,
+                        _ => &c.tangent2,
+                    };
+                    if let Some(b) = c.body_b {
+                        add_point_jacobian_row(model, &ws.dof_axis, b, &c.position, d, 1.0, row);
+                    }
+                    if let Some(a) = c.body_a {
+                        add_point_jacobian_row(model, &ws.dof_axis, a, &c.position, d, -1.0, row);
+                    }
+                }
+                ContactRow::Torsion => {
+                    if let Some(b) = c.body_b {
+                        add_angular_jacobian_row(model, &ws.dof_axis, b, &c.normal, 1.0, row);
+                    }
+                    if let Some(a) = c.body_a {
+                        add_angular_jacobian_row(model, &ws.dof_axis, a, &c.normal, -1.0, row);
+                    }
+                }
+            }
+            ws.row_trees[i] = if ta == NO_TREE { (tb, NO_TREE) } else { (ta, tb) };
+            let mut u = 0.0;
+            for k in 0..nv {
+                u += row[k] * ws.free_velocity[k];
+            }
+            // bias: speculative gap closing / Baumgarte penetration recovery (normal only)
+            let bias = if kind == ContactRow::Normal {
+                if c.distance >= 0.0 {
+                    c.distance / dt
+                } else {
+                    -erp * (-c.distance - slop).max(0.0) / dt
+                }
+            } else {
+                0.0
+            };
+            ws.free_constraint_velocity[i] = u + bias;
+        }
+    }
+    for (r, row_def) in ws.joint_rows.iter().enumerate() {
+        let i = first_joint_row + r;
+        let row = &mut ws.jacobian[i * nv..(i + 1) * nv];
+        let body = model.dof_body[row_def.dof];
+        let j = &model.bodies[body].joint;
+        let q = state.q[j.q_index];
+        let (sign, lo, hi, bias) = match row_def.kind {
+            JointRowKind::LowerLimit => {
+                let gap = q - j.position_limits.unwrap().0;
+                (1.0, 0.0, f64::INFINITY, if gap >= 0.0 { gap / dt } else { erp * gap / dt })
+            }
+            JointRowKind::UpperLimit => {
+                let gap = j.position_limits.unwrap().1 - q;
+                (-1.0, 0.0, f64::INFINITY, if gap >= 0.0 { gap / dt } else { erp * gap / dt })
+            }
+            JointRowKind::Friction => (1.0, -j.friction * dt, j.friction * dt, 0.0),
+            JointRowKind::Mimic => {
+                let mi = row_def.slot - 3 * model.one_dof_joint_count();
+                let mimic = &model.mimics[mi];
+                let ql = state.q[model.bodies[mimic.leader].joint.q_index];
+                let err = q - mimic.multiplier * ql - mimic.offset;
+                (1.0, f64::NEG_INFINITY, f64::INFINITY, erp * err / dt)
+            }
+        };
+        row[row_def.dof] += sign;
+        if let Some((k2, coef)) = row_def.dof2 {
+            row[k2] += coef;
+        }
+        let mut u = 0.0;
+        for k in 0..nv {
+            u += row[k] * ws.free_velocity[k];
+        }
+        ws.free_constraint_velocity[i] = u + bias;
+        ws.row_lower[r] = lo;
+        ws.row_upper[r] = hi;
+        ws.row_trees[i] = (model.bodies[body].tree, NO_TREE);
+    }
+}
+
+/// Z = L⁻ᵀ Jᵀ (row by row, only over the trees a row touches) and G = J M̃⁻¹ Jᵀ = Zᵀ Z
+/// (M̃ = Lᵀ L, see [`dynamics::factorize`]).
+pub fn build_delassus(model: &Model, ws: &mut Workspace, m: usize) {
+    let nv = model.nv;
+    for i in 0..m {
+        let (t0, t1) = ws.row_trees[i];
+        let (jac, z) = (&ws.jacobian[i * nv..(i + 1) * nv], &mut ws.factor_jt[i * nv..(i + 1) * nv]);
+        z.copy_from_slice(jac);
+        for t in [t0, t1] {
+            if t != NO_TREE {
+                let tr = &model.trees[t];
+                ws.mass_factor.solve_lt(tr.v_start, tr.v_end, z);
+            }
+        }
+    }
+    for i in 0..m {
+        let (a0, a1) = ws.row_trees[i];
+        let zi = &ws.factor_jt[i * nv..(i + 1) * nv];
+        for j in i..m {
+            let (b0, b1) = ws.row_trees[j];
+            let zj = &ws.factor_jt[j * nv..(j + 1) * nv];
+            let mut g = 0.0;
+            for t in [a0, a1] {
+                if t != NO_TREE && (t == b0 || t == b1) {
+                    let tr = &model.trees[t];
+                    g += zi[tr.v_start..tr.v_end].iter().zip(&zj[tr.v_start..tr.v_end]).map(|(a, b)| a * b).sum::<f64>();
+                }
+            }
+            ws.delassus[i * m + j] = g;
+            ws.delassus[j * m + i] = g;
+        }
+    }
+}
+
+/// Initial impulses from the previous step's matching contacts and joint rows: writes
+/// `ws.impulse[..ws.num_rows()]` for the contacts and joint rows in `ws` from the impulses stored
+/// in `state` (contacts matched by key, re-expressed in the current contact frames).
+///
+/// `step` calls it before solving. After a step, calling it with a copy of the state from before
+/// the step reproduces the warm start the solver received (benchmarks and tests re-solve the
+/// step's problem that way).
+pub fn warm_start(_model: &Model, state: &State, ws: &mut Workspace) {
+    let rows = ws.contact_rows;
+    let first_joint_row = ws.first_joint_row();
+    for (ci, c) in ws.contacts.iter().enumerate() {
+        let i = rows.start(ci);
+        let prev = state.warm_contacts.iter().find(|w| w.key == c.key);
+        match prev {
+            Some(w) => {
+                // Re-express the stored impulse in the current contact frame.
+                let n_old = Vec3::new(w.normal[0], w.normal[1], w.normal[2]);
+                let (t1_old, t2_old) = crate::math::tangent_basis(&n_old);
+                let f = n_old * w.impulse[0] + t1_old * w.impulse[1] + t2_old * w.impulse[2];
+                ws.impulse[i] = f.dot(&c.normal).max(0.0);
+                ws.impulse[i + 1] = f.dot(&c.tangent1);
+                ws.impulse[i + 2] = f.dot(&c.tangent2);
+                // further rows (torsion: about the normal) carry over as stored
+                for r in 3..rows.len() {
+                    ws.impulse[i + r] = w.impulse[r];
+                }
+            }
+            None => ws.impulse[i..i + rows.len()].fill(0.0),
+        }
+    }
+    for (r, row) in ws.joint_rows.iter().enumerate() {
+        ws.impulse[first_joint_row + r] = state.warm_joint_rows[row.slot];
+    }
+}
+
+/// Stores this step's impulses in `state` for the next step's warm start.
+pub fn save_warm_start(state: &mut State, ws: &Workspace) {
+    state.warm_contacts.clear();
+    let rows = ws.contact_rows;
+    for (ci, c) in ws.contacts.iter().enumerate() {
+        let i = rows.start(ci);
+        if state.warm_contacts.len() < state.warm_contacts.capacity() {
+            let mut impulse = [0.0; MAX_ROWS_PER_CONTACT];
+            impulse[..rows.len()].copy_from_slice(&ws.impulse[i..i + rows.len()]);
+            state.warm_contacts.push(WarmContact { key: c.key, impulse, normal: [c.normal.x, c.normal.y, c.normal.z] });
+        }
+    }
+    state.warm_joint_rows.fill(0.0);
+    let first_joint_row = ws.first_joint_row();
+    for (r, row) in ws.joint_rows.iter().enumerate() {
+        state.warm_joint_rows[row.slot] = ws.impulse[first_joint_row + r];
+    }
+}
