@@ -14,6 +14,7 @@
 //! | [`fem`] | tetrahedral FEM: meshes, materials, deformable bodies, the sparse system of a step |
 //! | [`step`] | `step(&Model, &mut State, &mut Workspace, &Commands) -> StepReport` |
 //! | [`config`] | scene YAML, URDF and mesh loading and validation: the only file I/O |
+//! | [`urdf`] | URDFs as they exist in the wild: lenient parsing, load warnings, the inertia policy |
 //! | [`sim`] | a convenient bundle of the above with the scene's command script |
 //! | [`report`] | run summaries (JSON) and model inspection |
 //! | [`sensors`] | F/T sensor emulation from the dynamics, contact wrenches |
@@ -41,6 +42,7 @@ pub mod error;
 pub mod fem;
 pub mod kinematics;
 pub mod math;
+pub mod model_check;
 pub mod model;
 pub mod report;
 pub mod sensors;
@@ -50,4 +52,5 @@ pub mod ros;
 pub mod sim;
 pub mod state;
 pub mod step;
+pub mod urdf;
 pub mod workspace;

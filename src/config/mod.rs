@@ -4,6 +4,7 @@
 //! [`Scene`] whose [`Model`] is ready to simulate. Every error names the file and the element at
 //! fault (see [`InputError`]). Unknown keys are rejected.
 
+pub mod mesh;
 mod scene;
 mod tetmesh;
 
@@ -15,6 +16,7 @@ use parry3d_f64::shape::Shape;
 use crate::error::InputError;
 use crate::math::{pose_from_xyz_rpy, Vec3};
 use crate::model::{BaseMode, ControlMode, GeomShape, Model, ModelBuilder, ObjectSpec, RobotSpec};
+pub use crate::urdf::{InertiaCheck, LoadWarning, WarningClass};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
@@ -37,24 +39,66 @@ pub struct Scene {
     pub reset_period_s: Option<f64>,
     /// Default run duration (s).
     pub duration_s: f64,
+    /// Problems that did not stop loading (ignored URDF elements, non-physical inertias kept or
+    /// balanced, ...); the caller prints them.
+    pub warnings: Vec<LoadWarning>,
+}
+
+/// Command-line overrides for loading robots (`--inertia-check`, `--package-path`).
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    /// Inertia policy for every robot, overriding the scene's `inertia_check`.
+    pub inertia_check: Option<InertiaCheck>,
+    /// Package name → directory for `package://` URIs (over the scene's `package_paths`).
+    pub package_paths: Vec<(String, PathBuf)>,
+    /// Directories holding packages (`DIR/NAME`), searched before `ROS_PACKAGE_PATH`.
+    pub package_roots: Vec<PathBuf>,
+}
+
+impl LoadOptions {
+    /// Adds a `--package-path` argument: `NAME=DIR` (one package) or `DIR` (a directory of
+    /// packages).
+    pub fn add_package_path(&mut self, arg: &str) -> Result<(), String> {
+        match arg.split_once('=') {
+            Some((name, dir)) if !name.is_empty() && !dir.is_empty() && !name.contains('/') => {
+                self.package_paths.push((name.to_string(), PathBuf::from(dir)));
+                Ok(())
+            }
+            Some(_) => Err(format!("--package-path '{arg}': expected NAME=DIR or DIR")),
+            None => {
+                self.package_roots.push(PathBuf::from(arg));
+                Ok(())
+            }
+        }
+    }
 }
 
 /// Reads and validates a scene file.
 pub fn load_scene(path: &Path) -> Result<Scene, InputError> {
+    load_scene_with(path, &LoadOptions::default())
+}
+
+/// Reads and validates a scene file with command-line overrides.
+pub fn load_scene_with(path: &Path, opts: &LoadOptions) -> Result<Scene, InputError> {
     let text = std::fs::read_to_string(path).map_err(|e| InputError::Io { file: path.display().to_string(), reason: e.to_string() })?;
-    load_scene_str(&text, path)
+    load_scene_str_with(&text, path, opts)
 }
 
 /// Parses a scene from text; `path` names the file for messages and is the base of relative
 /// paths.
 pub fn load_scene_str(text: &str, path: &Path) -> Result<Scene, InputError> {
+    load_scene_str_with(text, path, &LoadOptions::default())
+}
+
+/// [`load_scene_str`] with command-line overrides.
+pub fn load_scene_str_with(text: &str, path: &Path, opts: &LoadOptions) -> Result<Scene, InputError> {
     let file = path.display().to_string();
     let cfg: SceneFile = serde_yaml::from_str(text).map_err(|e| InputError::Parse { file: file.clone(), reason: e.to_string() })?;
     let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    build_scene(cfg, &file, &base_dir, path)
+    build_scene(cfg, &file, &base_dir, path, opts)
 }
 
-fn build_scene(cfg: SceneFile, file: &str, base_dir: &Path, path: &Path) -> Result<Scene, InputError> {
+fn build_scene(cfg: SceneFile, file: &str, base_dir: &Path, path: &Path, opts: &LoadOptions) -> Result<Scene, InputError> {
     let mut b = ModelBuilder::new(file);
     b.timestep_s = cfg.timestep_s;
     b.gravity = Vec3::from(cfg.gravity);
@@ -79,7 +123,7 @@ fn build_scene(cfg: SceneFile, file: &str, base_dir: &Path, path: &Path) -> Resu
     for (ri, r) in cfg.robots.iter().enumerate() {
         let element = format!("robots[{ri}]");
         let urdf_path = resolve_relative(base_dir, &r.urdf);
-        let mut spec = load_robot(&urdf_path, r, &cfg.package_paths, base_dir)?;
+        let mut spec = load_robot_with(&urdf_path, r, &cfg.package_paths, base_dir, opts)?;
         spec.name = r.name.clone();
         let _ = &element;
         b.add_robot(spec)?;
@@ -109,6 +153,7 @@ fn build_scene(cfg: SceneFile, file: &str, base_dir: &Path, path: &Path) -> Resu
             &element,
         )?;
     }
+    let warnings = std::mem::take(&mut b.warnings);
     let mut model = b.finalize()?;
     model.sensors = crate::sensors::build_sensors(&cfg.sensors, &model, file)?;
     for (i, name) in cfg.contact_wrench_links.iter().enumerate() {
@@ -157,6 +202,7 @@ fn build_scene(cfg: SceneFile, file: &str, base_dir: &Path, path: &Path) -> Resu
         script_period_s: cfg.script_period_s,
         reset_period_s: cfg.reset_period_s,
         duration_s: cfg.duration_s.unwrap_or(5.0),
+        warnings,
     })
 }
 
@@ -201,23 +247,53 @@ fn control_mode(c: &ControlModeConfig) -> ControlMode {
     }
 }
 
+/// Loads one URDF as a model on its own (fixed base at the origin, or floating), with its load
+/// warnings: what `contact_sim model` inspects.
+pub fn load_urdf_model(urdf_path: &Path, floating: bool, opts: &LoadOptions) -> Result<(Model, Vec<LoadWarning>), InputError> {
+    // the scene's defaults for a robot entry
+    let mut rc: RobotConfig = serde_yaml::from_str("urdf: ''").expect("a minimal robot entry parses");
+    rc.urdf = urdf_path.display().to_string();
+    rc.base.mode = if floating { BaseModeConfig::Floating } else { BaseModeConfig::Fixed };
+    let spec = load_robot_with(urdf_path, &rc, &Default::default(), Path::new("."), opts)?;
+    let mut b = ModelBuilder::new(urdf_path.display().to_string());
+    b.add_robot(spec)?;
+    let warnings = std::mem::take(&mut b.warnings);
+    Ok((b.finalize()?, warnings))
+}
+
 /// Reads a URDF file and the meshes it references.
 pub fn load_robot(urdf_path: &Path, r: &RobotConfig, scene_packages: &BTreeMap<String, String>, scene_dir: &Path) -> Result<RobotSpec, InputError> {
+    load_robot_with(urdf_path, r, scene_packages, scene_dir, &LoadOptions::default())
+}
+
+/// [`load_robot`] with command-line overrides (inertia policy, package paths).
+pub fn load_robot_with(urdf_path: &Path, r: &RobotConfig, scene_packages: &BTreeMap<String, String>, scene_dir: &Path, opts: &LoadOptions) -> Result<RobotSpec, InputError> {
     let file = urdf_path.display().to_string();
-    let urdf = read_urdf(urdf_path)?;
+    let (urdf, mut warnings) = read_urdf_with_warnings(urdf_path)?;
     let urdf_dir = urdf_path.parent().map(Path::to_path_buf).unwrap_or_default();
     let mut packages: HashMap<String, PathBuf> = HashMap::new();
     for (k, v) in scene_packages.iter().chain(r.package_paths.iter()) {
         packages.insert(k.clone(), resolve_relative(scene_dir, v));
+    }
+    for (k, v) in &opts.package_paths {
+        packages.insert(k.clone(), v.clone());
     }
     let mut mesh_hulls = HashMap::new();
     for link in &urdf.links {
         for (ci, c) in link.collision.iter().enumerate() {
             if let urdf_rs::Geometry::Mesh { filename, scale } = &c.geometry {
                 let element = format!("link '{}' <collision> {ci} mesh '{filename}'", link.name);
-                let mesh_path = resolve_mesh_path(filename, &urdf_dir, &packages).map_err(|reason| InputError::invalid(&file, &element, reason))?;
+                let mesh_path = resolve_mesh_path_in(filename, &urdf_dir, &packages, &opts.package_roots).map_err(|reason| InputError::invalid(&file, &element, reason))?;
                 let s = scale.map(|s| Vec3::new(s[0], s[1], s[2])).unwrap_or(Vec3::new(1.0, 1.0, 1.0));
-                let pts = read_mesh_points(&mesh_path).map_err(|reason| InputError::invalid(&file, &element, reason))?;
+                let (pts, up) = mesh::read_mesh_vertices(&mesh_path).map_err(|reason| InputError::invalid(&file, &element, reason))?;
+                if let Some(axis @ (mesh::UpAxis::X | mesh::UpAxis::Y)) = up {
+                    warnings.push(LoadWarning {
+                        class: WarningClass::Mesh,
+                        file: file.clone(),
+                        element: element.clone(),
+                        message: format!("Collada file is {axis:?}_UP: rotated to the URDF's Z-up convention (check the collision geometry's orientation)"),
+                    });
+                }
                 let pts: Vec<Vec3> = pts.iter().map(|p| p.component_mul(&s)).collect();
                 let hull = crate::model::convex_hull_vertices(&pts)
                     .ok_or_else(|| InputError::invalid(&file, &element, "mesh is degenerate (flat or fewer than 4 distinct points)"))?;
@@ -225,6 +301,7 @@ pub fn load_robot(urdf_path: &Path, r: &RobotConfig, scene_packages: &BTreeMap<S
             }
         }
     }
+    let inertia_check = opts.inertia_check.or(r.inertia_check).unwrap_or_default();
     let base_pose = pose_from_xyz_rpy(r.base.position, r.base.rpy);
     Ok(RobotSpec {
         urdf,
@@ -244,63 +321,45 @@ pub fn load_robot(urdf_path: &Path, r: &RobotConfig, scene_packages: &BTreeMap<S
         base_angular_velocity: Vec3::from(r.base.angular_velocity),
         default_control: control_mode(&r.control.default),
         joint_control: r.control.joints.iter().map(|(k, v)| (k.clone(), control_mode(v))).collect(),
+        inertia_check,
+        warnings,
     })
 }
 
 /// Reads and parses a URDF file, turning parser errors into messages that name the element.
+/// Elements that do not affect the physics are dropped (see [`read_urdf_with_warnings`]).
 pub fn read_urdf(path: &Path) -> Result<urdf_rs::Robot, InputError> {
-    let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| InputError::Io { file: file.clone(), reason: e.to_string() })?;
-    // urdf-rs reports an unknown joint type without the joint's name: find it ourselves.
-    const KNOWN: [&str; 7] = ["revolute", "continuous", "prismatic", "fixed", "floating", "planar", "spherical"];
-    let mut rest = text.as_str();
-    while let Some(pos) = rest.find("<joint") {
-        let tag_end = rest[pos..].find('>').map(|e| pos + e).unwrap_or(rest.len());
-        let tag = &rest[pos..tag_end];
-        if let Some(t) = xml_attr(tag, "type") {
-            if !KNOWN.contains(&t) {
-                let name = xml_attr(tag, "name").unwrap_or("?");
-                return Err(InputError::invalid(
-                    file,
-                    format!("joint '{name}'"),
-                    format!("unknown joint type '{t}' (expected one of: {})", KNOWN.join(", ")),
-                ));
-            }
-        }
-        rest = &rest[tag_end.min(rest.len())..];
-    }
-    urdf_rs::read_from_string(&text).map_err(|e| InputError::Parse { file, reason: format!("invalid URDF: {e}") })
+    read_urdf_with_warnings(path).map(|(r, _)| r)
 }
 
-fn xml_attr<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
-    let mut search = tag;
-    loop {
-        let i = search.find(name)?;
-        let before_ok = i == 0 || search.as_bytes()[i - 1].is_ascii_whitespace();
-        let after = search[i + name.len()..].trim_start();
-        if before_ok && after.starts_with('=') {
-            let v = after[1..].trim_start();
-            let quote = v.chars().next()?;
-            if quote == '"' || quote == '\'' {
-                let end = v[1..].find(quote)?;
-                return Some(&v[1..1 + end]);
-            }
-            return None;
-        }
-        search = &search[i + name.len()..];
-    }
+/// Reads and parses a URDF file leniently ([`crate::urdf::parse_urdf_str`]): `<gazebo>`,
+/// `<transmission>`, `<ros2_control>`, unknown tags and textures without a filename are dropped
+/// with one warning per kind.
+pub fn read_urdf_with_warnings(path: &Path) -> Result<(urdf_rs::Robot, Vec<LoadWarning>), InputError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| InputError::Io { file: file.clone(), reason: e.to_string() })?;
+    crate::urdf::parse_urdf_str(&text, &file)
 }
 
 /// Resolves a URDF mesh reference: `package://pkg/rel` (scene `package_paths`, then
 /// `ROS_PACKAGE_PATH`, `AMENT_PREFIX_PATH/share`, then an ancestor directory of the URDF named
 /// `pkg`), `file://abs`, or a path relative to the URDF's directory.
 pub fn resolve_mesh_path(filename: &str, urdf_dir: &Path, packages: &HashMap<String, PathBuf>) -> Result<PathBuf, String> {
+    resolve_mesh_path_in(filename, urdf_dir, packages, &[])
+}
+
+/// [`resolve_mesh_path`] with extra directories holding packages (`root/pkg`), searched after
+/// `packages` and before `ROS_PACKAGE_PATH`.
+pub fn resolve_mesh_path_in(filename: &str, urdf_dir: &Path, packages: &HashMap<String, PathBuf>, package_roots: &[PathBuf]) -> Result<PathBuf, String> {
     let path = if let Some(rest) = filename.strip_prefix("package://") {
+        // `package:///pkg/...` (an extra slash) is common in the wild and means the same
+        let rest = rest.trim_start_matches('/');
         let (pkg, rel) = rest.split_once('/').ok_or_else(|| format!("malformed package URI '{filename}'"))?;
         let mut candidates: Vec<PathBuf> = vec![];
         if let Some(p) = packages.get(pkg) {
             candidates.push(p.clone());
         }
+        candidates.extend(package_roots.iter().map(|r| r.join(pkg)));
         if let Ok(rpp) = std::env::var("ROS_PACKAGE_PATH") {
             candidates.extend(rpp.split(':').filter(|s| !s.is_empty()).map(|d| Path::new(d).join(pkg)));
         }
@@ -318,7 +377,7 @@ pub fn resolve_mesh_path(filename: &str, urdf_dir: &Path, packages: &HashMap<Str
             .iter()
             .map(|c| c.join(rel))
             .find(|p| p.exists())
-            .ok_or_else(|| format!("package '{pkg}' not found (add it to the scene's package_paths, ROS_PACKAGE_PATH or AMENT_PREFIX_PATH)"))?
+            .ok_or_else(|| format!("package '{pkg}' not found (give --package-path {pkg}=DIR, or add it to the scene's package_paths, ROS_PACKAGE_PATH or AMENT_PREFIX_PATH)"))?
     } else if let Some(abs) = filename.strip_prefix("file://") {
         PathBuf::from(abs)
     } else {
@@ -330,28 +389,10 @@ pub fn resolve_mesh_path(filename: &str, urdf_dir: &Path, packages: &HashMap<Str
     Ok(path)
 }
 
-/// Reads the vertex positions of an STL (ASCII or binary) or OBJ mesh (m, file units).
+/// Reads the vertex positions of an STL (ASCII or binary), OBJ or Collada mesh (m, Z up; see
+/// [`mesh::read_mesh_vertices`]).
 pub fn read_mesh_points(path: &Path) -> Result<Vec<Vec3>, String> {
-    let ext = path.extension().map(|e| e.to_string_lossy().to_lowercase()).unwrap_or_default();
-    match ext.as_str() {
-        "stl" => {
-            let mut f = std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            let mesh = stl_io::read_stl(&mut f).map_err(|e| format!("invalid STL {}: {e}", path.display()))?;
-            Ok(mesh.vertices.iter().map(|v| Vec3::new(v.0[0] as f64, v.0[1] as f64, v.0[2] as f64)).collect())
-        }
-        "obj" => {
-            let (models, _) = tobj::load_obj(path, &tobj::LoadOptions { single_index: false, triangulate: false, ignore_points: true, ignore_lines: true })
-                .map_err(|e| format!("invalid OBJ {}: {e}", path.display()))?;
-            let mut pts = vec![];
-            for m in models {
-                for c in m.mesh.positions.chunks_exact(3) {
-                    pts.push(Vec3::new(c[0] as f64, c[1] as f64, c[2] as f64));
-                }
-            }
-            Ok(pts)
-        }
-        other => Err(format!("unsupported mesh format '.{other}' of {} (use STL or OBJ)", path.display())),
-    }
+    mesh::read_mesh_vertices(path).map(|(p, _)| p)
 }
 
 fn object_shape(s: &ShapeConfig, base_dir: &Path, file: &str, element: &str) -> Result<GeomShape, InputError> {

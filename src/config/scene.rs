@@ -260,6 +260,11 @@ pub struct RobotConfig {
     /// Joint command modes and gains.
     #[serde(default)]
     pub control: ControlConfig,
+    /// What to do with link inertias that violate the triangle inequality: `strict` (refuse),
+    /// `warn` (keep them, warn once per link; the default), `balance` (nearest valid inertia).
+    /// The command line's `--inertia-check` overrides it.
+    #[serde(default)]
+    pub inertia_check: Option<crate::urdf::InertiaCheck>,
 }
 
 /// Shape of an object.

@@ -4,8 +4,9 @@
 
 use super::*;
 use crate::error::InputError;
+use crate::urdf::{apply_inertia_check, InertiaCheck, LoadWarning, WarningClass};
 use crate::math::pose_from_xyz_rpy;
-use nalgebra::{SymmetricEigen, UnitQuaternion};
+use nalgebra::UnitQuaternion;
 use parry3d_f64::shape::SharedShape;
 use std::collections::{HashMap, HashSet};
 
@@ -49,6 +50,11 @@ pub struct RobotSpec {
     pub default_control: ControlMode,
     /// Per-joint command modes.
     pub joint_control: HashMap<String, ControlMode>,
+    /// What to do with link inertias that violate the triangle inequality.
+    pub inertia_check: InertiaCheck,
+    /// Warnings from reading the URDF; [`ModelBuilder::add_robot`] moves them, and its own, to
+    /// [`ModelBuilder::warnings`].
+    pub warnings: Vec<LoadWarning>,
 }
 
 /// A rigid object to add.
@@ -102,6 +108,9 @@ pub struct ModelBuilder {
     pub contact: ContactOptions,
     /// Midpoint evaluation of the velocity-dependent bias.
     pub midpoint_bias: bool,
+    /// Problems that did not stop the build (see [`LoadWarning`]); take them before
+    /// [`ModelBuilder::finalize`].
+    pub warnings: Vec<LoadWarning>,
 }
 
 fn shape_bounding_radius(shape: &GeomShape) -> f64 {
@@ -223,32 +232,10 @@ fn shape_is_capsule(s: &GeomShape) -> bool {
 }
 
 /// Checks a rotational inertia: symmetric, eigenvalues ≥ 0 and the triangle inequalities of a
-/// physical body (each principal moment ≤ sum of the other two).
+/// physical body (each principal moment ≤ sum of the other two). This is the `strict` policy
+/// of [`crate::urdf::apply_inertia_check`].
 pub fn check_inertia(mass: f64, i: &Mat3) -> Result<(), String> {
-    if !(mass >= 0.0 && mass.is_finite()) {
-        return Err(format!("mass must be non-negative and finite, got {mass} kg"));
-    }
-    if i.iter().any(|x| !x.is_finite()) {
-        return Err("inertia has non-finite entries".into());
-    }
-    let eig = SymmetricEigen::new(*i).eigenvalues;
-    let scale = i.diagonal().abs().max().max(1e-12);
-    let tol = 1e-9 * scale;
-    if eig.iter().any(|&e| e < -tol) {
-        return Err(format!(
-            "inertia tensor is not positive definite (principal moments {:.6e}, {:.6e}, {:.6e} kg·m²)",
-            eig[0], eig[1], eig[2]
-        ));
-    }
-    for k in 0..3 {
-        let (a, b, c) = (eig[k], eig[(k + 1) % 3], eig[(k + 2) % 3]);
-        if a > b + c + tol {
-            return Err(format!(
-                "inertia violates the triangle inequality ({a:.6e} > {b:.6e} + {c:.6e} kg·m²): no rigid body has these principal moments"
-            ));
-        }
-    }
-    Ok(())
+    apply_inertia_check(mass, i, InertiaCheck::Strict).map(|_| ())
 }
 
 impl ModelBuilder {
@@ -278,6 +265,7 @@ impl ModelBuilder {
             timestep_s: 0.001,
             contact: ContactOptions::default(),
             midpoint_bias: true,
+            warnings: vec![],
         };
         b.materials.push(Material { name: "default".into(), friction: 0.8 });
         b
@@ -395,6 +383,7 @@ impl ModelBuilder {
         let e = |element: String, reason: String| InputError::invalid(src.clone(), element, reason);
         let urdf = &spec.urdf;
         let robot_name = spec.name.clone().unwrap_or_else(|| urdf.name.clone());
+        let mut warnings = spec.warnings.clone();
 
         // --- topology: links, joints, single root, no cycles ---
         let mut link_index: HashMap<&str, usize> = HashMap::new();
@@ -585,7 +574,10 @@ impl ModelBuilder {
             let mass = inertial.mass.value;
             let ii = &inertial.inertia;
             let i_origin = Mat3::new(ii.ixx, ii.ixy, ii.ixz, ii.ixy, ii.iyy, ii.iyz, ii.ixz, ii.iyz, ii.izz);
-            check_inertia(mass, &i_origin).map_err(|r| e(format!("link '{}' <inertial>", link.name), r))?;
+            let (i_origin, note) = apply_inertia_check(mass, &i_origin, spec.inertia_check).map_err(|r| e(format!("link '{}' <inertial>", link.name), r))?;
+            if let Some(message) = note {
+                warnings.push(LoadWarning { class: WarningClass::Inertia, file: src.clone(), element: format!("link '{}' <inertial>", link.name), message });
+            }
             let x_bi = pose_from_xyz_rpy(inertial.origin.xyz.0, inertial.origin.rpy.0);
             let r_bi = x_bi.rotation.to_rotation_matrix().into_inner();
             let inertia_com = r_bi * i_origin * r_bi.transpose();
@@ -651,38 +643,32 @@ impl ModelBuilder {
         }
         for b in body_start..body_end {
             if self.bodies[b].joint.kind != JointKind::Fixed && subtree_mass[b - body_start] <= 0.0 {
-                return Err(e(
-                    format!("joint '{}'", self.bodies[b].joint.name),
-                    "moves only massless links (its mass matrix would be singular): give the child link an <inertial>".into(),
-                ));
+                // as rigid-body libraries do: kept (M(q) has a zero row); the implicit PD gains or
+                // joint damping of the step keep the iteration matrix regular, a passive undamped
+                // joint makes the step report failure
+                warnings.push(LoadWarning {
+                    class: WarningClass::Inertia,
+                    file: src.clone(),
+                    element: format!("joint '{}'", self.bodies[b].joint.name),
+                    message: "moves only massless links: its row of the mass matrix is zero; kept (simulate it under position or velocity control, or with <dynamics damping>; better: give the child link an <inertial>)".into(),
+                });
             }
         }
-        // mimic joints
-        for j in &urdf.joints {
-            if let Some(m) = &j.mimic {
-                let follower = self.bodies[body_start..body_end].iter().position(|b| b.joint.name == j.name).map(|i| i + body_start);
-                let leader = self.bodies[body_start..body_end].iter().position(|b| b.joint.name == m.joint).map(|i| i + body_start);
-                match (follower, leader) {
-                    (Some(f), Some(l)) if self.bodies[f].joint.kind.nv() == 1 && self.bodies[l].joint.kind.nv() == 1 => {
-                        self.mimics.push(MimicConstraint {
-                            follower: f,
-                            leader: l,
-                            multiplier: m.multiplier.unwrap_or(1.0),
-                            offset: m.offset.unwrap_or(0.0),
-                        });
-                        // a mimic follower is driven by the coupling, not by commands
-                        self.default_control[self.bodies[f].joint.v_index] = ControlMode::Passive;
-                        let lead_q = self.q_init[self.bodies[l].joint.q_index];
-                        self.q_init[self.bodies[f].joint.q_index] = m.multiplier.unwrap_or(1.0) * lead_q + m.offset.unwrap_or(0.0);
-                    }
-                    _ => {
-                        return Err(e(
-                            format!("joint '{}' <mimic>", j.name),
-                            format!("mimicked joint '{}' is not a movable joint of this robot", m.joint),
-                        ))
-                    }
-                }
-            }
+        // mimic joints: chains resolved to their root joint, cycles refused, fixed followers ignored
+        let resolved = crate::urdf::resolve_mimics(urdf).map_err(|(element, reason)| e(element, reason))?;
+        for w in resolved.warnings {
+            warnings.push(LoadWarning { class: WarningClass::Mimic, file: src.clone(), element: w.0, message: w.1 });
+        }
+        for m in resolved.mimics {
+            let find = |name: &str| self.bodies[body_start..body_end].iter().position(|b| b.joint.name == name).map(|i| i + body_start);
+            let (Some(f), Some(l)) = (find(&m.follower), find(&m.leader)) else {
+                unreachable!("resolve_mimics returns joints of this URDF");
+            };
+            self.mimics.push(MimicConstraint { follower: f, leader: l, multiplier: m.multiplier, offset: m.offset });
+            // a mimic follower is driven by the coupling, not by commands
+            self.default_control[self.bodies[f].joint.v_index] = ControlMode::Passive;
+            let lead_q = self.q_init[self.bodies[l].joint.q_index];
+            self.q_init[self.bodies[f].joint.q_index] = m.multiplier * lead_q + m.offset;
         }
         if spec.self_collision {
             self.self_collision_trees.insert(tree_index);
@@ -697,6 +683,7 @@ impl ModelBuilder {
             q_end: self.nq,
         });
         self.robots.push(RobotInfo { name: robot_name, source: spec.source, tree: tree_index, actuated_bodies: actuated, floating_base: floating });
+        self.warnings.extend(warnings);
         Ok(self.robots.len() - 1)
     }
 

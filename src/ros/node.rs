@@ -710,6 +710,9 @@ fn run_node(cli: CliArgs) -> Result<()> {
         p.insert("scene".into(), r2r::Parameter::new(ParameterValue::String(scene_path.display().to_string())));
     }
     let scene = load_scene(&scene_path).map_err(|e| anyhow!("{e}"))?;
+    for w in &scene.warnings {
+        eprintln!("contact_sim_node: warning: {w}");
+    }
     let solver_kind = param_string(&node, "solver").unwrap_or_default();
     let solver = scene.solver_for(&solver_kind).map_err(|e| anyhow!("parameter solver: {e}"))?;
     let mut sim = Simulation::from_scene(&scene, Some(&solver));

@@ -10,9 +10,8 @@ mod run;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use contact_sim::config::{self, load_scene, RobotConfig, Scene};
+use contact_sim::config::{self, Scene};
 use contact_sim::contact::{ConstraintStage, Solver, SolverConfig, SolverKind};
-use contact_sim::model::ModelBuilder;
 use contact_sim::report::{self, RunStats};
 use contact_sim::sim::Simulation;
 use contact_sim::bag;
@@ -66,6 +65,8 @@ enum Command {
         /// Publish rate of the recorded topics (Hz, simulation time).
         #[arg(long, default_value_t = 1000.0)]
         record_rate: f64,
+        #[command(flatten)]
+        load: LoadArgs,
     },
     /// Replay a (hardware) bag's recorded commands into a scene and record the simulated
     /// response, in the hardware bag's time base.
@@ -129,24 +130,33 @@ enum Command {
         contact_threshold: f64,
     },
     /// Inspect a URDF: DOF, joints, masses, limits; with a state, M(q), h(q,v) and RNEA torques.
+    /// With --check: a sanity report of a URDF or of every robot of a scene.
     Model {
-        /// URDF file.
+        /// URDF file (with --check: a URDF or a scene YAML).
         urdf: PathBuf,
         /// Give the robot a floating base (adds 6 DOF).
         #[arg(long)]
         floating: bool,
-        /// Joint positions, one per movable joint in the order listed (rad or m), comma separated.
-        #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
-        q: Option<Vec<f64>>,
+        /// Joint positions, one per movable joint in the order listed (rad or m), comma separated
+        /// ('' for a robot without movable joints).
+        #[arg(long, allow_hyphen_values = true, value_parser = parse_floats)]
+        q: Option<Floats>,
         /// Joint velocities (rad/s or m/s), comma separated.
-        #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
-        v: Option<Vec<f64>>,
+        #[arg(long, allow_hyphen_values = true, value_parser = parse_floats)]
+        v: Option<Floats>,
         /// Joint accelerations (rad/s² or m/s²) for inverse dynamics, comma separated.
-        #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
-        a: Option<Vec<f64>>,
+        #[arg(long, allow_hyphen_values = true, value_parser = parse_floats)]
+        a: Option<Floats>,
         /// Print JSON instead of tables.
         #[arg(long)]
         json: bool,
+        /// Check the URDF (or every robot of a scene): load errors and warnings per class,
+        /// triangle inequality, inertia vs. collision shape, mass and posture report. Exit code
+        /// 2 when a file fails to load.
+        #[arg(long)]
+        check: bool,
+        #[command(flatten)]
+        load: LoadArgs,
     },
     /// Time the step on scenes: mean, p50, p99, max µs per step; the solver call alone per step
     /// and per contact; single-contact solves (bisection); contacts, iterations.
@@ -199,16 +209,23 @@ fn main() {
         }
     };
     let result = match cli.command {
-        Command::Run { scene, duration, solver, summary, quiet, csv, wrench_bodies, csv_every, record, record_rate } => {
-            run::run(scene, duration, solver, summary, quiet, run::CsvOptions { path: csv, bodies: wrench_bodies, every: csv_every }, record.map(|d| (d, record_rate)))
-        }
+        Command::Run { scene, duration, solver, summary, quiet, csv, wrench_bodies, csv_every, record, record_rate, load } => match load.options() {
+            Ok(o) => {
+                let _ = LOAD_OPTIONS.set(o);
+                run::run(scene, duration, solver, summary, quiet, run::CsvOptions { path: csv, bodies: wrench_bodies, every: csv_every }, record.map(|d| (d, record_rate)))
+            }
+            Err(e) => Err(e),
+        },
         Command::Replay { hw_bag, scene, out, config, joint_map, initial_state, command_topics, rate, limit_policy } => {
             replay::replay(&hw_bag, &scene, &out, config, joint_map, initial_state, command_topics, rate, limit_policy)
         }
         Command::Compare { sim_bag, hw_bag, report, json, joint_map, joint_states_topic, max_lag, time_base, contact_threshold } => {
             compare::compare(&sim_bag, &hw_bag, report, json, joint_map, joint_states_topic, max_lag, &time_base, contact_threshold)
         }
-        Command::Model { urdf, floating, q, v, a, json } => model::model(&urdf, floating, q, v, a, json),
+        Command::Model { urdf, check: true, load, json, .. } => load.options().and_then(|o| contact_sim::model_check::check_cli(&urdf, &o, json).map_err(Into::into)),
+        Command::Model { urdf, floating, q, v, a, json, load, .. } => {
+            load.options().and_then(|o| model::model(&urdf, floating, q.map(|x| x.0), v.map(|x| x.0), a.map(|x| x.0), json, &o))
+        }
         Command::Bench { dof_sweep: true, steps, pgs_max_dof, threads, json, .. } => dof_sweep::dof_sweep(steps.min(50), pgs_max_dof, threads, json),
         Command::Bench { scenes, steps, warmup, solver, json, .. } => bench::bench(scenes, steps, warmup, solver, json),
     };
@@ -241,8 +258,47 @@ pub fn solver_for(scene: &Scene, kind: Option<SolverKind>) -> Result<SolverConfi
 }
 
 pub fn load(scene: &Path) -> Result<Scene> {
-    Ok(load_scene(scene)?)
+    let scene = config::load_scene_with(scene, LOAD_OPTIONS.get_or_init(Default::default))?;
+    for w in &scene.warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(scene)
 }
+
+/// URDF loading options shared by `run` and `model`.
+#[derive(clap::Args)]
+pub struct LoadArgs {
+    /// Link inertias that violate the triangle inequality: strict (refuse), warn (keep, warn
+    /// once per link), balance (nearest valid inertia). Overrides the scene's `inertia_check`;
+    /// default warn.
+    #[arg(long, value_parser = |s: &str| s.parse::<config::InertiaCheck>())]
+    inertia_check: Option<config::InertiaCheck>,
+    /// Where `package://NAME/...` URIs point: NAME=DIR (one package) or DIR (a directory of
+    /// packages). Repeatable; searched before the scene's package_paths and ROS_PACKAGE_PATH.
+    #[arg(long)]
+    package_path: Vec<String>,
+}
+
+impl LoadArgs {
+    fn options(&self) -> Result<config::LoadOptions> {
+        let mut o = config::LoadOptions { inertia_check: self.inertia_check, ..Default::default() };
+        for p in &self.package_path {
+            o.add_package_path(p).map_err(anyhow::Error::msg)?;
+        }
+        Ok(o)
+    }
+}
+
+/// A comma-separated list of numbers; the empty string is the empty list.
+#[derive(Clone, Debug)]
+pub struct Floats(Vec<f64>);
+
+fn parse_floats(s: &str) -> Result<Floats, String> {
+    contact_sim::model_check::parse_floats(s).map(Floats)
+}
+
+/// `run`'s loading options (set once in `main`).
+static LOAD_OPTIONS: std::sync::OnceLock<config::LoadOptions> = std::sync::OnceLock::new();
 
 pub fn parse_joint_map(items: &[String]) -> Result<std::collections::BTreeMap<String, String>> {
     let mut m = std::collections::BTreeMap::new();

@@ -2,12 +2,11 @@
 
 use super::*;
 
-pub fn model(urdf: &Path, floating: bool, q: Option<Vec<f64>>, v: Option<Vec<f64>>, a: Option<Vec<f64>>, json: bool) -> Result<()> {
-    let rc: RobotConfig = serde_yaml::from_str(&format!("urdf: '{}'\nbase: {{mode: {}}}", urdf.display(), if floating { "floating" } else { "fixed" }))?;
-    let spec = config::load_robot(urdf, &rc, &Default::default(), Path::new("."))?;
-    let mut b = ModelBuilder::new(urdf.display().to_string());
-    b.add_robot(spec)?;
-    let model = b.finalize()?;
+pub fn model(urdf: &Path, floating: bool, q: Option<Vec<f64>>, v: Option<Vec<f64>>, a: Option<Vec<f64>>, json: bool, opts: &config::LoadOptions) -> Result<()> {
+    let (model, warnings) = config::load_urdf_model(urdf, floating, opts)?;
+    for w in &warnings {
+        eprintln!("warning: {w}");
+    }
     let summary = report::model_summary(&model);
     let names = model.actuated_joint_names();
     let n1 = names.len();
