@@ -1,4 +1,4 @@
-//! Hardening against damaged or hostile input (issue 18): corrupted bag chunks, bag metadata that
+//! Hardening against damaged or hostile input: corrupted bag chunks, bag metadata that
 //! points outside the bag, junk files in a bag, outlier timestamps, absurd CLI values, closed
 //! pipes, tet-mesh headers with huge counts.
 

@@ -1,4 +1,4 @@
-//! The corpus test of issue 17: every URDF of `example-robot-data` loaded by contact_sim and by
+//! The URDF corpus test: every URDF of `example-robot-data` loaded by contact_sim and by
 //! Pinocchio, with M(q) and inverse dynamics compared to 1e-9 (scripts/urdf-corpus does the work).
 //! It runs only when the wheels are already installed in the cached venv (`scripts/urdf-corpus`
 //! installs them once, ~1 GB); otherwise it is skipped with a message.

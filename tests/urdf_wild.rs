@@ -1,4 +1,4 @@
-//! URDFs as they exist in the wild (issue 17): what must load, with which warning, and what is
+//! URDFs as they exist in the wild: what must load, with which warning, and what is
 //! still refused. Small fixtures of our own in tests/data/wild/.
 
 mod common;
