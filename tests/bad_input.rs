@@ -23,14 +23,6 @@ fn assert_clean_error(args: &[&str], needles: &[&str]) {
     }
 }
 
-fn write_scene(name: &str, text: &str) -> String {
-    let dir = repo().join("target/test-scenes");
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p.display().to_string()
-}
-
 #[test]
 fn broken_urdfs_name_the_file_and_element() {
     assert_clean_error(&["model", "tests/data/broken_missing_parent.urdf"], &["broken_missing_parent.urdf", "parent link 'ghost_link'"]);

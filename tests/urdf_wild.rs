@@ -167,14 +167,6 @@ fn balanced_inertia_is_the_nearest_valid_one_that_is_not_smaller() {
     assert!(apply_inertia_check(-1.0, &Mat3::identity(), InertiaCheck::Balance).unwrap_err().contains("mass must be non-negative"));
 }
 
-fn write_scene(name: &str, text: &str) -> String {
-    let dir = repo().join("target/test-scenes");
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p.display().to_string()
-}
-
 #[test]
 fn inertia_check_per_robot_in_the_scene_and_the_cli_overrides_it() {
     let robot = "robots:\n  - urdf: ../../tests/data/wild/cad_inertia.urdf\n";

@@ -99,3 +99,14 @@ pub fn assert_impulses_in_cone(sim: &Simulation) {
 pub fn path(rel: &str) -> PathBuf {
     repo().join(Path::new(rel))
 }
+
+/// Writes a scene file under target/test-scenes (the base of its relative paths) and returns its
+/// path.
+#[allow(dead_code)]
+pub fn write_scene(name: &str, text: &str) -> String {
+    let dir = repo().join("target/test-scenes");
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
