@@ -106,6 +106,7 @@ fn build_scene(cfg: SceneFile, file: &str, base_dir: &Path, path: &Path, opts: &
     b.contact = cfg.contact.clone();
     for (name, m) in &cfg.materials {
         b.material(name, m.friction)?;
+        b.material_compliance(name, m.compliance())?;
     }
     for p in &cfg.material_pairs {
         b.material_pair(&p.a, &p.b, p.friction)?;

@@ -140,6 +140,35 @@ impl Default for GroundConfig {
 pub struct MaterialConfig {
     /// Coulomb friction coefficient.
     pub friction: f64,
+    /// Young's modulus (Pa) for Hertz contact of spheres (compliant methods, `lstable`);
+    /// absent: rigid.
+    #[serde(default)]
+    pub youngs_modulus_pa: Option<f64>,
+    /// Poisson's ratio (dimensionless, [0, 0.5)), used with `youngs_modulus_pa`.
+    #[serde(default = "default_poisson_ratio")]
+    pub poisson_ratio: f64,
+    /// Linear contact stiffness (N/m) for non-sphere contacts (compliant methods); absent: rigid.
+    #[serde(default)]
+    pub contact_stiffness_n_per_m: Option<f64>,
+    /// Contact damping along the normal (N·s/m, compliant methods); absent: none.
+    #[serde(default)]
+    pub contact_damping_n_s_per_m: Option<f64>,
+}
+
+fn default_poisson_ratio() -> f64 {
+    0.3
+}
+
+impl MaterialConfig {
+    /// The contact compliance these fields describe.
+    pub fn compliance(&self) -> crate::model::ContactCompliance {
+        crate::model::ContactCompliance {
+            youngs_modulus_pa: self.youngs_modulus_pa,
+            poisson_ratio: self.poisson_ratio,
+            stiffness_n_per_m: self.contact_stiffness_n_per_m,
+            damping_n_s_per_m: self.contact_damping_n_s_per_m,
+        }
+    }
 }
 
 /// Friction of one material pair.

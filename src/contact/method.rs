@@ -101,6 +101,11 @@ pub enum MethodKind {
     Impulse,
     /// Owns the step after the dynamics terms ([`WholeStepScheme`]).
     WholeStep,
+    /// A [`WholeStepScheme`] that also reads the step's velocity-level constraint rows
+    /// ([`SchemeInput::rows`]: the contact and joint rows, J, Z = L⁻ᵀ Jᵀ and the Delassus matrix
+    /// J M̃⁻¹ Jᵀ, built exactly as for impulse solvers, with the warm start in
+    /// [`SchemeOutput::impulse`]). Compliant-constraint schemes that solve in impulse space use it.
+    WholeStepOnRows,
 }
 
 /// What a method can do; the scene loader, the CLI and the node refuse a scene the method
@@ -286,6 +291,28 @@ pub struct SchemeInput<'a> {
     pub free_velocity: &'a DVector<f64>,
     /// The contacts found by collision detection this step (frames, gaps, features).
     pub contacts: &'a [Contact],
+    /// The velocity-level constraint rows, for methods of kind [`MethodKind::WholeStepOnRows`]
+    /// (`None` for the others).
+    pub rows: Option<ConstraintRows<'a>>,
+}
+
+/// The step's velocity-level constraint rows (contact rows in the method's [`ContactRows`]
+/// layout, then joint rows), as built for impulse solvers: what a scheme of kind
+/// [`MethodKind::WholeStepOnRows`] reads. `m = problem.dim()` rows, `nv` coordinates.
+pub struct ConstraintRows<'a> {
+    /// The impulse problem `u = G λ + u_free` (G the Delassus matrix J M̃⁻¹ Jᵀ; `u_free`
+    /// includes the Baumgarte / speculative bias of the impulse solvers, see
+    /// [`ContactProblem`]).
+    pub problem: ContactProblem<'a>,
+    /// J, row-major `m × nv` (m/s or rad/s per generalized velocity).
+    pub jacobian: &'a [f64],
+    /// Z = L⁻ᵀ Jᵀ, row `i` is `L⁻ᵀ Jᵢᵀ` (`m × nv`), with M̃ = Lᵀ L: `v⁺ = v* + L⁻¹ Σ λᵢ zᵢ`
+    /// ([`crate::step::add_impulse_velocity`]).
+    pub factor_jt: &'a [f64],
+    /// The kinematic trees each row touches (`usize::MAX`: none).
+    pub row_trees: &'a [(usize, usize)],
+    /// What each joint row is (limit, friction, mimic), in row order after the contact rows.
+    pub joint_rows: &'a [crate::workspace::JointRow],
 }
 
 /// What a whole-step scheme produces.

@@ -30,6 +30,7 @@
 //!    `cargo test --release --test golden` (other methods' trajectories must not move).
 
 mod bisection;
+pub mod lstable;
 mod method;
 mod pgs;
 mod problem;
@@ -37,12 +38,13 @@ mod registry;
 mod vfpi;
 
 pub use method::{
-    check_params, Capabilities, ConstraintStage, ContactMethod, ContactRow, ContactRows, ImpulseSolver, MethodKind, MethodParams, NodalSolver,
+    check_params, Capabilities, ConstraintRows, ConstraintStage, ContactMethod, ContactRow, ContactRows, ImpulseSolver, MethodKind, MethodParams, NodalSolver,
     ParamError, SchemeInput, SchemeOutput, Tolerance, WholeStepScheme, MAX_ROWS_PER_CONTACT,
 };
 pub use registry::{Solver, SolverConfig, SolverKind};
 
 pub use bisection::{BisectionParams, BisectionSolver, SingleContact};
+pub use lstable::{LstableBackend, LstableMode, LstableParams, LstableScheme};
 pub use crate::collision::Contact;
 pub use pgs::{PgsParams, PgsSolver};
 pub use problem::{ContactProblem, PrimalView};

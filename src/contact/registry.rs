@@ -8,7 +8,7 @@
 //! must equal the params' `NAME`; `tests/registry.rs` checks it).
 
 use super::method::{Capabilities, ConstraintStage, ContactMethod, MethodParams, ParamError, Tolerance};
-use super::{BisectionParams, FrictionModel, PgsParams, VfpiParams};
+use super::{BisectionParams, FrictionModel, LstableParams, PgsParams, VfpiParams};
 use crate::model::Model;
 
 macro_rules! contact_methods {
@@ -151,6 +151,8 @@ contact_methods! {
     Bisection(BisectionParams),
     /// V-FPI with contact nodalization and diagonalization (Lee, Lee & Lee); handles deformables.
     Vfpi(VfpiParams),
+    /// L-stable compliant constraints: implicit Euler in constraint space (Drumwright).
+    Lstable(LstableParams),
 }
 
 impl Default for SolverConfig {

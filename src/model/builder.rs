@@ -267,7 +267,7 @@ impl ModelBuilder {
             midpoint_bias: true,
             warnings: vec![],
         };
-        b.materials.push(Material { name: "default".into(), friction: 0.8 });
+        b.materials.push(Material { name: "default".into(), friction: 0.8, compliance: ContactCompliance::default() });
         b
     }
 
@@ -284,9 +284,23 @@ impl ModelBuilder {
             self.materials[i].friction = friction;
             Ok(i)
         } else {
-            self.materials.push(Material { name: name.into(), friction });
+            self.materials.push(Material { name: name.into(), friction, compliance: ContactCompliance::default() });
             Ok(self.materials.len() - 1)
         }
+    }
+
+    /// Sets a material's contact compliance (stiffness and damping); adds the material with
+    /// the default friction if it does not exist yet.
+    pub fn material_compliance(&mut self, name: &str, compliance: ContactCompliance) -> Result<(), InputError> {
+        if let Err((field, why)) = compliance.validate() {
+            return Err(self.err(format!("materials.{name}.{field}"), why));
+        }
+        let i = match self.materials.iter().position(|m| m.name == name) {
+            Some(i) => i,
+            None => self.material(name, 0.8)?,
+        };
+        self.materials[i].compliance = compliance;
+        Ok(())
     }
 
     /// Sets the friction coefficient for one pair of materials.

@@ -253,6 +253,55 @@ pub struct Material {
     pub name: String,
     /// Coulomb friction coefficient μ (dimensionless).
     pub friction: f64,
+    /// Contact stiffness and damping (read by compliant-contact methods such as `lstable`; the
+    /// rigid methods ignore it).
+    pub compliance: ContactCompliance,
+}
+
+/// How stiff and how damped a material is in contact. Every field is optional: a material
+/// without them is rigid, and a compliant method then uses its own (very stiff) default.
+///
+/// A pair of materials combines like two springs (and two dampers) in series. Spheres use Hertz
+/// contact when both materials are elastic or one is rigid and the other elastic: effective
+/// modulus `E* = 1 / ((1 − ν_a²)/E_a + (1 − ν_b²)/E_b)` (a rigid side adds no compliance) and force
+/// `E* √r_eff d^{3/2}` at depth `d` (m), `r_eff` the sphere radius against a flat or convex
+/// non-sphere and `r_a r_b / (r_a + r_b)` between two spheres. Other shapes use the linear
+/// `stiffness_n_per_m`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ContactCompliance {
+    /// Young's modulus E (Pa), for Hertz contact of spheres; `None`: rigid.
+    pub youngs_modulus_pa: Option<f64>,
+    /// Poisson's ratio ν (dimensionless, in [0, 0.5)).
+    pub poisson_ratio: f64,
+    /// Linear contact stiffness (N/m) for contacts that are not Hertz; `None`: rigid.
+    pub stiffness_n_per_m: Option<f64>,
+    /// Contact damping (N·s/m) along the normal; `None`: none.
+    pub damping_n_s_per_m: Option<f64>,
+}
+
+impl ContactCompliance {
+    /// Checks every field: finite, positive moduli, ν in [0, 0.5). The error names the field.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        let positive = |v: Option<f64>| v.is_none_or(|x| x.is_finite() && x > 0.0);
+        if !positive(self.youngs_modulus_pa) {
+            return Err(("youngs_modulus_pa", format!("must be finite and > 0, got {:?}", self.youngs_modulus_pa)));
+        }
+        if !(self.poisson_ratio >= 0.0 && self.poisson_ratio < 0.5) {
+            return Err(("poisson_ratio", format!("must be in [0, 0.5), got {}", self.poisson_ratio)));
+        }
+        if !positive(self.stiffness_n_per_m) {
+            return Err(("contact_stiffness_n_per_m", format!("must be finite and > 0, got {:?}", self.stiffness_n_per_m)));
+        }
+        if !self.damping_n_s_per_m.is_none_or(|x| x.is_finite() && x >= 0.0) {
+            return Err(("contact_damping_n_s_per_m", format!("must be finite and ≥ 0, got {:?}", self.damping_n_s_per_m)));
+        }
+        Ok(())
+    }
+
+    /// The compliance `(1 − ν²)/E` (1/Pa) of the Hertz law; 0 for a rigid material.
+    pub fn hertz_compliance_per_pa(&self) -> f64 {
+        self.youngs_modulus_pa.map_or(0.0, |e| (1.0 - self.poisson_ratio * self.poisson_ratio) / e)
+    }
 }
 
 /// How two materials' friction coefficients combine when no pair entry exists.

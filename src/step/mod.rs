@@ -102,7 +102,13 @@ fn run_stages(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Comman
             velocity_from_impulses(model, ws);
             false
         }
-        (external, _) => whole_step_stage(model, state, ws, cmd, external, &mut report),
+        (external, kind) => {
+            let with_rows = external.is_none() && kind == MethodKind::WholeStepOnRows;
+            if with_rows {
+                constraint_rows(model, state, ws, &mut report);
+            }
+            whole_step_stage(model, state, ws, cmd, external, with_rows, &mut report)
+        }
     };
     if !commit_velocity(model, state, ws, cmd) {
         report.non_finite_state = true;
@@ -230,13 +236,7 @@ pub fn factor_and_free_velocity(model: &Model, state: &State, ws: &mut Workspace
 /// with deformable bodies solve rigid rows, deformable contacts and welds together
 /// ([`crate::coupled::solve`]).
 pub fn impulse_stage(model: &Model, state: &mut State, ws: &mut Workspace, report: &mut StepReport) {
-    let dt = model.timestep_s;
-    build_joint_rows(model, state, ws);
-    let m = ws.num_rows();
-    report.joint_rows = ws.joint_rows.len();
-    build_jacobian(model, state, ws, dt);
-    build_delassus(model, ws, m);
-    warm_start(model, state, ws);
+    let m = constraint_rows(model, state, ws, report);
     if ws.fem.is_some() {
         report.solve = crate::coupled::solve(model, state, ws, m);
         let f = ws.fem.as_ref().unwrap();
@@ -251,27 +251,55 @@ pub fn impulse_stage(model: &Model, state: &mut State, ws: &mut Workspace, repor
     }
 }
 
+/// The velocity-level constraint rows of the step (joint rows, J, Z, the Delassus matrix) and
+/// the warm start in `ws.impulse`; returns the number of rows. Impulse solvers and schemes of
+/// kind [`MethodKind::WholeStepOnRows`] read them.
+pub fn constraint_rows(model: &Model, state: &State, ws: &mut Workspace, report: &mut StepReport) -> usize {
+    build_joint_rows(model, state, ws);
+    let m = ws.num_rows();
+    report.joint_rows = ws.joint_rows.len();
+    build_jacobian(model, state, ws, model.timestep_s);
+    build_delassus(model, ws, m);
+    warm_start(model, state, ws);
+    m
+}
+
+/// `dv ← M̃⁻¹ Jᵀ λ = L⁻¹ Σᵢ λᵢ zᵢ` (M̃ = Lᵀ L, `zᵢ = L⁻ᵀ Jᵢᵀ`): the velocity change the
+/// impulses `impulse` (one per row of `rows`) cause. `dv` must be zero on entry.
+pub fn add_impulse_velocity(model: &Model, mass_factor: &crate::math::BranchMatrix, rows: &crate::contact::ConstraintRows, impulse: &[f64], dv: &mut [f64]) {
+    sum_row_images(model, rows.factor_jt, rows.row_trees, &impulse[..rows.problem.dim()], dv);
+    for t in &model.trees {
+        mass_factor.solve_l(t.v_start, t.v_end, dv);
+    }
+}
+
+/// `out += Σᵢ λᵢ zᵢ` over the trees each row touches (Z-space image of the impulses).
+fn sum_row_images(model: &Model, factor_jt: &[f64], row_trees: &[(usize, usize)], impulse: &[f64], out: &mut [f64]) {
+    let nv = model.nv;
+    for (i, &l) in impulse.iter().enumerate() {
+        if l == 0.0 {
+            continue;
+        }
+        let z = &factor_jt[i * nv..(i + 1) * nv];
+        let (t0, t1) = row_trees[i];
+        for t in [t0, t1] {
+            if t == NO_TREE {
+                continue;
+            }
+            let tr = &model.trees[t];
+            for k in tr.v_start..tr.v_end {
+                out[k] += l * z[k];
+            }
+        }
+    }
+}
+
 /// After an impulse solve: v⁺ = v* + M̃⁻¹ Jᵀ λ = v* + L⁻¹ (Z λ) (M̃ = Lᵀ L, Z = L⁻ᵀ Jᵀ), plus
 /// the deformable contacts' and welds' impulse on the rigid trees, into `ws.scratch_nv`.
 pub fn velocity_from_impulses(model: &Model, ws: &mut Workspace) {
     let nv = model.nv;
     let m = ws.num_rows();
-    for i in 0..m {
-        let l = ws.impulse[i];
-        if l != 0.0 {
-            let (t0, t1) = ws.row_trees[i];
-            for t in [t0, t1] {
-                if t == NO_TREE {
-                    continue;
-                }
-                let tr = &model.trees[t];
-                let z = &ws.factor_jt[i * nv..(i + 1) * nv];
-                for k in tr.v_start..tr.v_end {
-                    ws.scratch_nv[k] += l * z[k];
-                }
-            }
-        }
-    }
+    sum_row_images(model, &ws.factor_jt, &ws.row_trees, &ws.impulse[..m], ws.scratch_nv.as_mut_slice());
     if let Some(c) = ws.coupled.as_mut() {
         // deformable contacts on rigid trees: Z-space image L⁻ᵀ (J_Dᵀ λ_D)
         for t in &model.trees {
@@ -293,10 +321,60 @@ pub fn velocity_from_impulses(model: &Model, ws: &mut Workspace) {
 /// what stages 1–5 computed and writes v⁺ into `ws.scratch_nv` and the contact impulses into
 /// `ws.impulse` (the method's row layout). Returns whether the scheme integrated the positions
 /// itself.
-pub fn whole_step_stage(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Commands, external: Option<&mut dyn WholeStepScheme>, report: &mut StepReport) -> bool {
+pub fn whole_step_stage(
+    model: &Model,
+    state: &mut State,
+    ws: &mut Workspace,
+    cmd: &Commands,
+    external: Option<&mut dyn WholeStepScheme>,
+    with_rows: bool,
+    report: &mut StepReport,
+) -> bool {
+    let (nc, nj) = (ws.contacts.len(), ws.joint_rows.len());
+    let m = if with_rows { ws.num_rows() } else { 0 };
+    let (contact_rows, nv) = (ws.contact_rows, model.nv);
     let Workspace {
-        solver, body_pose, body_velocity, dof_axis, mass_matrix, mass_tilde, mass_factor, bias, generalized_force, free_velocity, contacts, scratch_nv, impulse, ..
+        solver,
+        body_pose,
+        body_velocity,
+        dof_axis,
+        mass_matrix,
+        mass_tilde,
+        mass_factor,
+        bias,
+        generalized_force,
+        free_velocity,
+        contacts,
+        scratch_nv,
+        impulse,
+        friction,
+        row_lower,
+        row_upper,
+        delassus,
+        free_constraint_velocity,
+        jacobian,
+        factor_jt,
+        row_trees,
+        joint_rows,
+        ..
     } = ws;
+    let rows = with_rows.then(|| crate::contact::ConstraintRows {
+        problem: crate::contact::ContactProblem {
+            num_contacts: nc,
+            contact_rows,
+            num_joint_rows: nj,
+            friction: &friction[..nc],
+            row_lower: &row_lower[..nj],
+            row_upper: &row_upper[..nj],
+            delassus: &delassus[..m * m],
+            free_velocity: &free_constraint_velocity[..m],
+            primal: None,
+        },
+        jacobian: &jacobian[..m * nv],
+        factor_jt: &factor_jt[..m * nv],
+        row_trees: &row_trees[..m],
+        joint_rows: &joint_rows[..nj],
+    });
     let scheme: &mut dyn WholeStepScheme = match external {
         Some(s) => s,
         None => match solver.stage() {
@@ -317,6 +395,7 @@ pub fn whole_step_stage(model: &Model, state: &mut State, ws: &mut Workspace, cm
         generalized_force,
         free_velocity,
         contacts,
+        rows,
     };
     let mut output = SchemeOutput { velocity: scratch_nv.as_mut_slice(), impulse: impulse.as_mut_slice(), positions_integrated: false };
     report.solve = scheme.advance(&input, state, &mut output);
