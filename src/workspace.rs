@@ -11,32 +11,7 @@ use crate::model::Model;
 use nalgebra::{DMatrix, DVector};
 use crate::math::BranchMatrix;
 
-/// What a one-dimensional joint row constrains.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum JointRowKind {
-    /// Lower position limit (impulse ≥ 0).
-    LowerLimit,
-    /// Upper position limit (impulse ≥ 0).
-    UpperLimit,
-    /// Coulomb joint friction (|impulse| ≤ friction·dt).
-    Friction,
-    /// Mimic coupling (bilateral).
-    Mimic,
-}
-
-/// A one-dimensional joint constraint row of the current step.
-#[derive(Clone, Copy, Debug)]
-pub struct JointRow {
-    /// What it is.
-    pub kind: JointRowKind,
-    /// Warm-start slot.
-    pub slot: usize,
-    /// Velocity coordinate the row acts on (the follower for mimic rows).
-    pub dof: usize,
-    /// Second velocity coordinate (mimic leader) and its coefficient in the row.
-    pub dof2: Option<(usize, f64)>,
-}
+pub use crate::contact::{JointRow, JointRowKind};
 
 /// Derived data and scratch.
 pub struct Workspace {

@@ -307,13 +307,75 @@ pub struct ConstraintRows<'a> {
     /// J, row-major `m × nv` (m/s or rad/s per generalized velocity).
     pub jacobian: &'a [f64],
     /// Z = L⁻ᵀ Jᵀ, row `i` is `L⁻ᵀ Jᵢᵀ` (`m × nv`), with M̃ = Lᵀ L: `v⁺ = v* + L⁻¹ Σ λᵢ zᵢ`
-    /// ([`crate::step::add_impulse_velocity`]).
+    /// ([`ConstraintRows::velocity_change`]).
     pub factor_jt: &'a [f64],
     /// The kinematic trees each row touches (`usize::MAX`: none).
     pub row_trees: &'a [(usize, usize)],
     /// What each joint row is (limit, friction, mimic), in row order after the contact rows.
-    pub joint_rows: &'a [crate::workspace::JointRow],
+    pub joint_rows: &'a [JointRow],
 }
+
+impl ConstraintRows<'_> {
+    /// `dv ← M̃⁻¹ Jᵀ λ = L⁻¹ Σᵢ λᵢ zᵢ` (M̃ = Lᵀ L, `zᵢ = L⁻ᵀ Jᵢᵀ`): the velocity change that the
+    /// impulses `impulse` (one per row) cause. `dv` (length nv) must be zero on entry.
+    pub fn velocity_change(&self, model: &Model, mass_factor: &BranchMatrix, impulse: &[f64], dv: &mut [f64]) {
+        sum_row_images(model, self.factor_jt, self.row_trees, &impulse[..self.problem.dim()], dv);
+        for t in &model.trees {
+            mass_factor.solve_l(t.v_start, t.v_end, dv);
+        }
+    }
+}
+
+/// `out += Σᵢ λᵢ zᵢ` over the trees each row touches (`row_trees`, `usize::MAX`: none): the
+/// Z-space image of the impulses, with `factor_jt` holding `zᵢ = L⁻ᵀ Jᵢᵀ` row-major.
+pub fn sum_row_images(model: &Model, factor_jt: &[f64], row_trees: &[(usize, usize)], impulse: &[f64], out: &mut [f64]) {
+    let nv = model.nv;
+    for (i, &l) in impulse.iter().enumerate() {
+        if l == 0.0 {
+            continue;
+        }
+        let z = &factor_jt[i * nv..(i + 1) * nv];
+        let (t0, t1) = row_trees[i];
+        for t in [t0, t1] {
+            if t == usize::MAX {
+                continue;
+            }
+            let tr = &model.trees[t];
+            for k in tr.v_start..tr.v_end {
+                out[k] += l * z[k];
+            }
+        }
+    }
+}
+
+/// What a one-dimensional joint row constrains.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JointRowKind {
+    /// Lower position limit (impulse ≥ 0).
+    LowerLimit,
+    /// Upper position limit (impulse ≥ 0).
+    UpperLimit,
+    /// Coulomb joint friction (|impulse| ≤ friction·dt).
+    Friction,
+    /// Mimic coupling (bilateral).
+    Mimic,
+}
+
+/// A one-dimensional joint constraint row of the current step.
+#[derive(Clone, Copy, Debug)]
+pub struct JointRow {
+    /// What it is.
+    pub kind: JointRowKind,
+    /// Warm-start slot.
+    pub slot: usize,
+    /// Velocity coordinate the row acts on (the follower for mimic rows).
+    pub dof: usize,
+    /// Second velocity coordinate (mimic leader) and its coefficient in the row.
+    pub dof2: Option<(usize, f64)>,
+}
+
+
 
 /// What a whole-step scheme produces.
 pub struct SchemeOutput<'a> {

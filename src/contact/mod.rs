@@ -38,7 +38,7 @@ mod registry;
 mod vfpi;
 
 pub use method::{
-    check_params, Capabilities, ConstraintRows, ConstraintStage, ContactMethod, ContactRow, ContactRows, ImpulseSolver, MethodKind, MethodParams, NodalSolver,
+    check_params, sum_row_images, Capabilities, ConstraintRows, ConstraintStage, JointRow, JointRowKind, ContactMethod, ContactRow, ContactRows, ImpulseSolver, MethodKind, MethodParams, NodalSolver,
     ParamError, SchemeInput, SchemeOutput, Tolerance, WholeStepScheme, MAX_ROWS_PER_CONTACT,
 };
 pub use registry::{Solver, SolverConfig, SolverKind};

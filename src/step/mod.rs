@@ -264,42 +264,12 @@ pub fn constraint_rows(model: &Model, state: &State, ws: &mut Workspace, report:
     m
 }
 
-/// `dv ← M̃⁻¹ Jᵀ λ = L⁻¹ Σᵢ λᵢ zᵢ` (M̃ = Lᵀ L, `zᵢ = L⁻ᵀ Jᵢᵀ`): the velocity change the
-/// impulses `impulse` (one per row of `rows`) cause. `dv` must be zero on entry.
-pub fn add_impulse_velocity(model: &Model, mass_factor: &crate::math::BranchMatrix, rows: &crate::contact::ConstraintRows, impulse: &[f64], dv: &mut [f64]) {
-    sum_row_images(model, rows.factor_jt, rows.row_trees, &impulse[..rows.problem.dim()], dv);
-    for t in &model.trees {
-        mass_factor.solve_l(t.v_start, t.v_end, dv);
-    }
-}
-
-/// `out += Σᵢ λᵢ zᵢ` over the trees each row touches (Z-space image of the impulses).
-fn sum_row_images(model: &Model, factor_jt: &[f64], row_trees: &[(usize, usize)], impulse: &[f64], out: &mut [f64]) {
-    let nv = model.nv;
-    for (i, &l) in impulse.iter().enumerate() {
-        if l == 0.0 {
-            continue;
-        }
-        let z = &factor_jt[i * nv..(i + 1) * nv];
-        let (t0, t1) = row_trees[i];
-        for t in [t0, t1] {
-            if t == NO_TREE {
-                continue;
-            }
-            let tr = &model.trees[t];
-            for k in tr.v_start..tr.v_end {
-                out[k] += l * z[k];
-            }
-        }
-    }
-}
-
 /// After an impulse solve: v⁺ = v* + M̃⁻¹ Jᵀ λ = v* + L⁻¹ (Z λ) (M̃ = Lᵀ L, Z = L⁻ᵀ Jᵀ), plus
 /// the deformable contacts' and welds' impulse on the rigid trees, into `ws.scratch_nv`.
 pub fn velocity_from_impulses(model: &Model, ws: &mut Workspace) {
     let nv = model.nv;
     let m = ws.num_rows();
-    sum_row_images(model, &ws.factor_jt, &ws.row_trees, &ws.impulse[..m], ws.scratch_nv.as_mut_slice());
+    crate::contact::sum_row_images(model, &ws.factor_jt, &ws.row_trees, &ws.impulse[..m], ws.scratch_nv.as_mut_slice());
     if let Some(c) = ws.coupled.as_mut() {
         // deformable contacts on rigid trees: Z-space image L⁻ᵀ (J_Dᵀ λ_D)
         for t in &model.trees {

@@ -42,10 +42,9 @@ pub mod core;
 
 use self::core::{row_compliance, row_position_feedback, ImpulseProblem, NsgsOptions, PolishScratch, RowKind};
 use super::method::{check_params, contact_method, tolerance_and_iterations, Capabilities, ContactRows, MethodKind, MethodParams, ParamError};
-use super::{Contact, FrictionModel, SchemeInput, SchemeOutput, SolveStats, WholeStepScheme};
+use super::{Contact, FrictionModel, JointRowKind, SchemeInput, SchemeOutput, SolveStats, WholeStepScheme};
 use crate::model::{GeomShape, Model};
 use crate::state::State;
-use crate::workspace::JointRowKind;
 
 /// Which discrete laws the step enforces.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
@@ -291,7 +290,7 @@ impl WholeStepScheme for LstableScheme {
         let stats = solve(&self.params, &problem, &self.compliance_scale[..m], h, &mut self.factor, &mut self.polish, impulse);
         // v⁺ = v* + M̃⁻¹ Jᵀ p
         self.dv.fill(0.0);
-        crate::step::add_impulse_velocity(model, input.mass_factor, rows, impulse, &mut self.dv);
+        rows.velocity_change(model, input.mass_factor, impulse, &mut self.dv);
         for k in 0..nv {
             output.velocity[k] += self.dv[k];
         }
