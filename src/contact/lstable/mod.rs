@@ -39,6 +39,7 @@
 
 pub mod conic;
 pub mod core;
+pub mod dense;
 
 use self::core::{row_compliance, row_position_feedback, ImpulseProblem, NsgsOptions, PolishScratch, RowKind};
 use super::method::{check_params, contact_method, tolerance_and_iterations, Capabilities, ContactRows, MethodKind, MethodParams, ParamError};
