@@ -1,0 +1,181 @@
+//! The L-stable method (`solver: {kind: lstable}`) in the engine: material stiffness (Hertz
+//! spheres, linear springs), the paper's ramp (E7) and sphere stack (E8), and the heavy stack
+//! that the iterative rigid solvers lose. The method also runs the shared conformance suite
+//! (`tests/conformance.rs`), the robot tests (`tests/robots.rs`) and the allocation test.
+
+mod common;
+
+use common::*;
+use contact_sim::math::Vec3;
+use contact_sim::sim::Simulation;
+
+const G: f64 = 9.81;
+
+/// World height of an object's origin.
+fn height(sim: &Simulation, name: &str) -> f64 {
+    object_position(sim, name).z
+}
+
+/// A 1 kg sphere of radius 0.05 m resting on the ground: Hertz contact with E* = E/(1 − ν²)
+/// sinks to d = (m g / (E* √r))^{2/3}, and carries m g.
+#[test]
+fn hertz_sphere_sinks_to_the_hertz_depth_and_carries_its_weight() {
+    let (e, nu, r, m): (f64, f64, f64, f64) = (1e8, 0.3, 0.05, 1.0);
+    let yaml = format!(
+        "timestep_s: 0.001\nsolver: {{kind: lstable}}\nmaterials: {{default: {{friction: 0.5}}, rubber: {{friction: 0.5, youngs_modulus_pa: {e}, poisson_ratio: {nu}, contact_damping_n_s_per_m: 50.0}}}}\nobjects:\n  - {{name: ball, shape: {{type: sphere, radius: {r}}}, mass_kg: {m}, position: [0, 0, {r}], material: rubber}}\n"
+    );
+    let mut sim = common::sim(&yaml, "lstable");
+    while sim.state.time_s < 2.0 {
+        let rep = sim.step();
+        assert!(rep.solve.converged, "t = {}", sim.state.time_s);
+    }
+    let e_star = e / (1.0 - nu * nu);
+    let depth_want = (m * G / (e_star * r.sqrt())).powf(2.0 / 3.0);
+    let depth = r - height(&sim, "ball");
+    println!("Hertz depth {depth:.4e} m (analytic {depth_want:.4e} m)");
+    assert!((depth - depth_want).abs() <= 1e-3 * depth_want, "depth {depth} vs {depth_want}");
+    let f = contact_force_on_tree(&sim, object_tree(&sim, "ball"));
+    assert!((f.z - m * G).abs() <= 1e-6 * m * G, "{f:?}");
+}
+
+/// A box of a material with linear contact stiffness k on rigid ground sinks by m g / (4 k) (four
+/// corners); on ground of the same material the two springs are in series (k/2) and it sinks
+/// twice as far; with rigid materials the sink is below a micrometre.
+#[test]
+fn linear_contact_stiffness_sets_the_sink_of_a_resting_box() {
+    let m = 2.0;
+    for k in [1e5, 1e6, 1e7] {
+        let yaml = format!(
+            "timestep_s: 0.001\nsolver: {{kind: lstable}}\nmaterials: {{default: {{friction: 0.8}}, soft: {{friction: 0.8, contact_stiffness_n_per_m: {k}, contact_damping_n_s_per_m: 200.0}}}}\nobjects:\n  - {{name: box, shape: {{type: box, size: [0.2, 0.2, 0.2]}}, mass_kg: {m}, position: [0, 0, 0.1], material: soft}}\n"
+        );
+        let mut sim = common::sim(&yaml, "lstable");
+        while sim.state.time_s < 3.0 {
+            assert!(sim.step().solve.converged);
+        }
+        let sink = 0.1 - height(&sim, "box");
+        let want = m * G / (4.0 * k);
+        assert!((sink - want).abs() <= 1e-4 * want, "k {k}: sink {sink} vs {want}");
+    }
+    let series = "timestep_s: 0.001\nsolver: {kind: lstable}\nmaterials: {default: {friction: 0.8, contact_stiffness_n_per_m: 1.0e6, contact_damping_n_s_per_m: 200.0}}\nobjects:\n  - {name: box, shape: {type: box, size: [0.2, 0.2, 0.2]}, mass_kg: 2.0, position: [0, 0, 0.1]}\n";
+    let mut sim = common::sim(series, "lstable");
+    while sim.state.time_s < 3.0 {
+        sim.step();
+    }
+    let sink = 0.1 - height(&sim, "box");
+    assert!((sink - 2.0 * m * G / 4e6).abs() <= 1e-4 * sink, "springs in series: sink {sink}");
+    let mut sim = common::sim("solver: {kind: lstable}\nobjects:\n  - {name: box, shape: {type: box, size: [0.2, 0.2, 0.2]}, mass_kg: 2.0, position: [0, 0, 0.1]}\n", "lstable");
+    while sim.state.time_s < 1.0 {
+        sim.step();
+    }
+    assert!((0.1 - height(&sim, "box")).abs() < 1e-6);
+}
+
+/// The paper's ramp (E7, 3-D): a 1 kg box on four Hertz feet (r = 0.01 m, E* = 1e11 Pa,
+/// B_n = 1 N·s/m) on a 15° ramp, h = 0.01 s, friction damper 1e6/h, 1 s. The box slides
+/// a T (T + h)/2 with a = g (sin 15° − μ cos 15°) (the discrete semi-implicit Euler value:
+/// 1.28220, 0.68405, 0.085891 m for μ = 0, 0.125, 0.25) and sticks at μ = 0.375; the normal
+/// force is m g cos 15° / 4 ≈ 2.37 N per foot (the paper: "around 2.5 N"); no friction at μ = 0.
+#[test]
+fn box_on_hertz_feet_slides_down_the_ramp_by_the_coulomb_distance() {
+    let theta = 15f64.to_radians();
+    let (s, c) = theta.sin_cos();
+    let down = Vec3::new(c, 0.0, -s);
+    let mut distances = Vec::new();
+    for (mu, want) in [(0.0, 1.28220), (0.125, 0.68405), (0.25, 0.085891), (0.375, 0.0)] {
+        // centre 0.035 m along the ramp normal (half height + foot radius), rotated with the ramp
+        let lift = 0.025 + 0.01;
+        let yaml = format!(
+            "timestep_s: 0.01\nground: {{incline_deg: 15.0}}\nsolver: {{kind: lstable}}\nmaterials: {{default: {{friction: {mu}}}, foot: {{friction: {mu}, youngs_modulus_pa: 1.0e11, poisson_ratio: 0.0, contact_damping_n_s_per_m: 1.0}}}}\nrobots:\n  - urdf: ../../tests/data/ramp_box_feet.urdf\n    base: {{mode: floating, position: [{px}, 0, {pz}], rpy: [0, {theta}, 0]}}\n    material: foot\n",
+            px = lift * s,
+            pz = lift * c,
+        );
+        let mut sim = common::sim(&yaml, "lstable");
+        let base_q = sim.model.bodies[sim.model.trees[0].body_start].joint.q_index;
+        let p0 = Vec3::new(sim.state.q[base_q], sim.state.q[base_q + 1], sim.state.q[base_q + 2]);
+        let mut normal_per_foot = 0.0;
+        while sim.state.time_s < 1.0 - 1e-9 {
+            let rep = sim.step();
+            assert!(rep.solve.converged, "μ {mu}: unconverged at t = {}", sim.state.time_s);
+            assert_eq!(rep.contacts, 4);
+            let ws = &sim.workspace;
+            normal_per_foot = (0..4).map(|i| ws.contact_impulse(i)[0]).sum::<f64>() / 4.0 / 0.01;
+            if mu == 0.0 {
+                for i in 0..4 {
+                    let l = ws.contact_impulse(i);
+                    assert!(l[1] == 0.0 && l[2] == 0.0, "friction at μ = 0: {l:?}");
+                }
+            }
+            assert_impulses_in_cone(&sim);
+        }
+        let p1 = Vec3::new(sim.state.q[base_q], sim.state.q[base_q + 1], sim.state.q[base_q + 2]);
+        let d = (p1 - p0).dot(&down);
+        println!("μ {mu}: slid {d:.6} m (discrete Coulomb {want} m), normal force per foot {normal_per_foot:.4} N");
+        if want > 0.0 {
+            assert!((d - want).abs() <= 2e-3 * want, "μ {mu}: slid {d} m, want {want}");
+        } else {
+            assert!(d.abs() < 1e-5, "μ {mu}: the box should stick, moved {d} m");
+        }
+        assert!((normal_per_foot - G * c / 4.0).abs() < 0.01, "normal force per foot {normal_per_foot}");
+        distances.push(d);
+    }
+    assert!(distances.windows(2).all(|w| w[0] > w[1]), "distance must fall with μ: {distances:?}");
+}
+
+/// The paper's sphere stack (E8, reduced): 10 spheres (r 0.1 m, 1 kg) spaced 1 cm apart in mid
+/// air, Hertz contacts (E = 1e11 Pa, ν = 0), μ 0.5, h = 0.01 s, 5 s: the stack stands without
+/// walls, at rest, without lateral drift, and contact k from the ground carries (10 − k) m g.
+#[test]
+fn sphere_stack_stands_and_each_contact_carries_the_weight_above_it() {
+    let n = 10;
+    let mut yaml = String::from("timestep_s: 0.01\nsolver: {kind: lstable}\nmaterials: {default: {friction: 0.5, youngs_modulus_pa: 1.0e11, poisson_ratio: 0.0, contact_damping_n_s_per_m: 1.0}}\nobjects:\n");
+    for k in 0..n {
+        yaml += &format!("  - {{name: s{k}, shape: {{type: sphere, radius: 0.1}}, mass_kg: 1.0, position: [0, 0, {}]}}\n", 0.1 + 0.21 * k as f64);
+    }
+    let mut sim = common::sim(&yaml, "lstable");
+    while sim.state.time_s < 5.0 - 1e-9 {
+        let rep = sim.step();
+        assert!(rep.solve.converged, "unconverged at t = {}", sim.state.time_s);
+    }
+    for k in 0..n {
+        let name = format!("s{k}");
+        let p = object_position(&sim, &name);
+        assert!(p.x.abs() < 1e-12 && p.y.abs() < 1e-12, "{name} drifted to {p:?}");
+        let v = object_velocity(&sim, &name);
+        assert!(v.norm() < 1e-3, "{name} still moves at {v:?}");
+    }
+    // contact forces by height: the contact at height z carries the spheres above it
+    let ws = &sim.workspace;
+    let mut by_height: Vec<(f64, f64)> = (0..ws.contacts.len()).map(|i| (ws.contacts[i].position.z, ws.contact_force_world(i).z.abs())).collect();
+    by_height.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
+    assert_eq!(by_height.len(), n, "{by_height:?}");
+    for (k, (_, f)) in by_height.iter().enumerate() {
+        let want = (n - k) as f64 * G;
+        assert!((f - want).abs() <= 1e-4 * want, "contact {k}: {f} N, want {want}");
+    }
+}
+
+/// The heavy stack (five boxes, ×8 mass per level, 4096:1, heaviest on top): the L-stable step
+/// (direct active-set solve of the compliant problem) holds it with no visible sinking, where the
+/// iterative rigid solvers at their defaults let it sink. Prints all three.
+#[test]
+fn heavy_stack_stands_under_lstable_where_the_iterative_solvers_sink() {
+    let scene = scene_file("config/examples/box_stack_heavy.yaml");
+    let mut deepest = Vec::new();
+    for solver in ["lstable", "pgs", "bisection"] {
+        let mut sim = Simulation::from_scene(&scene, Some(&contact_sim::contact::SolverConfig::from_kind(solver).unwrap()));
+        let top0 = height(&sim, "box4");
+        let mut worst: f64 = 0.0;
+        let mut unconverged = 0;
+        while sim.state.time_s < 5.0 {
+            let rep = sim.step();
+            worst = worst.max(rep.max_penetration_m);
+            unconverged += usize::from(!rep.solve.converged);
+        }
+        let sink = top0 - height(&sim, "box4");
+        println!("{solver:9}: top box sank {:.3} mm, deepest penetration {:.3} mm, unconverged steps {unconverged}", sink * 1e3, worst * 1e3);
+        deepest.push((solver, sink, worst, unconverged));
+    }
+    let (_, sink, worst, unconverged) = deepest[0];
+    assert!(sink < 1e-3 && worst < 1e-3 && unconverged == 0, "lstable: sink {sink} m, penetration {worst} m, {unconverged} unconverged");
+    assert!(deepest[1..].iter().all(|&(_, s, _, _)| s > 1e-3), "the iterative solvers were expected to sink: {deepest:?}");
+}
