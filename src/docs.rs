@@ -12,6 +12,7 @@
 //! | [`pgs`] | `docs/pgs.md` |
 //! | [`bisection`] | `docs/bisection.md` |
 //! | [`vfpi`] | `docs/vfpi.md` |
+//! | [`lstable`] | `docs/lstable.md` |
 //! | [`fem`] | `docs/fem.md` |
 //! | [`ft_sensors`] | `docs/ft-sensors.md` |
 //! | [`time_stepping`] | `docs/time-stepping.md` |
@@ -30,6 +31,9 @@ pub mod bisection {}
 
 #[doc = include_str!("../docs/vfpi.md")]
 pub mod vfpi {}
+
+#[doc = include_str!("../docs/lstable.md")]
+pub mod lstable {}
 
 #[doc = include_str!("../docs/fem.md")]
 pub mod fem {}

@@ -126,7 +126,7 @@ fn compare(want: &Golden, got: &Golden, tol: f64) -> Option<String> {
     None
 }
 
-/// The runs pinned: every scene with its own solver, rigid scenes also under each impulse solver.
+/// The runs pinned: every scene with its own solver, rigid scenes also under each rigid method.
 fn cases() -> Vec<(PathBuf, Option<&'static str>)> {
     let mut scenes = vec![repo().join("config/default.yaml")];
     let mut examples: Vec<PathBuf> = std::fs::read_dir(repo().join("config/examples"))
@@ -141,7 +141,7 @@ fn cases() -> Vec<(PathBuf, Option<&'static str>)> {
         out.push((s.clone(), None));
         let name = s.file_stem().unwrap().to_string_lossy().to_string();
         if ["default", "quadruped_stand", "arm_push_box", "box_stack"].contains(&name.as_str()) {
-            for k in ["pgs", "bisection", "vfpi"] {
+            for k in ["pgs", "bisection", "vfpi", "lstable"] {
                 out.push((s.clone(), Some(k)));
             }
         }
