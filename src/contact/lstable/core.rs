@@ -511,7 +511,8 @@ fn newton_on_active_set(prob: &ImpulseProblem, s: &mut PolishScratch) {
                 mat[r * n + s.multiplier_unknown[first]] = s.trial[i];
             }
             s.rhs[r] = -f;
-            worst = worst.max(f.abs());
+            // in impulse units, like the natural residual
+            worst = worst.max(f.abs() / prob.a[i * m + i].max(f64::MIN_POSITIVE));
         }
         let mut i = 0;
         while i < m {
@@ -528,13 +529,16 @@ fn newton_on_active_set(prob: &ImpulseProblem, s: &mut PolishScratch) {
                     mat[k * n + s.unknown[normal_row]] = -mu * mu * pn;
                 }
                 s.rhs[k] = -g;
-                worst = worst.max(g.abs() / (mu * pn.abs()).max(1e-300));
+                // ½ (‖p_t‖² − μ² p_n²) / (μ p_n): the rim mismatch in impulse units
+                worst = worst.max(g.abs() / (mu * pn.abs()).max(f64::MIN_POSITIVE));
                 i += len;
                 continue;
             }
             i += 1;
         }
-        if worst == 0.0 || !lu_solve_in_place(mat, n, &mut s.pivot[..n], &mut s.rhs[..n]) {
+        // converged to round-off: 1e-14 of the largest impulse
+        let impulse_scale = s.trial[..m].iter().fold(f64::MIN_POSITIVE, |a, x| a.max(x.abs()));
+        if worst <= 1e-14 * impulse_scale || !lu_solve_in_place(mat, n, &mut s.pivot[..n], &mut s.rhs[..n]) {
             break;
         }
         let mut step: f64 = 0.0;
@@ -792,3 +796,4 @@ mod tests {
         assert!(natural_residual(&prob, &p, 1e-12) < 1e-12);
     }
 }
+
