@@ -782,7 +782,7 @@ mod tests {
         assert!(!cholesky_in_place(&mut not_spd, 2));
     }
 
-    /// Digest test C3 (Mode C half): W = [[1, 1], [1, 1]], R = I, b = (−1, 0.1): λ = (0.5, 0).
+    /// Two coupled unilateral rows (W = [[1, 1], [1, 1]], R = I, b = (−1, 0.1)): the max law gives λ = (0.5, 0).
     #[test]
     fn coupled_unilateral_rows_follow_the_max_law() {
         let a = [2.0, 1.0, 1.0, 2.0];
