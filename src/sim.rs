@@ -53,7 +53,7 @@ impl std::str::FromStr for FailurePolicy {
 }
 
 /// A failed step: which one, when, why.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct StepFailure {
     /// The step's number, counted from 1 over the steps attempted in the run.
     pub step: u64,

@@ -197,7 +197,7 @@ pub fn run(
         real_time_factor: sim.state.time_s / wall.max(1e-12),
         dof: sim.model.nv + 3 * sim.model.fem_nodes(),
         stats,
-        first_failure: first_failure.clone(),
+        first_failure,
         on_failure: policy.name(),
         bodies: report::body_poses(&sim.model, &sim.workspace),
         joint_positions,
