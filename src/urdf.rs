@@ -27,6 +27,9 @@ pub enum WarningClass {
     ShapeInertia,
     /// `model --check`: something about the robot's posture or mass distribution.
     Posture,
+    /// A scene's bodies start deep inside each other (pushed apart slowly, see
+    /// [`crate::model::ContactOptions::max_depenetration_speed_m_s`]).
+    Overlap,
 }
 
 impl WarningClass {
@@ -39,6 +42,7 @@ impl WarningClass {
             WarningClass::Mesh => "mesh",
             WarningClass::ShapeInertia => "shape_inertia",
             WarningClass::Posture => "posture",
+            WarningClass::Overlap => "overlap",
         }
     }
 }

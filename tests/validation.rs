@@ -419,3 +419,39 @@ fn healthy_run_exits_zero_without_failure_warning() {
     assert_eq!(code, 0, "{stderr}");
     assert!(!stderr.contains("failed"), "{stderr}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// deep initial overlap
+// ---------------------------------------------------------------------------------------------
+
+/// A box starting 1 m inside the ground used to leave at 200 m/s (Baumgarte: erp · depth / dt):
+/// the depenetration speed is capped (`contact.max_depenetration_speed_m_s`, 1 m/s by default),
+/// the box rises out steadily, and loading warns naming the bodies, the depth and the cap.
+#[test]
+fn deep_initial_overlap_is_pushed_out_at_a_capped_speed_and_warned() {
+    let yaml = "objects:\n  - {name: buried, shape: {type: box, size: [0.4, 0.4, 2.0]}, mass_kg: 1, position: [0, 0, 0]}\n";
+    let s = scene(yaml);
+    let w: Vec<_> = s.warnings.iter().filter(|w| w.class == contact_sim::config::WarningClass::Overlap).collect();
+    assert_eq!(w.len(), 1, "{:?}", s.warnings);
+    assert_mentions(&format!("{}: {}", w[0].element, w[0].message), &["'ground'", "'buried'", "1000.0 mm", "max_depenetration_speed_m_s = 1 m/s"]);
+    let mut sim = contact_sim::sim::Simulation::from_scene(&s, None);
+    let mut vmax: f64 = 0.0;
+    for _ in 0..500 {
+        sim.step();
+        vmax = vmax.max(object_velocity(&sim, "buried").z);
+    }
+    assert!(vmax < 1.1, "launched at {vmax} m/s");
+    let z = object_position(&sim, "buried").z;
+    assert!(z > 0.3, "rises steadily: z = {z} m after 0.5 s");
+    // the cap is an option; a larger one pushes faster
+    let fast = scene(&format!("contact: {{max_depenetration_speed_m_s: 5}}\n{yaml}"));
+    let mut sim = contact_sim::sim::Simulation::from_scene(&fast, None);
+    let mut vmax: f64 = 0.0;
+    for _ in 0..100 {
+        sim.step();
+        vmax = vmax.max(object_velocity(&sim, "buried").z);
+    }
+    assert!(vmax > 3.0 && vmax < 5.5, "{vmax}");
+    let e = scene_error("_bad_cap.yaml", &format!("contact: {{max_depenetration_speed_m_s: .nan}}\n{yaml}"));
+    assert_mentions(&e, &["_bad_cap.yaml", "contact", "max_depenetration_speed_m_s is NaN"]);
+}

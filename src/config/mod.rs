@@ -153,8 +153,9 @@ fn build_scene(cfg: SceneFile, file: &str, base_dir: &Path, path: &Path, opts: &
             &element,
         )?;
     }
-    let warnings = std::mem::take(&mut b.warnings);
+    let mut warnings = std::mem::take(&mut b.warnings);
     let mut model = b.finalize()?;
+    warnings.extend(deep_overlaps(&model, file));
     model.sensors = crate::sensors::build_sensors(&cfg.sensors, &model, file)?;
     for (i, name) in cfg.contact_wrench_links.iter().enumerate() {
         let body = model.body_id(name).ok_or_else(|| InputError::invalid(file, format!("contact_wrench_links[{i}]"), format!("no link or object named '{name}' in the scene")))?;
@@ -281,6 +282,45 @@ fn check_scene_numbers(cfg: &SceneFile, file: &str) -> Result<(), InputError> {
         finite_in(d.scale, SIZE_M, "scale").map_err(at(el))?;
     }
     Ok(())
+}
+
+/// One warning per pair of bodies that starts deeper in each other than the depth at which the
+/// depenetration speed is capped ([`crate::model::ContactOptions::capped_depth_m`]): they are
+/// pushed apart at `contact.max_depenetration_speed_m_s` over many steps, not in one.
+fn deep_overlaps(model: &Model, file: &str) -> Vec<LoadWarning> {
+    let mut ws = crate::workspace::Workspace::new(model, &SolverConfig::default());
+    crate::kinematics::forward_kinematics(model, &model.q_init, &model.v_init, &mut ws);
+    crate::collision::detect(model, &ws.body_pose, &ws.body_velocity, &mut ws.collision, &mut ws.contacts);
+    let deep = model.contact.capped_depth_m(model.timestep_s);
+    // deepest penetration per geometry pair, in contact order
+    let mut pairs: Vec<((usize, usize), f64)> = vec![];
+    for c in ws.contacts.iter().filter(|c| -c.distance > deep) {
+        match pairs.iter_mut().find(|(k, _)| *k == (c.geom_a, c.geom_b)) {
+            Some((_, d)) => *d = d.max(-c.distance),
+            None => pairs.push(((c.geom_a, c.geom_b), -c.distance)),
+        }
+    }
+    let speed = model.contact.max_depenetration_speed_m_s;
+    pairs
+        .into_iter()
+        .map(|((a, b), depth)| {
+            let name = |g: usize| format!("'{}'", model.geoms[g].name);
+            LoadWarning {
+                class: WarningClass::Overlap,
+                file: file.to_string(),
+                element: format!("{} and {}", name(a), name(b)),
+                message: if speed > 0.0 {
+                    format!(
+                        "start {:.1} mm inside each other (the initial poses overlap): pushed apart at no more than contact.max_depenetration_speed_m_s = {speed} m/s, for about {:.2} s",
+                        depth * 1e3,
+                        depth / speed
+                    )
+                } else {
+                    format!("start {:.1} mm inside each other (the initial poses overlap) and contact.max_depenetration_speed_m_s = 0: never pushed apart", depth * 1e3)
+                },
+            }
+        })
+        .collect()
 }
 
 /// Checks solver parameters' ranges (each method validates its own, see

@@ -833,6 +833,7 @@ impl ModelBuilder {
         if !(0.0..=1.0).contains(&c.erp) {
             return Err(self.err("contact.erp", format!("must be in [0, 1], got {}", c.erp)));
         }
+        crate::validate::finite_in(c.max_depenetration_speed_m_s, crate::validate::DEPENETRATION_SPEED_M_S, "max_depenetration_speed_m_s").map_err(|r| self.err("contact", r))?;
         if c.margin_m < 0.0 || c.slop_m < 0.0 || c.max_contacts == 0 || c.max_points_per_pair == 0 {
             return Err(self.err("contact", "margin_m and slop_m must be ≥ 0, max_contacts and max_points_per_pair ≥ 1"));
         }
