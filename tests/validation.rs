@@ -128,13 +128,18 @@ const ARM_DEFAULTS: [(&str, &str); 15] = [
     ("{OFF}", "0"),
 ];
 
-/// [`ARM`] with one placeholder set to `value`, the others at their defaults.
-fn arm_with(key: &str, value: &str) -> String {
-    let mut t = ARM.to_string();
-    for (k, v) in ARM_DEFAULTS {
+/// `template` with the placeholder `key` set to `value`, the others at their `defaults`.
+fn fill(template: &str, defaults: &[(&str, &str)], key: &str, value: &str) -> String {
+    let mut t = template.to_string();
+    for &(k, v) in defaults {
         t = t.replace(k, if k == key { value } else { v });
     }
     t
+}
+
+/// [`ARM`] with one placeholder set to `value`, the others at their defaults.
+fn arm_with(key: &str, value: &str) -> String {
+    fill(ARM, &ARM_DEFAULTS, key, value)
 }
 
 #[test]
@@ -247,11 +252,7 @@ const SCENE_DEFAULTS: [(&str, &str); 20] = [
 ];
 
 fn scene_with(template: &str, key: &str, value: &str) -> String {
-    let mut t = template.to_string();
-    for (k, v) in SCENE_DEFAULTS {
-        t = t.replace(k, if k == key { value } else { v });
-    }
-    t
+    fill(template, &SCENE_DEFAULTS, key, value)
 }
 
 fn scene_error(name: &str, yaml: &str) -> String {

@@ -580,10 +580,8 @@ impl ModelBuilder {
                         None
                     };
                     let positive_or_inf = |x: f64| if x > 0.0 { x } else { f64::INFINITY };
+                    // checked by crate::urdf::check_numbers: finite, ≥ 0
                     let (damping, friction) = j.dynamics.as_ref().map(|d| (d.damping, d.friction)).unwrap_or((0.0, 0.0));
-                    if damping < 0.0 || friction < 0.0 || !damping.is_finite() || !friction.is_finite() {
-                        return Err(e(format!("joint '{}'", j.name), "dynamics damping and friction must be ≥ 0".into()));
-                    }
                     let joint = Joint {
                         name: j.name.clone(),
                         kind,
