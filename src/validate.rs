@@ -84,6 +84,8 @@ pub const INCLINE_DEG: Range = Range::new(-90.0, 90.0, "deg");
 pub const CONTACT_DISTANCE_M: Range = Range::new(0.0, 1.0, "m");
 /// `contact.max_depenetration_speed_m_s` (m/s); 0 turns the position correction off.
 pub const DEPENETRATION_SPEED_M_S: Range = Range::new(0.0, 1e4, "m/s");
+/// The time step (s).
+pub const TIMESTEP_S: Range = Range::new(1e-7, 1.0, "s");
 /// A component of gravity (m/s²).
 pub const GRAVITY_M_S2: Range = Range::new(-1e3, 1e3, "m/s²");
 

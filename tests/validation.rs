@@ -205,6 +205,7 @@ fn urdf_zero_or_infinite_limits_mean_unlimited() {
 
 /// A scene with a robot, an object, a script and a deformable-free setup; `{..}` placeholders.
 const SCENE: &str = r#"
+timestep_s: {DT}
 gravity: [0, 0, {G}]
 ground: {incline_deg: {INCLINE}, incline_axis: {IAXIS}}
 contact: {margin_m: {MARGIN}}
@@ -227,7 +228,8 @@ script:
   - {time_s: {T1}, positions: {pendulum_joint: {TARGET}}, efforts: {pendulum_joint: {EFF}}}
 "#;
 
-const SCENE_DEFAULTS: [(&str, &str); 20] = [
+const SCENE_DEFAULTS: [(&str, &str); 21] = [
+    ("{DT}", "0.001"),
     ("{G}", "-9.81"),
     ("{INCLINE}", "0"),
     ("{IAXIS}", "[0, 1, 0]"),
@@ -274,6 +276,8 @@ fn scene_template_loads_with_its_defaults() {
 fn scene_non_finite_or_absurd_numbers_are_refused_naming_the_element() {
     let cases: &[(&str, &str, &[&str])] = &[
         ("{G}", ".nan", &["gravity", "gravity[2] is NaN"]),
+        ("{DT}", "1e300", &["timestep_s", "timestep_s = 1e300 s"]),
+        ("{DT}", ".nan", &["timestep_s", "timestep_s is NaN"]),
         ("{INCLINE}", ".nan", &["ground", "incline_deg is NaN"]),
         ("{INCLINE}", "400", &["ground", "incline_deg = 400 deg"]),
         ("{IAXIS}", "[.nan, 1, 0]", &["ground", "incline_axis[0] is NaN"]),

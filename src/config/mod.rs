@@ -209,13 +209,14 @@ fn build_scene(cfg: SceneFile, file: &str, base_dir: &Path, path: &Path, opts: &
 }
 
 /// Checks every number of a scene file against its physical range ([`crate::validate`]):
-/// gravity, ground, contact distances, robot bases, initial positions and gains, object sizes,
+/// time step, gravity, ground, contact distances, robot bases, initial positions and gains, object sizes,
 /// masses, densities, poses and velocities, script keyframes, deformable poses and velocities.
 /// The URDFs' numbers are checked when the robots are added
 /// ([`crate::urdf::check_numbers`]), the solver's by [`validate_solver`].
 fn check_scene_numbers(cfg: &SceneFile, file: &str) -> Result<(), InputError> {
     use crate::validate::*;
     let at = |element: String| move |reason: String| InputError::invalid(file, element, reason);
+    finite_in(cfg.timestep_s, TIMESTEP_S, "timestep_s").map_err(at("timestep_s".into()))?;
     finite3_in(cfg.gravity, GRAVITY_M_S2, "gravity").map_err(at("gravity".into()))?;
     finite_in(cfg.ground.incline_deg, INCLINE_DEG, "incline_deg").map_err(at("ground".into()))?;
     finite_in(cfg.contact.margin_m, CONTACT_DISTANCE_M, "margin_m").map_err(at("contact".into()))?;
