@@ -29,6 +29,20 @@ fn assert_mentions(msg: &str, needles: &[&str]) {
     }
 }
 
+/// A table of bad values: `(placeholder, value, what the message must mention)`.
+type Cases<'a> = &'a [(&'a str, &'a str, &'a [&'a str])];
+
+/// For each case, `error_of(index, placeholder, value)` is the error of loading the fixture
+/// with that value, `(file name, message)`: the message must start with the file's path and
+/// mention every needle.
+fn assert_refused(cases: Cases, error_of: impl Fn(usize, &str, &str) -> (String, String)) {
+    for (i, (key, value, needles)) in cases.iter().enumerate() {
+        let (file, e) = error_of(i, key, value);
+        assert!(e.starts_with(&format!("{file}: ")), "{key}={value}: {e}");
+        assert_mentions(&e, needles);
+    }
+}
+
 fn link(name: &str) -> String {
     format!(
         r#"<link name="{name}"><inertial><mass value="1"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial>
@@ -156,7 +170,7 @@ fn urdf_template_loads_with_its_defaults() {
 /// element and the field.
 #[test]
 fn urdf_non_finite_or_absurd_numbers_are_refused_naming_the_element() {
-    let cases: &[(&str, &str, &[&str])] = &[
+    let cases: Cases = &[
         ("{MASS}", "NaN", &["link 'upper' <inertial>", "<mass value> is NaN"]),
         ("{MASS}", "1e300", &["link 'upper' <inertial>", "<mass value> = 1e300 kg", "outside the accepted range"]),
         ("{IXX}", "inf", &["link 'upper' <inertial>", "<inertia ixx> is infinite"]),
@@ -179,12 +193,10 @@ fn urdf_non_finite_or_absurd_numbers_are_refused_naming_the_element() {
         ("{MULT}", "1e300", &["joint 'follower'", "<mimic multiplier> = 1e300"]),
         ("{OFF}", "inf", &["joint 'follower'", "<mimic offset> is infinite"]),
     ];
-    for (i, (key, value, needles)) in cases.iter().enumerate() {
+    assert_refused(cases, |i, key, value| {
         let name = format!("arm_bad_{i}.urdf");
-        let e = urdf_error(&name, &arm_with(key, value));
-        assert!(e.starts_with(&format!("{}: ", path("target/test-scenes").join(&name).display())), "{key}={value}: {e}");
-        assert_mentions(&e, needles);
-    }
+        (path("target/test-scenes").join(&name).display().to_string(), urdf_error(&name, &arm_with(key, value)))
+    });
 }
 
 /// `effort="0"` (and `+inf`) keep meaning "unlimited"; a zero velocity limit too.
@@ -274,7 +286,7 @@ fn scene_template_loads_with_its_defaults() {
 /// absurd masses and sizes: refused, naming the file, the element and the field.
 #[test]
 fn scene_non_finite_or_absurd_numbers_are_refused_naming_the_element() {
-    let cases: &[(&str, &str, &[&str])] = &[
+    let cases: Cases = &[
         ("{G}", ".nan", &["gravity", "gravity[2] is NaN"]),
         ("{DT}", "1e300", &["timestep_s", "timestep_s = 1e300 s"]),
         ("{DT}", ".nan", &["timestep_s", "timestep_s is NaN"]),
@@ -299,12 +311,10 @@ fn scene_non_finite_or_absurd_numbers_are_refused_naming_the_element() {
         ("{TARGET}", ".nan", &["script[1]", "positions.pendulum_joint is NaN"]),
         ("{EFF}", "-.inf", &["script[1]", "efforts.pendulum_joint is negative infinite"]),
     ];
-    for (i, (key, value, needles)) in cases.iter().enumerate() {
+    assert_refused(cases, |i, key, value| {
         let name = format!("_bad_scene_{i}.yaml");
-        let e = scene_error(&name, &scene_with(SCENE, key, value));
-        assert_mentions(&e, &[&name]);
-        assert_mentions(&e, needles);
-    }
+        (path("config/examples").join(&name).display().to_string(), scene_error(&name, &scene_with(SCENE, key, value)))
+    });
 }
 
 /// A heavy but physical object (10⁶ kg, inside the range) still loads; the range is documented.
@@ -331,17 +341,16 @@ deformables:
 #[test]
 fn deformable_non_finite_pose_or_velocity_is_refused() {
     scene(&scene_with(DEFORMABLE_SCENE, "", ""));
-    let cases: &[(&str, &str, &[&str])] = &[
+    let cases: Cases = &[
         ("{DPOS}", "[0, .nan, 0.2]", &["deformables[0] ('ball')", "position[1] is NaN"]),
         ("{DRPY}", "[0, 0, .inf]", &["deformables[0] ('ball')", "rpy[2] is infinite"]),
         ("{DVEL}", "[.nan, 0, 0]", &["deformables[0] ('ball')", "linear_velocity[0] is NaN"]),
         ("{DSCALE}", "1e300", &["deformables[0] ('ball')", "scale = 1e300 m"]),
     ];
-    for (key, value, needles) in cases {
-        let e = scene_error("_bad_deformable.yaml", &scene_with(DEFORMABLE_SCENE, key, value));
-        assert_mentions(&e, &["_bad_deformable.yaml"]);
-        assert_mentions(&e, needles);
-    }
+    assert_refused(cases, |_, key, value| {
+        let name = "_bad_deformable.yaml";
+        (path("config/examples").join(name).display().to_string(), scene_error(name, &scene_with(DEFORMABLE_SCENE, key, value)))
+    });
 }
 
 /// A tet mesh node with a NaN or huge coordinate names the file, the line and the node.
