@@ -203,9 +203,7 @@ fn push_rigid_rows(rigid: &RigidRows, m: usize, nv: usize, base: usize, kt: f64,
 fn push_deformable_contacts(model: &Model, dof_axis: &[crate::math::Vec6], f: &FemWorkspace, cs: &mut CoupledScratch, base: usize, vr: &mut usize) {
     let dt = model.timestep_s;
     let nv = model.nv;
-    let erp = model.contact.erp;
-    let slop = model.contact.slop_m;
-    let bias_of = |d: f64| if d >= 0.0 { d / dt } else { -erp * (-d - slop).max(0.0) / dt };
+    let bias_of = |d: f64| model.contact.normal_bias(d, dt);
     for k in 0..f.contacts.len() {
         let c = f.contacts[k];
         let mut j = None;

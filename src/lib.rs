@@ -53,4 +53,5 @@ pub mod sim;
 pub mod state;
 pub mod step;
 pub mod urdf;
+pub mod validate;
 pub mod workspace;

@@ -9,6 +9,74 @@ use crate::state::Commands;
 use crate::step::{step, StepReport};
 use crate::workspace::Workspace;
 
+/// What a run does after a step fails (singular mass matrix, non-finite state; see
+/// [`StepReport::failure_cause`]): the scene's `on_failure`, `contact_sim run --on-failure`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailurePolicy {
+    /// Stop the run: `contact_sim run` exits with status 3 naming the first failed step (the
+    /// default of the command line).
+    #[default]
+    Stop,
+    /// Put the robots and objects back in their initial state (as an episode reset: time and
+    /// the script go on) and continue.
+    Reset,
+    /// Keep the last good state (the failed step changed nothing, velocities of a non-finite
+    /// step are zeroed) and continue; the failures are counted.
+    Hold,
+}
+
+impl FailurePolicy {
+    /// Every policy, by name.
+    pub const NAMES: [&'static str; 3] = ["stop", "reset", "hold"];
+
+    /// The policy's name in scene files and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            FailurePolicy::Stop => "stop",
+            FailurePolicy::Reset => "reset",
+            FailurePolicy::Hold => "hold",
+        }
+    }
+}
+
+impl std::str::FromStr for FailurePolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "stop" => Ok(FailurePolicy::Stop),
+            "reset" => Ok(FailurePolicy::Reset),
+            "hold" => Ok(FailurePolicy::Hold),
+            _ => Err(format!("unknown on_failure policy '{s}' (expected one of: {})", FailurePolicy::NAMES.join(", "))),
+        }
+    }
+}
+
+/// A failed step: which one, when, why.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct StepFailure {
+    /// The step's number, counted from 1 over the steps attempted in the run.
+    pub step: u64,
+    /// Simulated time at the start of the step (s).
+    pub time_s: f64,
+    /// What went wrong ([`StepReport::failure_cause`]).
+    pub cause: &'static str,
+}
+
+impl StepFailure {
+    /// The failure of a step, if it failed: `step` is its number (from 1), `time_s` the
+    /// simulated time at its start (s).
+    pub fn of(report: &StepReport, step: u64, time_s: f64) -> Option<Self> {
+        report.failure_cause().map(|cause| StepFailure { step, time_s, cause })
+    }
+}
+
+impl std::fmt::Display for StepFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "step {} (t = {:.6} s) failed: {}", self.step, self.time_s, self.cause)
+    }
+}
+
 /// Per-joint command tracks built from scene keyframes.
 #[derive(Clone, Debug, Default)]
 pub struct Script {
@@ -151,6 +219,15 @@ impl Simulation {
         }
         self.script.apply(self.state.time_s, &mut self.commands);
         step(&self.model, &mut self.state, &mut self.workspace, &self.commands)
+    }
+
+    /// Applies `policy` after a failed step: [`FailurePolicy::Reset`] restarts the episode
+    /// ([`Simulation::restart_episode`]); `Hold` and `Stop` leave the last good state (the
+    /// caller stops on `Stop`). Allocates nothing.
+    pub fn apply_failure_policy(&mut self, policy: FailurePolicy) {
+        if policy == FailurePolicy::Reset {
+            self.restart_episode();
+        }
     }
 
     /// Back to the initial positions, velocities and commands, with no warm start, keeping the

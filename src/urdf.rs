@@ -27,6 +27,9 @@ pub enum WarningClass {
     ShapeInertia,
     /// `model --check`: something about the robot's posture or mass distribution.
     Posture,
+    /// A scene's bodies start deep inside each other (pushed apart slowly, see
+    /// [`crate::model::ContactOptions::max_depenetration_speed_m_s`]).
+    Overlap,
 }
 
 impl WarningClass {
@@ -39,6 +42,7 @@ impl WarningClass {
             WarningClass::Mesh => "mesh",
             WarningClass::ShapeInertia => "shape_inertia",
             WarningClass::Posture => "posture",
+            WarningClass::Overlap => "overlap",
         }
     }
 }
@@ -331,6 +335,66 @@ pub fn parse_urdf_str(text: &str, file: &str) -> Result<(urdf_rs::Robot, Vec<Loa
     };
     let robot = urdf_rs::read_from_string(&cleaned).map_err(|e| InputError::Parse { file: file.to_string(), reason: format!("invalid URDF: {e}") })?;
     Ok((robot, warnings))
+}
+
+// ---------------------------------------------------------------------------------------------
+// numbers
+// ---------------------------------------------------------------------------------------------
+
+/// Checks every number of a URDF that affects the physics against its physical range (see
+/// [`crate::validate`]): link masses, inertias and `<origin>`s, collision origins and sizes,
+/// joint origins, axes, limits, dynamics and mimic multipliers and offsets. Visuals are not
+/// checked (they do not affect the physics). The error is `(element, reason)`:
+/// `("joint 'knee'", "<limit lower> is NaN")`.
+pub fn check_numbers(robot: &urdf_rs::Robot) -> Result<(), (String, String)> {
+    use crate::validate::*;
+    for l in &robot.links {
+        let at = |element: String| move |reason: String| (element, reason);
+        let el = format!("link '{}' <inertial>", l.name);
+        let i = &l.inertial;
+        pose_in_range(i.origin.xyz.0, i.origin.rpy.0, URDF_ORIGIN).map_err(at(el.clone()))?;
+        finite_in(i.mass.value, MASS_KG, "<mass value>").map_err(at(el.clone()))?;
+        let ii = &i.inertia;
+        for (name, v) in [("ixx", ii.ixx), ("ixy", ii.ixy), ("ixz", ii.ixz), ("iyy", ii.iyy), ("iyz", ii.iyz), ("izz", ii.izz)] {
+            finite_in(v, INERTIA_KG_M2, &format!("<inertia {name}>")).map_err(at(el.clone()))?;
+        }
+        for (ci, c) in l.collision.iter().enumerate() {
+            let el = format!("link '{}' <collision> {ci}", l.name);
+            pose_in_range(c.origin.xyz.0, c.origin.rpy.0, URDF_ORIGIN).map_err(at(el.clone()))?;
+            match &c.geometry {
+                urdf_rs::Geometry::Box { size } => finite3_in(size.0, SIZE_M, "<box size>").map(drop),
+                urdf_rs::Geometry::Sphere { radius } => finite_in(*radius, SIZE_M, "<sphere radius>").map(drop),
+                urdf_rs::Geometry::Cylinder { radius, length } | urdf_rs::Geometry::Capsule { radius, length } => {
+                    finite_in(*radius, SIZE_M, "radius").and_then(|_| finite_in(*length, SIZE_M, "length")).map(drop)
+                }
+                urdf_rs::Geometry::Mesh { scale, .. } => scale.as_ref().map_or(Ok(()), |s| finite3_in(s.0, DIRECTION, "<mesh scale>").map(drop)),
+            }
+            .map_err(at(el))?;
+        }
+    }
+    for j in &robot.joints {
+        let el = format!("joint '{}'", j.name);
+        let at = |reason: String| (el.clone(), reason);
+        pose_in_range(j.origin.xyz.0, j.origin.rpy.0, URDF_ORIGIN).map_err(at)?;
+        if matches!(j.joint_type, urdf_rs::JointType::Fixed) {
+            continue;
+        }
+        direction(j.axis.xyz.0, "<axis xyz>").map_err(at)?;
+        let lim = &j.limit;
+        finite_in(lim.lower, JOINT_POSITION_LIMIT, "<limit lower>").map_err(at)?;
+        finite_in(lim.upper, JOINT_POSITION_LIMIT, "<limit upper>").map_err(at)?;
+        finite_in(lim.effort, JOINT_LIMIT, "<limit effort>").map_err(at)?;
+        finite_in(lim.velocity, JOINT_LIMIT, "<limit velocity>").map_err(at)?;
+        if let Some(d) = &j.dynamics {
+            finite_in(d.damping, GAIN, "<dynamics damping>").map_err(at)?;
+            finite_in(d.friction, GAIN, "<dynamics friction>").map_err(at)?;
+        }
+        if let Some(m) = &j.mimic {
+            finite_in(m.multiplier.unwrap_or(1.0), MULTIPLIER, "<mimic multiplier>").map_err(at)?;
+            finite_in(m.offset.unwrap_or(0.0), JOINT_POSITION, "<mimic offset>").map_err(at)?;
+        }
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------

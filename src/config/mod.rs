@@ -39,6 +39,8 @@ pub struct Scene {
     pub reset_period_s: Option<f64>,
     /// Default run duration (s).
     pub duration_s: f64,
+    /// The scene's `on_failure` policy, if it gives one.
+    pub on_failure: Option<crate::sim::FailurePolicy>,
     /// Problems that did not stop loading (ignored URDF elements, non-physical inertias kept or
     /// balanced, ...); the caller prints them.
     pub warnings: Vec<LoadWarning>,
@@ -99,6 +101,7 @@ pub fn load_scene_str_with(text: &str, path: &Path, opts: &LoadOptions) -> Resul
 }
 
 fn build_scene(cfg: SceneFile, file: &str, base_dir: &Path, path: &Path, opts: &LoadOptions) -> Result<Scene, InputError> {
+    check_scene_numbers(&cfg, file)?;
     let mut b = ModelBuilder::new(file);
     b.timestep_s = cfg.timestep_s;
     b.gravity = Vec3::from(cfg.gravity);
@@ -114,11 +117,8 @@ fn build_scene(cfg: SceneFile, file: &str, base_dir: &Path, path: &Path, opts: &
     b.friction_combine(cfg.friction_combine);
     if cfg.ground.enabled {
         let t = cfg.ground.incline_deg.to_radians();
-        let axis = Vec3::from(cfg.ground.incline_axis);
-        if axis.norm() < 1e-9 {
-            return Err(InputError::invalid(file, "ground.incline_axis", "must be a non-zero vector"));
-        }
-        let n = nalgebra::UnitQuaternion::from_scaled_axis(axis.normalize() * t) * Vec3::z();
+        let axis = crate::validate::direction(cfg.ground.incline_axis, "incline_axis").map_err(|r| InputError::invalid(file, "ground", r))?;
+        let n = nalgebra::UnitQuaternion::from_scaled_axis(axis * t) * Vec3::z();
         b.ground(n, &cfg.ground.material)?;
     }
     for (ri, r) in cfg.robots.iter().enumerate() {
@@ -154,8 +154,9 @@ fn build_scene(cfg: SceneFile, file: &str, base_dir: &Path, path: &Path, opts: &
             &element,
         )?;
     }
-    let warnings = std::mem::take(&mut b.warnings);
+    let mut warnings = std::mem::take(&mut b.warnings);
     let mut model = b.finalize()?;
+    warnings.extend(deep_overlaps(&model, file));
     model.sensors = crate::sensors::build_sensors(&cfg.sensors, &model, file)?;
     for (i, name) in cfg.contact_wrench_links.iter().enumerate() {
         let body = model.body_id(name).ok_or_else(|| InputError::invalid(file, format!("contact_wrench_links[{i}]"), format!("no link or object named '{name}' in the scene")))?;
@@ -203,8 +204,125 @@ fn build_scene(cfg: SceneFile, file: &str, base_dir: &Path, path: &Path, opts: &
         script_period_s: cfg.script_period_s,
         reset_period_s: cfg.reset_period_s,
         duration_s: cfg.duration_s.unwrap_or(5.0),
+        on_failure: cfg.on_failure,
         warnings,
     })
+}
+
+/// Checks every number of a scene file against its physical range ([`crate::validate`]):
+/// time step, gravity, ground, contact distances, robot bases, initial positions and gains, object sizes,
+/// masses, densities, poses and velocities, script keyframes, deformable poses and velocities.
+/// The URDFs' numbers are checked when the robots are added
+/// ([`crate::urdf::check_numbers`]), the solver's by [`validate_solver`].
+fn check_scene_numbers(cfg: &SceneFile, file: &str) -> Result<(), InputError> {
+    use crate::validate::*;
+    let at = |element: String| move |reason: String| InputError::invalid(file, element, reason);
+    finite_in(cfg.timestep_s, TIMESTEP_S, "timestep_s").map_err(at("timestep_s".into()))?;
+    finite3_in(cfg.gravity, GRAVITY_M_S2, "gravity").map_err(at("gravity".into()))?;
+    finite_in(cfg.ground.incline_deg, INCLINE_DEG, "incline_deg").map_err(at("ground".into()))?;
+    finite_in(cfg.contact.margin_m, CONTACT_DISTANCE_M, "margin_m").map_err(at("contact".into()))?;
+    finite_in(cfg.contact.slop_m, CONTACT_DISTANCE_M, "slop_m").map_err(at("contact".into()))?;
+    let motion = |el: String, xyz: [f64; 3], rpy: [f64; 3], lin: [f64; 3], ang: Option<[f64; 3]>| -> Result<(), InputError> {
+        pose_in_range(xyz, rpy, ["position", "rpy"]).map_err(at(el.clone()))?;
+        finite3_in(lin, LINEAR_VELOCITY_M_S, "linear_velocity").map_err(at(el.clone()))?;
+        ang.map_or(Ok(()), |a| finite3_in(a, ANGULAR_VELOCITY_RAD_S, "angular_velocity").map(drop)).map_err(at(el))
+    };
+    for (ri, r) in cfg.robots.iter().enumerate() {
+        let el = format!("robots[{ri}]");
+        motion(format!("{el}.base"), r.base.position, r.base.rpy, r.base.linear_velocity, Some(r.base.angular_velocity))?;
+        for (joint, &q) in &r.initial_positions {
+            finite_in(q, JOINT_POSITION, joint).map_err(at(format!("{el}.initial_positions")))?;
+        }
+        let modes = std::iter::once(("default".to_string(), &r.control.default)).chain(r.control.joints.iter().map(|(k, v)| (format!("joints.{k}"), v)));
+        for (key, mode) in modes {
+            let cel = format!("{el}.control.{key}");
+            match *mode {
+                ControlModeConfig::Position { kp, kd } => {
+                    finite_in(kp, GAIN, "kp").map_err(at(cel.clone()))?;
+                    finite_in(kd, GAIN, "kd").map_err(at(cel))?;
+                }
+                ControlModeConfig::Velocity { kd } => {
+                    finite_in(kd, GAIN, "kd").map_err(at(cel))?;
+                }
+                ControlModeConfig::Passive | ControlModeConfig::Effort => {}
+            }
+        }
+    }
+    for (oi, o) in cfg.objects.iter().enumerate() {
+        let el = format!("objects[{oi}] ('{}')", o.name);
+        motion(el.clone(), o.position, o.rpy, o.linear_velocity, Some(o.angular_velocity))?;
+        if let Some(m) = o.mass_kg {
+            finite_in(m, MASS_KG, "mass_kg").map_err(at(el.clone()))?;
+        }
+        if let Some(d) = o.density_kg_m3 {
+            finite_in(d, DENSITY_KG_M3, "density_kg_m3").map_err(at(el.clone()))?;
+        }
+        let sel = format!("{el}.shape");
+        match &o.shape {
+            ShapeConfig::Box { size } => finite3_in(*size, SIZE_M, "size").map(drop),
+            ShapeConfig::Sphere { radius } => finite_in(*radius, SIZE_M, "radius").map(drop),
+            ShapeConfig::Cylinder { radius, length } | ShapeConfig::Capsule { radius, length } => {
+                finite_in(*radius, SIZE_M, "radius").and_then(|_| finite_in(*length, SIZE_M, "length")).map(drop)
+            }
+            ShapeConfig::Mesh { scale, .. } => finite3_in(*scale, DIRECTION, "scale").map(drop),
+        }
+        .map_err(at(sel))?;
+    }
+    for (ki, k) in cfg.script.iter().enumerate() {
+        let el = format!("script[{ki}]");
+        finite_in(k.time_s, SCRIPT_TIME_S, "time_s").map_err(at(el.clone()))?;
+        for (joint, &q) in &k.positions {
+            finite_in(q, JOINT_POSITION, &format!("positions.{joint}")).map_err(at(el.clone()))?;
+        }
+        for (joint, &f) in &k.efforts {
+            finite_in(f, JOINT_EFFORT, &format!("efforts.{joint}")).map_err(at(el.clone()))?;
+        }
+    }
+    for (di, d) in cfg.deformables.iter().enumerate() {
+        let el = format!("deformables[{di}] ('{}')", d.name);
+        motion(el.clone(), d.position, d.rpy, d.linear_velocity, None)?;
+        finite_in(d.scale, SIZE_M, "scale").map_err(at(el))?;
+    }
+    Ok(())
+}
+
+/// One warning per pair of bodies that starts deeper in each other than the depth at which the
+/// depenetration speed is capped ([`crate::model::ContactOptions::capped_depth_m`]): they are
+/// pushed apart at `contact.max_depenetration_speed_m_s` over many steps, not in one.
+fn deep_overlaps(model: &Model, file: &str) -> Vec<LoadWarning> {
+    let mut ws = crate::workspace::Workspace::new(model, &SolverConfig::default());
+    crate::kinematics::forward_kinematics(model, &model.q_init, &model.v_init, &mut ws);
+    crate::collision::detect(model, &ws.body_pose, &ws.body_velocity, &mut ws.collision, &mut ws.contacts);
+    let deep = model.contact.capped_depth_m(model.timestep_s);
+    // deepest penetration per geometry pair, in contact order
+    let mut pairs: Vec<((usize, usize), f64)> = vec![];
+    for c in ws.contacts.iter().filter(|c| -c.distance > deep) {
+        match pairs.iter_mut().find(|(k, _)| *k == (c.geom_a, c.geom_b)) {
+            Some((_, d)) => *d = d.max(-c.distance),
+            None => pairs.push(((c.geom_a, c.geom_b), -c.distance)),
+        }
+    }
+    let speed = model.contact.max_depenetration_speed_m_s;
+    pairs
+        .into_iter()
+        .map(|((a, b), depth)| {
+            let name = |g: usize| format!("'{}'", model.geoms[g].name);
+            LoadWarning {
+                class: WarningClass::Overlap,
+                file: file.to_string(),
+                element: format!("{} and {}", name(a), name(b)),
+                message: if speed > 0.0 {
+                    format!(
+                        "start {:.1} mm inside each other (the initial poses overlap): pushed apart at no more than contact.max_depenetration_speed_m_s = {speed} m/s, for about {:.2} s",
+                        depth * 1e3,
+                        depth / speed
+                    )
+                } else {
+                    format!("start {:.1} mm inside each other (the initial poses overlap) and contact.max_depenetration_speed_m_s = 0: never pushed apart", depth * 1e3)
+                },
+            }
+        })
+        .collect()
 }
 
 /// Checks solver parameters' ranges (each method validates its own, see

@@ -100,6 +100,11 @@ pub struct SceneFile {
     /// collection).
     #[serde(default)]
     pub reset_period_s: Option<f64>,
+    /// What a run does after a step fails (singular mass matrix, non-finite state): `stop`,
+    /// `reset` or `hold` (see [`crate::sim::FailurePolicy`]). Default: `stop` for
+    /// `contact_sim run` (whose `--on-failure` overrides it).
+    #[serde(default)]
+    pub on_failure: Option<crate::sim::FailurePolicy>,
     /// Force/torque sensors on fixed joints.
     #[serde(default)]
     pub sensors: Vec<crate::sensors::FtSensorConfig>,

@@ -222,8 +222,14 @@ fn add_node(tags: &mut HashMap<u64, usize>, nodes: &mut Vec<Vec3>, tag: u64, p: 
     if tags.insert(tag, nodes.len()).is_some() {
         return Err(ls.err(format!("node {tag} is defined twice")));
     }
-    nodes.push(p);
+    nodes.push(node_position(p, tag, ls)?);
     Ok(())
+}
+
+/// A node's coordinates, each finite and in [`crate::validate::POSITION_M`].
+fn node_position(p: Vec3, tag: u64, ls: &Lines) -> Result<Vec3, InputError> {
+    crate::validate::finite3_in(p.into(), crate::validate::POSITION_M, &format!("node {tag} coordinate")).map_err(|r| ls.err(r))?;
+    Ok(p)
 }
 
 fn gmsh_element(ty: u64, tag: u64, conn: &[u64], ls: &Lines, out: &mut Vec<(u64, [u64; 4], usize)>) -> Result<(), InputError> {
@@ -262,7 +268,7 @@ fn parse_tetgen(node_text: &str, node_path: &Path, ele_text: &str, ele_path: &Pa
         if id != base + i as i64 {
             return Err(ls.err(format!("node {id} out of sequence (expected {})", base + i as i64)));
         }
-        nodes.push(Vec3::new(x[1], x[2], x[3]));
+        nodes.push(node_position(Vec3::new(x[1], x[2], x[3]), id as u64, &ls)?);
     }
     let base = first.unwrap_or(0) as u64;
     let mut ls = Lines::new(ele_text, &ef);

@@ -124,6 +124,37 @@ fn shape_bounding_radius(shape: &GeomShape) -> f64 {
     }
 }
 
+/// The joints of a cycle in a link graph, if there is one: `parent_joint[link]` is the joint
+/// whose child the link is, `parent_of(joint)` that joint's parent link. Returned in the order
+/// parent → child, starting at a joint of the cycle.
+fn joint_cycle<'a>(parent_joint: &[Option<usize>], parent_of: impl Fn(usize) -> &'a str, link_index: &HashMap<&str, usize>) -> Option<Vec<usize>> {
+    // 0: unvisited, 1: on the current walk, 2: done (leads to a root)
+    let mut state = vec![0u8; parent_joint.len()];
+    for start in 0..parent_joint.len() {
+        let mut walk = vec![];
+        let mut link = start;
+        while state[link] == 0 {
+            state[link] = 1;
+            walk.push(link);
+            match parent_joint[link] {
+                Some(ji) => link = link_index[parent_of(ji)],
+                None => break,
+            }
+        }
+        if state[link] == 1 && parent_joint[link].is_some() && walk.contains(&link) {
+            // the walk went child → parent; the cycle is the tail from `link`
+            let from = walk.iter().position(|&l| l == link).unwrap();
+            let mut joints: Vec<usize> = walk[from..].iter().map(|&l| parent_joint[l].unwrap()).collect();
+            joints.reverse();
+            return Some(joints);
+        }
+        for l in walk {
+            state[l] = 2;
+        }
+    }
+    None
+}
+
 /// Builds parry's shape for a geometry; `None` for the plane (handled analytically).
 fn parry_shape(shape: &GeomShape) -> Option<SharedShape> {
     Some(match shape {
@@ -399,6 +430,8 @@ impl ModelBuilder {
         let robot_name = spec.name.clone().unwrap_or_else(|| urdf.name.clone());
         let mut warnings = spec.warnings.clone();
 
+        crate::urdf::check_numbers(urdf).map_err(|(element, reason)| e(element, reason))?;
+
         // --- topology: links, joints, single root, no cycles ---
         let mut link_index: HashMap<&str, usize> = HashMap::new();
         for (i, l) in urdf.links.iter().enumerate() {
@@ -419,6 +452,9 @@ impl ModelBuilder {
             let c = *link_index.get(j.child.link.as_str()).ok_or_else(|| {
                 e(format!("joint '{}'", j.name), format!("child link '{}' does not exist", j.child.link))
             })?;
+            if p == c {
+                return Err(e(format!("joint '{}'", j.name), format!("its parent and child are the same link '{}' (a joint must connect two links)", j.parent.link)));
+            }
             if let Some(other) = parent_joint[c] {
                 return Err(e(
                     format!("link '{}'", j.child.link),
@@ -439,6 +475,11 @@ impl ModelBuilder {
                 }
                 _ => {}
             }
+        }
+        if let Some(cycle) = joint_cycle(&parent_joint, |ji| urdf.joints[ji].parent.link.as_str(), &link_index) {
+            let names: Vec<String> = cycle.iter().map(|&ji| format!("'{}'", urdf.joints[ji].name)).collect();
+            let path: Vec<&str> = cycle.iter().map(|&ji| urdf.joints[ji].parent.link.as_str()).chain(std::iter::once(urdf.joints[cycle[0]].parent.link.as_str())).collect();
+            return Err(e(format!("joints {}", names.join(", ")), format!("form a cycle of links {} (a URDF must be a tree)", path.join(" → "))));
         }
         let roots: Vec<usize> = (0..urdf.links.len()).filter(|&i| parent_joint[i].is_none()).collect();
         if roots.len() != 1 {
@@ -535,14 +576,10 @@ impl ModelBuilder {
                         urdf_rs::JointType::Fixed => JointKind::Fixed,
                         _ => unreachable!("rejected above"),
                     };
-                    let axis = Vec3::new(j.axis.xyz[0], j.axis.xyz[1], j.axis.xyz[2]);
                     let axis = if kind == JointKind::Fixed {
                         Vec3::zeros()
                     } else {
-                        if !(axis.norm() > 1e-9) || axis.iter().any(|x| !x.is_finite()) {
-                            return Err(e(format!("joint '{}'", j.name), "axis must be a non-zero vector".into()));
-                        }
-                        axis.normalize()
+                        crate::validate::direction(j.axis.xyz.0, "<axis xyz>").map_err(|r| e(format!("joint '{}'", j.name), r))?
                     };
                     let lim = &j.limit;
                     let limited = matches!(j.joint_type, urdf_rs::JointType::Revolute | urdf_rs::JointType::Prismatic);
@@ -557,10 +594,8 @@ impl ModelBuilder {
                         None
                     };
                     let positive_or_inf = |x: f64| if x > 0.0 { x } else { f64::INFINITY };
+                    // checked by crate::urdf::check_numbers: finite, ≥ 0
                     let (damping, friction) = j.dynamics.as_ref().map(|d| (d.damping, d.friction)).unwrap_or((0.0, 0.0));
-                    if damping < 0.0 || friction < 0.0 || !damping.is_finite() || !friction.is_finite() {
-                        return Err(e(format!("joint '{}'", j.name), "dynamics damping and friction must be ≥ 0".into()));
-                    }
                     let joint = Joint {
                         name: j.name.clone(),
                         kind,
@@ -710,6 +745,7 @@ impl ModelBuilder {
         if !spec.fixed && !(spec.mass > 0.0 && spec.mass.is_finite()) {
             return Err(self.err(format!("{element}.mass_kg"), format!("must be positive, got {}", spec.mass)));
         }
+        crate::validate::finite_in(spec.mass, crate::validate::MASS_KG, "mass").map_err(|r| self.err(element, r))?;
         let material = self.material_id(&spec.material, &format!("{element}.material"))?;
         let parry = parry_shape(&spec.shape).ok_or_else(|| self.err(format!("{element}.shape"), "mesh is degenerate"))?;
         let (inertia, com) = solid_inertia(&spec.shape, spec.mass);
@@ -809,6 +845,7 @@ impl ModelBuilder {
         if !(0.0..=1.0).contains(&c.erp) {
             return Err(self.err("contact.erp", format!("must be in [0, 1], got {}", c.erp)));
         }
+        crate::validate::finite_in(c.max_depenetration_speed_m_s, crate::validate::DEPENETRATION_SPEED_M_S, "max_depenetration_speed_m_s").map_err(|r| self.err("contact", r))?;
         if c.margin_m < 0.0 || c.slop_m < 0.0 || c.max_contacts == 0 || c.max_points_per_pair == 0 {
             return Err(self.err("contact", "margin_m and slop_m must be ≥ 0, max_contacts and max_points_per_pair ≥ 1"));
         }

@@ -383,6 +383,11 @@ pub struct ContactOptions {
     pub erp: f64,
     /// Maximum number of contact points kept per geometry pair.
     pub max_points_per_pair: usize,
+    /// Largest speed (m/s) at which the Baumgarte correction pushes penetrating shapes apart:
+    /// `erp · (depth − slop) / dt` is capped at it, so that a body starting deep in another (1 m
+    /// buried: 200 m/s at the defaults) is pushed out over several steps instead of launched.
+    /// Ordinary penetrations (millimetres) stay far below it.
+    pub max_depenetration_speed_m_s: f64,
     /// Node–node contact between deformable bodies and of a deformable with itself
     /// (`contact: {deformable_contact: {enabled: true}}`; see [`crate::fem::selfcontact`]).
     pub deformable_contact: DeformableContactOptions,
@@ -390,7 +395,35 @@ pub struct ContactOptions {
 
 impl Default for ContactOptions {
     fn default() -> Self {
-        Self { max_contacts: 256, margin_m: 0.002, slop_m: 0.0002, erp: 0.2, max_points_per_pair: 8, deformable_contact: DeformableContactOptions::default() }
+        Self {
+            max_contacts: 256,
+            margin_m: 0.002,
+            slop_m: 0.0002,
+            erp: 0.2,
+            max_points_per_pair: 8,
+            max_depenetration_speed_m_s: 1.0,
+            deformable_contact: DeformableContactOptions::default(),
+        }
+    }
+}
+
+impl ContactOptions {
+    /// The bias velocity (m/s) of a contact's normal row at signed distance `distance` (m,
+    /// negative when penetrating) for a step of `dt` (s): a separated contact may close its gap
+    /// in one step (`distance / dt`); a penetrating one is pushed apart by the Baumgarte term
+    /// `−erp · (depth − slop) / dt`, at most [`ContactOptions::max_depenetration_speed_m_s`].
+    pub fn normal_bias(&self, distance: f64, dt: f64) -> f64 {
+        if distance >= 0.0 {
+            distance / dt
+        } else {
+            -(self.erp * (-distance - self.slop_m).max(0.0) / dt).min(self.max_depenetration_speed_m_s)
+        }
+    }
+
+    /// The penetration depth (m) beyond which [`ContactOptions::normal_bias`] is capped at
+    /// `max_depenetration_speed_m_s` for a step of `dt` (s).
+    pub fn capped_depth_m(&self, dt: f64) -> f64 {
+        self.slop_m + self.max_depenetration_speed_m_s * dt / self.erp.max(f64::MIN_POSITIVE)
     }
 }
 

@@ -397,6 +397,10 @@ pub struct RtCounters {
     pub unconverged_steps: u64,
     /// Steps skipped by the engine (singular mass matrix, non-finite state).
     pub failed_steps: u64,
+    /// The first failed step (its number counts the loop's steps from 1), if any.
+    pub first_failure: Option<crate::sim::StepFailure>,
+    /// The latest failed step, if any.
+    pub last_failure: Option<crate::sim::StepFailure>,
     /// Samples lost because the ROS side fell behind.
     pub samples_dropped: u64,
 }

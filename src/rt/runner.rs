@@ -23,7 +23,7 @@ use super::stats::{LoopStats, LoopTimer};
 use super::trajectory::ActiveTrajectory;
 use super::watchdog::{Watchdog, WatchdogConfig, WatchdogEvent};
 use crate::model::ControlMode;
-use crate::sim::Simulation;
+use crate::sim::{FailurePolicy, Simulation, StepFailure};
 use crate::state::State;
 use crate::state::Commands;
 use crate::step::{step, StepReport};
@@ -220,6 +220,7 @@ pub struct RtLoop {
     dt_s: f64,
     initial_state: State,
     initial_commands: Commands,
+    on_failure: FailurePolicy,
 }
 
 /// Handle to a spawned loop.
@@ -315,7 +316,17 @@ impl RtLoop {
             dt_s,
             cfg,
             sim,
+            on_failure: FailurePolicy::Hold,
         }
+    }
+
+    /// What the loop does after a failed step (see [`FailurePolicy`]; default `hold`: the
+    /// node keeps running on the last good state): `stop` pauses stepping (a `Pause(false)`
+    /// request resumes), `reset` resets the simulation as a `Reset` request does. Every failure
+    /// is counted ([`RtCounters::failed_steps`]); the first and the last are kept in the
+    /// counters for `/diagnostics`.
+    pub fn set_failure_policy(&mut self, policy: FailurePolicy) {
+        self.on_failure = policy;
     }
 
     /// The joints and bases, in the order samples and commands use.
@@ -445,6 +456,9 @@ impl RtLoop {
             if free_running {
                 for _ in 0..steps_per_cycle {
                     self.do_step();
+                    if self.paused {
+                        break; // on_failure: stop
+                    }
                 }
             }
             while self.pending_steps > 0 {
@@ -556,13 +570,25 @@ impl RtLoop {
             let RtLoop { traj, sim, layout, cfg, .. } = self;
             traj.apply(sim.state.time_s, cfg.interpolation, layout, &mut sim.commands);
         }
+        let t_before = self.sim.state.time_s;
         let r = step(&self.sim.model, &mut self.sim.state, &mut self.sim.workspace, &self.sim.commands);
         self.counters.steps += 1;
         if !r.solve.converged && r.solve.iterations > 0 {
             self.counters.unconverged_steps += 1;
         }
-        if r.singular_mass_matrix || r.non_finite_state {
+        if let Some(f) = StepFailure::of(&r, self.counters.steps, t_before) {
             self.counters.failed_steps += 1;
+            self.counters.first_failure.get_or_insert(f);
+            self.counters.last_failure = Some(f);
+            match self.on_failure {
+                FailurePolicy::Hold => {}
+                FailurePolicy::Stop => {
+                    self.paused = true;
+                    self.pending_steps = 0;
+                    self.force_sample = true;
+                }
+                FailurePolicy::Reset => self.reset_all(),
+            }
         }
         self.window_iterations_max = self.window_iterations_max.max(r.solve.iterations);
         if r.solve.residual.is_finite() {
@@ -609,6 +635,17 @@ impl RtLoop {
         self.sim.commands.mode.copy_from_slice(&self.base_modes);
     }
 
+    /// A reset as the `Reset` request does it: initial state, no trajectory, watchdog disarmed,
+    /// counted.
+    fn reset_all(&mut self) {
+        self.reset_simulation();
+        self.traj.cancel();
+        self.watchdog.disarm();
+        self.pending_steps = 0;
+        self.counters.resets += 1;
+        self.force_sample = true;
+    }
+
     fn apply_watchdog(&mut self) {
         self.counters.watchdog_trips += 1;
         self.traj.cancel();
@@ -642,14 +679,7 @@ impl RtLoop {
         let mut keep_running = true;
         while let Some(Control { seq, request }) = self.shared.control.pop() {
             match request {
-                ControlRequest::Reset => {
-                    self.reset_simulation();
-                    self.traj.cancel();
-                    self.watchdog.disarm();
-                    self.pending_steps = 0;
-                    self.counters.resets += 1;
-                    self.force_sample = true;
-                }
+                ControlRequest::Reset => self.reset_all(),
                 ControlRequest::Pause(p) => {
                     self.paused = p;
                     self.force_sample = true;

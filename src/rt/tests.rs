@@ -321,3 +321,52 @@ fn gains_and_solver_settings_apply_between_steps() {
         other => panic!("unexpected solver {}", other.kind()),
     }
 }
+
+/// A loop on a model whose every step fails (a passive, undamped joint moving only a massless
+/// link: the mass matrix is singular), with the given failure policy.
+fn failing_loop(tag: &str, policy: crate::sim::FailurePolicy) -> Running {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-scenes");
+    std::fs::create_dir_all(&dir).unwrap();
+    let urdf = r#"<robot name="r"><link name="a"><inertial><mass value="1"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial></link>
+        <link name="ghost"/><joint name="spin" type="continuous"><parent link="a"/><child link="ghost"/><axis xyz="0 0 1"/></joint></robot>"#;
+    std::fs::write(dir.join(format!("rt_failing_{tag}.urdf")), urdf).unwrap();
+    let scene = dir.join(format!("rt_failing_{tag}.yaml"));
+    std::fs::write(&scene, format!("ground: {{enabled: false}}\nrobots:\n  - urdf: rt_failing_{tag}.urdf\n")).unwrap();
+    let mut c = cfg(TimeMode::SimTime);
+    c.real_time_factor = 0.0;
+    let mut rt = RtLoop::new(Simulation::from_scene(&load_scene(&scene).expect("scene loads"), None), c);
+    rt.set_failure_policy(policy);
+    let shared = rt.shared().clone();
+    let join = std::thread::spawn(move || rt.run());
+    Running { shared, join: Some(join), control_seq: 0, command_seq: 0 }
+}
+
+/// `stop` pauses the loop at the first failed step (the node keeps running and reports it);
+/// `reset` resets after each failure and goes on; `hold` goes on. The first and last failures
+/// are in the counters.
+#[test]
+fn failed_steps_apply_the_failure_policy_and_are_reported() {
+    use crate::sim::FailurePolicy;
+    let r = failing_loop("stop", FailurePolicy::Stop);
+    let s = r.wait_sample("paused after the failure", |s| s.paused && s.counters.failed_steps > 0);
+    std::thread::sleep(Duration::from_millis(50));
+    let exit = r.stop();
+    assert_eq!(exit.counters.failed_steps, 1, "stepping stops at the first failure");
+    assert_eq!(exit.counters.steps, 1);
+    let f = s.counters.first_failure.expect("first failure kept");
+    assert_eq!((f.step, f.time_s), (1, 0.0));
+    assert!(f.cause.contains("mass matrix"), "{}", f.cause);
+
+    let r = failing_loop("reset", FailurePolicy::Reset);
+    let s = r.wait_sample("resets", |s| s.counters.resets >= 3);
+    assert!(!s.paused);
+    assert!(s.counters.failed_steps >= 3);
+    drop(r);
+
+    let r = failing_loop("hold", FailurePolicy::Hold);
+    let s = r.wait_sample("many failures", |s| s.counters.failed_steps >= 20);
+    assert!(!s.paused);
+    assert_eq!(s.counters.resets, 0);
+    assert_eq!(s.counters.first_failure.unwrap().step, 1);
+    assert!(s.counters.last_failure.unwrap().step >= 20);
+}

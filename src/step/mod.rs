@@ -70,6 +70,20 @@ pub struct StepReport {
     pub max_penetration_m: f64,
 }
 
+impl StepReport {
+    /// Why the step failed, or `None` when it did not: a singular mass matrix (the step was
+    /// skipped) or a non-finite state (the state before the step was kept, velocities zeroed).
+    pub fn failure_cause(&self) -> Option<&'static str> {
+        if self.singular_mass_matrix {
+            Some("the mass matrix is not positive definite (a moving link without mass or damping, or an unphysical inertia)")
+        } else if self.non_finite_state {
+            Some("the state became non-finite (NaN or infinite velocities)")
+        } else {
+            None
+        }
+    }
+}
+
 /// `row_trees` entry of a row that touches no (second) tree.
 pub(crate) const NO_TREE: usize = usize::MAX;
 

@@ -53,7 +53,6 @@ pub fn build_jacobian(model: &Model, state: &State, ws: &mut Workspace, dt: f64)
     let first_joint_row = ws.first_joint_row();
     ws.jacobian[..m * nv].fill(0.0);
     let erp = model.contact.erp;
-    let slop = model.contact.slop_m;
     for (ci, c) in ws.contacts.iter().enumerate() {
         ws.friction[ci] = c.friction;
         let tree_a = c.body_a.map(|b| model.bodies[b].tree).unwrap_or(NO_TREE);
@@ -91,15 +90,7 @@ pub fn build_jacobian(model: &Model, state: &State, ws: &mut Workspace, dt: f64)
                 u += row[k] * ws.free_velocity[k];
             }
             // bias: speculative gap closing / Baumgarte penetration recovery (normal only)
-            let bias = if kind == ContactRow::Normal {
-                if c.distance >= 0.0 {
-                    c.distance / dt
-                } else {
-                    -erp * (-c.distance - slop).max(0.0) / dt
-                }
-            } else {
-                0.0
-            };
+            let bias = if kind == ContactRow::Normal { model.contact.normal_bias(c.distance, dt) } else { 0.0 };
             ws.free_constraint_velocity[i] = u + bias;
         }
     }

@@ -96,9 +96,9 @@ pub fn dof_sweep(steps: usize, pgs_max_dof: usize, threads: usize, json: bool) -
             let v_free = chol.solve(&nalgebra::DMatrix::from_column_slice(n, 1, &f.system.b));
             let mut u = jt.transpose() * v_free;
             row.pgs_delassus_ms = Some(t.elapsed().as_secs_f64() * 1e3);
-            let (dt, erp, slop) = (sim.model.timestep_s, sim.model.contact.erp, sim.model.contact.slop_m);
+            let dt = sim.model.timestep_s;
             for (ci, c) in f.contacts.iter().enumerate() {
-                u[3 * ci] += if c.distance >= 0.0 { c.distance / dt } else { -erp * (-c.distance - slop).max(0.0) / dt };
+                u[3 * ci] += sim.model.contact.normal_bias(c.distance, dt);
             }
             let mu = vec![0.3; nc];
             let gt = g.transpose();

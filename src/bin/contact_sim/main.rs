@@ -65,6 +65,11 @@ enum Command {
         /// Publish rate of the recorded topics (Hz, simulation time).
         #[arg(long, default_value_t = 1000.0)]
         record_rate: f64,
+        /// What to do when a step fails (singular mass matrix, non-finite state): `stop` (exit
+        /// status 3 naming the step), `reset` (initial state, go on) or `hold` (keep the last
+        /// good state, go on). Default: the scene's `on_failure`, else `stop`.
+        #[arg(long, value_parser = |s: &str| s.parse::<contact_sim::sim::FailurePolicy>())]
+        on_failure: Option<contact_sim::sim::FailurePolicy>,
         #[command(flatten)]
         load: LoadArgs,
     },
@@ -209,10 +214,11 @@ fn main() {
         }
     };
     let result = match cli.command {
-        Command::Run { scene, duration, solver, summary, quiet, csv, wrench_bodies, csv_every, record, record_rate, load } => match load.options() {
+        Command::Run { scene, duration, solver, summary, quiet, csv, wrench_bodies, csv_every, record, record_rate, on_failure, load } => match load.options() {
             Ok(o) => {
                 let _ = LOAD_OPTIONS.set(o);
-                run::run(scene, duration, solver, summary, quiet, run::CsvOptions { path: csv, bodies: wrench_bodies, every: csv_every }, record.map(|d| (d, record_rate)))
+                let csv = run::CsvOptions { path: csv, bodies: wrench_bodies, every: csv_every };
+                run::run(scene, duration, solver, summary, quiet, csv, record.map(|d| (d, record_rate)), on_failure)
             }
             Err(e) => Err(e),
         },
@@ -233,7 +239,8 @@ fn main() {
         // one line: the chain of causes
         let msg: Vec<String> = e.chain().map(|c| c.to_string()).collect();
         eprintln!("error: {}", msg.join(": "));
-        std::process::exit(2);
+        // 3: the input was fine but the run failed (`on_failure: stop`)
+        std::process::exit(if e.is::<run::StepFailed>() { 3 } else { 2 });
     }
 }
 

@@ -3,6 +3,7 @@
 use super::*;
 
 use contact_sim::bag::run::RunRecorder;
+use contact_sim::sim::{FailurePolicy, StepFailure};
 
 #[derive(serde::Serialize)]
 struct RunSummary {
@@ -17,9 +18,25 @@ struct RunSummary {
     real_time_factor: f64,
     dof: usize,
     stats: RunStats,
+    /// The first failed step, if any, and the `on_failure` policy applied.
+    first_failure: Option<StepFailure>,
+    on_failure: &'static str,
     bodies: Vec<report::BodyPoseReport>,
     joint_positions: std::collections::BTreeMap<String, f64>,
 }
+
+/// A run stopped by its `on_failure: stop` policy (exit status 3): the scene file and the
+/// first failed step.
+#[derive(Debug)]
+pub struct StepFailed(pub String);
+
+impl std::fmt::Display for StepFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StepFailed {}
 
 pub struct CsvOptions {
     pub path: Option<PathBuf>,
@@ -87,9 +104,21 @@ impl CsvWriter {
     }
 }
 
-pub fn run(scene: Option<PathBuf>, duration: Option<f64>, solver: Option<SolverKind>, summary: Option<PathBuf>, quiet: bool, csv: CsvOptions, record: Option<(PathBuf, f64)>) -> Result<()> {
+#[allow(clippy::too_many_arguments)]
+pub fn run(
+    scene: Option<PathBuf>,
+    duration: Option<f64>,
+    solver: Option<SolverKind>,
+    summary: Option<PathBuf>,
+    quiet: bool,
+    csv: CsvOptions,
+    record: Option<(PathBuf, f64)>,
+    on_failure: Option<FailurePolicy>,
+) -> Result<()> {
     let path = scene.unwrap_or_else(|| repo_path("config/default.yaml"));
     let scene = load(&path)?;
+    let policy = on_failure.or(scene.on_failure).unwrap_or(FailurePolicy::Stop);
+    let mut first_failure: Option<StepFailure> = None;
     let solver_cfg = solver_for(&scene, solver)?;
     let duration = duration.unwrap_or(scene.duration_s);
     if !(duration > 0.0 && duration.is_finite()) {
@@ -118,6 +147,10 @@ pub fn run(scene: Option<PathBuf>, duration: Option<f64>, solver: Option<SolverK
         let t_before = sim.state.time_s;
         let r = sim.step();
         stats.add(&r);
+        if let Some(f) = StepFailure::of(&r, i + 1, t_before) {
+            first_failure.get_or_insert(f);
+            sim.apply_failure_policy(policy);
+        }
         if let Some(rec) = recorder.as_mut() {
             rec.tick(&sim, Some((t_before, &r)), sim.state.time_s / start.elapsed().as_secs_f64().max(1e-9));
         }
@@ -136,6 +169,9 @@ pub fn run(scene: Option<PathBuf>, duration: Option<f64>, solver: Option<SolverK
                 sim.state.time_s / wall.max(1e-9)
             );
             let _ = std::io::stderr().flush();
+        }
+        if first_failure.is_some() && policy == FailurePolicy::Stop {
+            break;
         }
     }
     if interactive {
@@ -161,6 +197,8 @@ pub fn run(scene: Option<PathBuf>, duration: Option<f64>, solver: Option<SolverK
         real_time_factor: sim.state.time_s / wall.max(1e-12),
         dof: sim.model.nv + 3 * sim.model.fem_nodes(),
         stats,
+        first_failure,
+        on_failure: policy.name(),
         bodies: report::body_poses(&sim.model, &sim.workspace),
         joint_positions,
     };
@@ -200,8 +238,12 @@ pub fn run(scene: Option<PathBuf>, duration: Option<f64>, solver: Option<SolverK
         std::fs::write(&out, text).with_context(|| format!("--summary: cannot write {}", out.display()))?;
         println!("summary written to {}", out.display());
     }
-    if s.stats.failed_steps > 0 {
-        eprintln!("warning: {} steps failed (singular mass matrix or non-finite state)", s.stats.failed_steps);
+    match (first_failure, policy) {
+        (Some(f), FailurePolicy::Stop) => {
+            return Err(StepFailed(format!("{}: {f}; run stopped (on_failure: stop; the poses above are the last good state)", path.display())).into());
+        }
+        (Some(f), p) => eprintln!("warning: {} steps failed, the first: {f} (on_failure: {})", s.stats.failed_steps, p.name()),
+        (None, _) => {}
     }
     Ok(())
 }

@@ -1,0 +1,173 @@
+//! Range checks for the numbers read from input files (scene YAML, URDF, tet meshes).
+//!
+//! Every number is checked where it is read, with [`finite_in`] (one value) or [`finite3_in`]
+//! (a vector): NaN, ±∞ and values outside the [`Range`] of their kind are refused with a reason
+//! naming the field (`<limit lower> is NaN`, `mass_kg = 1e300 kg is outside the accepted range
+//! [0, 1e9] kg`); the caller adds the file and the element ([`crate::error::InputError`]).
+//!
+//! The ranges are wide: they accept every physical robot, object or scene and refuse only values
+//! that overflow the arithmetic or mean a typo (a mass of 10³⁰⁰ kg, a position 10¹⁰ m away).
+//! `docs/configuration.md` lists them.
+
+use std::fmt;
+
+/// An accepted closed interval for one kind of quantity, with its unit (for messages).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Range {
+    /// Smallest accepted value.
+    pub min: f64,
+    /// Largest accepted value.
+    pub max: f64,
+    /// Unit, for messages (`kg`, `m`, `rad`, empty for dimensionless).
+    pub unit: &'static str,
+}
+
+impl Range {
+    const fn new(min: f64, max: f64, unit: &'static str) -> Self {
+        Range { min, max, unit }
+    }
+
+    /// `true` when `x` is finite and inside the range.
+    pub fn contains(&self, x: f64) -> bool {
+        x.is_finite() && x >= self.min && x <= self.max
+    }
+}
+
+impl fmt::Display for Range {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{}, {}]", show(self.min), show(self.max))?;
+        if !self.unit.is_empty() {
+            write!(f, " {}", self.unit)?;
+        }
+        Ok(())
+    }
+}
+
+/// Mass of a body or link (kg). Objects that move must be heavier than 0.
+pub const MASS_KG: Range = Range::new(0.0, 1e9, "kg");
+/// Density of an object (kg/m³): osmium is 2.26·10⁴.
+pub const DENSITY_KG_M3: Range = Range::new(0.0, 1e5, "kg/m³");
+/// An entry of a rotational inertia matrix (kg·m²).
+pub const INERTIA_KG_M2: Range = Range::new(-1e12, 1e12, "kg·m²");
+/// A coordinate of a position or an offset (m): 1000 km from the origin.
+pub const POSITION_M: Range = Range::new(-1e6, 1e6, "m");
+/// A size (length, radius, edge) of a collision shape (m).
+pub const SIZE_M: Range = Range::new(0.0, 1e4, "m");
+/// An angle of an orientation given as roll-pitch-yaw (rad).
+pub const ANGLE_RAD: Range = Range::new(-1e3, 1e3, "rad");
+/// A component of an initial linear velocity (m/s).
+pub const LINEAR_VELOCITY_M_S: Range = Range::new(-1e4, 1e4, "m/s");
+/// A component of an initial angular velocity (rad/s).
+pub const ANGULAR_VELOCITY_RAD_S: Range = Range::new(-1e4, 1e4, "rad/s");
+/// A joint position: target, initial position, limit, mimic offset (rad or m).
+pub const JOINT_POSITION: Range = Range::new(-1e6, 1e6, "rad or m");
+/// A joint effort: scripted feed-forward effort (N·m or N).
+pub const JOINT_EFFORT: Range = Range::new(-1e9, 1e9, "N·m or N");
+/// A joint's position limit (rad or m): any finite value (a limit beyond the joint's reach is
+/// never active).
+pub const JOINT_POSITION_LIMIT: Range = Range::new(f64::MIN, f64::MAX, "rad or m");
+/// A joint's effort or velocity limit in a URDF (N·m or N, rad/s or m/s); 0 and +∞ mean
+/// unlimited, so only NaN and negative values are refused.
+pub const JOINT_LIMIT: Range = Range::new(0.0, f64::INFINITY, "");
+/// A PD gain `kp` (N·m/rad or N/m) or `kd` (N·m·s/rad or N·s/m), or a joint's damping or
+/// friction.
+pub const GAIN: Range = Range::new(0.0, 1e12, "");
+/// A mimic multiplier (dimensionless).
+pub const MULTIPLIER: Range = Range::new(-1e3, 1e3, "");
+/// A component of a direction (joint axis, incline axis) before normalisation.
+pub const DIRECTION: Range = Range::new(-1e6, 1e6, "");
+/// A time in a command script (s).
+pub const SCRIPT_TIME_S: Range = Range::new(0.0, 1e9, "s");
+/// The ground's incline (deg).
+pub const INCLINE_DEG: Range = Range::new(-90.0, 90.0, "deg");
+/// A contact distance: `contact.margin_m`, `contact.slop_m` (m).
+pub const CONTACT_DISTANCE_M: Range = Range::new(0.0, 1.0, "m");
+/// `contact.max_depenetration_speed_m_s` (m/s); 0 turns the position correction off.
+pub const DEPENETRATION_SPEED_M_S: Range = Range::new(0.0, 1e4, "m/s");
+/// The time step (s).
+pub const TIMESTEP_S: Range = Range::new(1e-7, 1.0, "s");
+/// A component of gravity (m/s²).
+pub const GRAVITY_M_S2: Range = Range::new(-1e3, 1e3, "m/s²");
+
+fn show(x: f64) -> String {
+    if x.is_nan() {
+        "NaN".into()
+    } else if x.abs() >= 1e6 || (x != 0.0 && x.abs() < 1e-4) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
+/// `Ok(value)` when `value` is in `range` (NaN and −∞ never are; +∞ only when the range's
+/// maximum is +∞); otherwise the reason, naming the field `what`.
+pub fn finite_in(value: f64, range: Range, what: &str) -> Result<f64, String> {
+    let in_range = !value.is_nan() && value >= range.min && value <= range.max && (value.is_finite() || range.max == f64::INFINITY && value > 0.0);
+    if in_range {
+        return Ok(value);
+    }
+    let unit = if range.unit.is_empty() { String::new() } else { format!(" {}", range.unit) };
+    Err(if value.is_nan() {
+        format!("{what} is NaN")
+    } else if value.is_infinite() {
+        format!("{what} is {}infinite", if value < 0.0 { "negative " } else { "" })
+    } else {
+        format!("{what} = {}{unit} is outside the accepted range {range}", show(value))
+    })
+}
+
+/// [`finite_in`] for each component of a vector; the field is named `what[i]`.
+pub fn finite3_in(v: [f64; 3], range: Range, what: &str) -> Result<[f64; 3], String> {
+    for (i, &x) in v.iter().enumerate() {
+        finite_in(x, range, &format!("{what}[{i}]"))?;
+    }
+    Ok(v)
+}
+
+/// A position (m) and roll-pitch-yaw orientation (rad), each checked: the pose of an object,
+/// a base, a URDF `<origin>`; `names` names the two fields (`["position", "rpy"]`).
+pub fn pose_in_range(xyz: [f64; 3], rpy: [f64; 3], names: [&str; 2]) -> Result<(), String> {
+    finite3_in(xyz, POSITION_M, names[0])?;
+    finite3_in(rpy, ANGLE_RAD, names[1])?;
+    Ok(())
+}
+
+/// The names of a URDF `<origin>`'s fields, for [`pose_in_range`].
+pub const URDF_ORIGIN: [&str; 2] = ["<origin xyz>", "<origin rpy>"];
+
+/// A direction: finite components in [`DIRECTION`] and a non-zero length, so that it normalises
+/// to a finite unit vector.
+pub fn direction(v: [f64; 3], what: &str) -> Result<crate::math::Vec3, String> {
+    finite3_in(v, DIRECTION, what)?;
+    let v = crate::math::Vec3::from(v);
+    let n = v.norm();
+    if !(n > 1e-9) {
+        return Err(format!("{what} must be a non-zero vector, got [{}, {}, {}]", show(v.x), show(v.y), show(v.z)));
+    }
+    Ok(v / n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_nan_infinities_and_out_of_range_values_naming_the_field() {
+        assert_eq!(finite_in(2.0, MASS_KG, "mass_kg"), Ok(2.0));
+        assert_eq!(finite_in(f64::NAN, MASS_KG, "mass_kg").unwrap_err(), "mass_kg is NaN");
+        assert_eq!(finite_in(f64::NEG_INFINITY, JOINT_LIMIT, "<limit effort>").unwrap_err(), "<limit effort> is negative infinite");
+        assert_eq!(finite_in(f64::INFINITY, JOINT_LIMIT, "<limit effort>"), Ok(f64::INFINITY));
+        assert!(finite_in(f64::INFINITY, MASS_KG, "m").is_err());
+        let e = finite_in(1e300, MASS_KG, "mass_kg").unwrap_err();
+        assert!(e.contains("1e300 kg") && e.contains("[0, 1e9] kg"), "{e}");
+        assert!(finite3_in([0.0, f64::NAN, 0.0], POSITION_M, "position").unwrap_err().starts_with("position[1] is NaN"));
+    }
+
+    #[test]
+    fn directions_that_overflow_or_vanish_are_refused() {
+        assert!(direction([1e308, 1e308, 0.0], "axis").is_err());
+        assert!(direction([0.0, 0.0, 0.0], "axis").unwrap_err().contains("non-zero"));
+        let d = direction([0.0, 3.0, 4.0], "axis").unwrap();
+        assert!((d.norm() - 1.0).abs() < 1e-15);
+    }
+}
