@@ -179,3 +179,18 @@ fn heavy_stack_stands_under_lstable_where_the_iterative_solvers_sink() {
     assert!(sink < 1e-3 && worst < 1e-3 && unconverged == 0, "lstable: sink {sink} m, penetration {worst} m, {unconverged} unconverged");
     assert!(deepest[1..].iter().all(|&(_, s, _, _)| s > 1e-3), "the iterative solvers were expected to sink: {deepest:?}");
 }
+
+/// A rigid box starting 1 m inside the ground is pushed out at the capped depenetration speed
+/// (`contact.max_depenetration_speed_m_s`, 1 m/s), not launched by the `φ₀/h` feedback of a
+/// rigid contact (1000 m/s at h = 1 ms).
+#[test]
+fn deep_initial_overlap_is_pushed_out_at_the_capped_speed() {
+    let mut sim = common::sim("objects:\n  - {name: buried, shape: {type: box, size: [0.4, 0.4, 2.0]}, mass_kg: 1, position: [0, 0, 0]}\n", "lstable");
+    let mut vmax: f64 = 0.0;
+    for _ in 0..500 {
+        sim.step();
+        vmax = vmax.max(object_velocity(&sim, "buried").z);
+    }
+    assert!(vmax < 1.1, "launched at {vmax} m/s");
+    assert!(height(&sim, "buried") > 0.3, "rises steadily: z = {} m after 0.5 s", height(&sim, "buried"));
+}

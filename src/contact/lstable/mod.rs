@@ -189,9 +189,21 @@ impl LstableScheme {
     }
 }
 
-/// Normal stiffness (N/m) and damping (N·s/m) of a contact, from its two materials (springs and
-/// dampers in series; Hertz secant stiffness for spheres with an elastic side).
-pub fn contact_stiffness_damping(model: &Model, contact: &Contact, params: &LstableParams) -> (f64, f64) {
+/// A contact's normal law: stiffness (N/m), damping (N·s/m), and whether both materials are
+/// rigid (the stiffness is then [`LstableParams::rigid_stiffness_n_per_m`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NormalLaw {
+    /// K (N/m).
+    pub stiffness_n_per_m: f64,
+    /// B (N·s/m).
+    pub damping_n_s_per_m: f64,
+    /// Neither material gives a stiffness.
+    pub rigid: bool,
+}
+
+/// The normal law of a contact, from its two materials (springs and dampers in series; Hertz
+/// secant stiffness for spheres with an elastic side).
+pub fn contact_normal_law(model: &Model, contact: &Contact, params: &LstableParams) -> NormalLaw {
     let (ga, gb) = (&model.geoms[contact.geom_a], &model.geoms[contact.geom_b]);
     let (ma, mb) = (&model.materials[ga.material].compliance, &model.materials[gb.material].compliance);
     let sphere_radius = |shape: &GeomShape| match shape {
@@ -209,15 +221,18 @@ pub fn contact_stiffness_damping(model: &Model, contact: &Contact, params: &Lsta
         (None, None) => None,
     };
     let hertz_compliance = ma.hertz_compliance_per_pa() + mb.hertz_compliance_per_pa();
-    let stiffness = match r_eff {
+    let (stiffness, rigid) = match r_eff {
         Some(r) if hertz_compliance > 0.0 => {
             let depth = (-contact.distance).max(params.hertz_min_depth_m);
-            (r * depth).sqrt() / hertz_compliance
+            ((r * depth).sqrt() / hertz_compliance, false)
         }
-        _ => series(ma.stiffness_n_per_m, mb.stiffness_n_per_m).unwrap_or(params.rigid_stiffness_n_per_m),
+        _ => match series(ma.stiffness_n_per_m, mb.stiffness_n_per_m) {
+            Some(k) => (k, false),
+            None => (params.rigid_stiffness_n_per_m, true),
+        },
     };
     let damping = series(ma.damping_n_s_per_m, mb.damping_n_s_per_m).unwrap_or(0.0);
-    (stiffness, damping)
+    NormalLaw { stiffness_n_per_m: stiffness, damping_n_s_per_m: damping, rigid }
 }
 
 impl WholeStepScheme for LstableScheme {
@@ -237,10 +252,17 @@ impl WholeStepScheme for LstableScheme {
         // per row: kind, compliance ε, position feedback
         for (ci, contact) in input.contacts.iter().enumerate() {
             let i = layout.start(ci);
-            let (k, b) = contact_stiffness_damping(model, contact, &self.params);
-            let phi0 = contact.distance;
-            let b = if phi0 > 0.0 { 0.0 } else { b };
-            self.set_row(i, RowKind::Normal, row_compliance(h, k, b), row_position_feedback(h, k, b, phi0), h * (h * k + b));
+            let law = contact_normal_law(model, contact, &self.params);
+            let (k, phi0) = (law.stiffness_n_per_m, contact.distance);
+            let b = if phi0 > 0.0 { 0.0 } else { law.damping_n_s_per_m };
+            let mut feedback = row_position_feedback(h, k, b, phi0);
+            if law.rigid {
+                // a rigid contact's feedback is a position correction: capped like the other
+                // methods' (a body that starts deep inside another is pushed out, not launched);
+                // a compliant contact's is its spring force and is left alone
+                feedback = feedback.max(-model.contact.max_depenetration_speed_m_s);
+            }
+            self.set_row(i, RowKind::Normal, row_compliance(h, k, b), feedback, h * (h * k + b));
             for r in 1..layout.len() {
                 let kind = RowKind::Friction { normal_row: i, mu: prob.friction[ci] };
                 self.set_row(i + r, kind, eps_friction, 0.0, self.params.friction_damping_n);
