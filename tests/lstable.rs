@@ -194,3 +194,49 @@ fn deep_initial_overlap_is_pushed_out_at_the_capped_speed() {
     assert!(vmax < 1.1, "launched at {vmax} m/s");
     assert!(height(&sim, "buried") > 0.3, "rises steadily: z = {} m after 0.5 s", height(&sim, "buried"));
 }
+
+/// Contact wrenches read the method's impulses like any other's: the quadruped's four foot
+/// wrenches sum to its weight, and the box the arm pushes slides with friction μ N opposing the
+/// motion (arm_push_box, μ 0.35).
+#[test]
+fn contact_wrenches_read_lstable_forces() {
+    let lstable = contact_sim::contact::SolverConfig::from_kind("lstable").unwrap();
+    let mut sim = Simulation::from_scene(&scene_file("config/examples/quadruped_stand.yaml"), Some(&lstable));
+    for _ in 0..2000 {
+        sim.step();
+    }
+    let mass = sim.model.tree_mass(0);
+    let mut total = Vec3::zeros();
+    for leg in ["LF", "RF", "LH", "RH"] {
+        let b = sim.model.body_id(&format!("{leg}_foot")).unwrap();
+        let w = contact_sim::sensors::body_contact_wrench(&sim.model, &sim.workspace, b);
+        total += Vec3::new(w.world[0], w.world[1], w.world[2]);
+    }
+    // the servoed legs still settle at 2 s (4.7e-5 off at this instant)
+    assert!((total.z - mass * G).abs() <= 1e-3 * mass * G, "feet carry {} N vs m g = {} N", total.z, mass * G);
+
+    let mut sim = Simulation::from_scene(&scene_file("config/examples/arm_push_box.yaml"), Some(&lstable));
+    let box_body = sim.model.body_id("box").unwrap();
+    let (mut sliding_steps, mut unconverged) = (0, 0);
+    while sim.state.time_s < 5.0 {
+        unconverged += usize::from(!sim.step().solve.converged);
+        if object_velocity(&sim, "box").x > 0.02 {
+            let (mut normal, mut friction) = (0.0, Vec3::zeros());
+            for (i, c) in sim.workspace.contacts.iter().enumerate() {
+                if c.body_b == Some(box_body) && c.body_a.is_none() {
+                    let l = sim.workspace.contact_impulse(i);
+                    normal += l[0] / sim.model.timestep_s;
+                    friction += (c.tangent1 * l[1] + c.tangent2 * l[2]) / sim.model.timestep_s;
+                }
+            }
+            sliding_steps += 1;
+            assert!((friction.norm() - 0.35 * normal).abs() < 1e-3 * 0.35 * normal, "friction {} N vs μN = {} N", friction.norm(), 0.35 * normal);
+            assert!(friction.x < 0.0, "friction opposes the motion");
+        }
+    }
+    assert!(sliding_steps > 500, "the box slid ({sliding_steps} steps)");
+    // known: on a few steps after 3 s the polish finds no role to change yet misses the
+    // tolerance, and the Gauss–Seidel iterate is kept (23 of 5000 here; see the docs page)
+    println!("arm push under lstable: {unconverged} of 5000 steps unconverged");
+    assert!(unconverged <= 50, "{unconverged} unconverged steps");
+}
