@@ -30,6 +30,7 @@
 //!    `cargo test --release --test golden` (other methods' trajectories must not move).
 
 mod bisection;
+pub mod ecp;
 mod method;
 mod pgs;
 mod problem;
@@ -38,11 +39,12 @@ mod vfpi;
 
 pub use method::{
     check_params, Capabilities, ConstraintStage, ContactMethod, ContactRow, ContactRows, ImpulseSolver, MethodKind, MethodParams, NodalSolver,
-    ParamError, SchemeInput, SchemeOutput, Tolerance, WholeStepScheme, MAX_ROWS_PER_CONTACT,
+    ParamError, SceneCoverage, SchemeInput, SchemeOutput, Tolerance, WholeStepScheme, MAX_ROWS_PER_CONTACT,
 };
 pub use registry::{Solver, SolverConfig, SolverKind};
 
 pub use bisection::{BisectionParams, BisectionSolver, SingleContact};
+pub use ecp::{EcpParams, EcpScheme};
 pub use crate::collision::Contact;
 pub use pgs::{PgsParams, PgsSolver};
 pub use problem::{ContactProblem, PrimalView};
@@ -71,5 +73,10 @@ pub enum FrictionModel {
     /// contact's Delassus block has no normal–tangential coupling; otherwise friction is not
     /// exactly opposite to the slip (about 1.8 % less friction on a box sliding on its corners).
     MaximumDissipation,
+    /// Maximal dissipation over an ellipsoidal limit surface of the force and the moment about
+    /// the normal at an equivalent contact point, `(p_t/e_t)² + (p_o/e_o)² + (p_r/e_r)² ≤ μ² p_n²`
+    /// (Xie & Chakraborty). Coulomb when the contact does not spin (and `e_t = e_o`); a spinning
+    /// contact trades tangential friction for friction moment.
+    EllipsoidalLimitSurface,
 }
 

@@ -8,7 +8,7 @@
 //! must equal the params' `NAME`; `tests/registry.rs` checks it).
 
 use super::method::{Capabilities, ConstraintStage, ContactMethod, MethodParams, ParamError, Tolerance};
-use super::{BisectionParams, FrictionModel, PgsParams, VfpiParams};
+use super::{BisectionParams, EcpParams, FrictionModel, PgsParams, VfpiParams};
 use crate::model::Model;
 
 macro_rules! contact_methods {
@@ -151,6 +151,8 @@ contact_methods! {
     Bisection(BisectionParams),
     /// V-FPI with contact nodalization and diagonalization (Lee, Lee & Lee); handles deformables.
     Vfpi(VfpiParams),
+    /// Equivalent contact point: line and surface contact in a geometrically implicit step (Xie & Chakraborty).
+    Ecp(EcpParams),
 }
 
 impl Default for SolverConfig {
@@ -198,7 +200,8 @@ impl SolverConfig {
         if self.solver_kind() == kind { self.clone() } else { kind.default_config() }
     }
 
-    /// Refuses a method that cannot simulate `model` (deformable bodies without the capability),
+    /// Refuses a method that cannot simulate `model` (deformable bodies without the capability, a
+    /// scene outside its [`crate::contact::SceneCoverage`]),
     /// naming the scene file and the methods that can.
     pub fn check_model(&self, model: &Model, scene_file: &str) -> Result<(), String> {
         if !model.deformables.is_empty() && !self.capabilities().deformables {
@@ -210,6 +213,11 @@ impl SolverConfig {
                 self.kind(),
                 able.join(", ")
             ));
+        }
+        let coverage = self.capabilities().coverage;
+        if let Some(why) = coverage.unsupported(model) {
+            let able: Vec<&str> = SolverKind::ALL.iter().filter(|k| k.capabilities().coverage.unsupported(model).is_none()).map(|k| k.name()).collect();
+            return Err(format!("{scene_file}: solver '{}' cannot simulate this scene: {why}; use one of: {}", self.kind(), able.join(", ")));
         }
         Ok(())
     }
