@@ -173,6 +173,9 @@ pub struct EcpContact {
     pub unknowns: [f64; NZ],
 }
 
+/// Deepest end-of-step penetration of an accepted solution (m); deeper roots are spurious.
+pub const PENETRATION_TOLERANCE_M: f64 = 1e-8;
+
 /// Steps one [`EcpBody`] against an optional plane; keeps the previous solution as warm start.
 #[derive(Clone, Debug)]
 pub struct EcpStepper {
@@ -330,6 +333,11 @@ impl EcpStepper {
             z[idx::SIGMA] = v_tan.norm();
             z
         };
+        let end_gap = |v: &Vec3, w: &Vec3| {
+            let (com, rot) = Self::end_pose(state, h, v, w);
+            let geom = Pose::from_parts(com.into(), rot) * body.geom_in_body;
+            body.shape.plane_gap(&geom.translation.vector, &geom.rotation.to_rotation_matrix().into_inner(), &plane.normal, plane.offset_m)
+        };
         let total_starts = 1 + k1_count * points.len();
         let mut best: Option<([f64; NZ], usize, SolveOutcome)> = None;
         let mut iterations = 0;
@@ -351,8 +359,15 @@ impl EcpStepper {
             };
             problem.k1 = k1;
             starts += 1;
-            let outcome = mncp::solve(&problem, &mut z, self.params.tolerance, self.params.max_iterations);
+            let mut outcome = mncp::solve(&problem, &mut z, self.params.tolerance, self.params.max_iterations);
             iterations += outcome.iterations;
+            // a root whose end pose penetrates the plane is spurious (the literal form admits
+            // such roots): rejected, ranked by its depth, and the next guess is tried
+            let depth = -end_gap(&vec_at(&z, idx::V), &vec_at(&z, idx::W));
+            if depth > PENETRATION_TOLERANCE_M {
+                outcome.converged = false;
+                outcome.residual = outcome.residual.max(depth);
+            }
             let better = best.as_ref().is_none_or(|(_, _, b)| outcome.residual < b.residual || !b.residual.is_finite());
             if better && outcome.residual.is_finite() {
                 best = Some((z, k1, outcome));
