@@ -356,3 +356,32 @@ fn bad_parameters_are_refused_naming_the_field() {
     let cfg: SolverConfig = serde_yaml::from_str("{kind: ecp, gap_mode: paper_max}").unwrap();
     assert!(cfg.validate().is_ok());
 }
+
+#[test]
+fn a_tall_box_sliding_with_mu_h_beyond_its_half_width_tips_over_and_one_within_slides() {
+    // ecp_box_tip.yaml: 0.1 × 0.1 × 0.4 m, μ = 0.5: the ECP would sit μ · 0.2 = 0.1 m ahead of the
+    // centre, outside the 0.05 m half-width: the box tips onto its front face
+    let scene = scene_file("config/examples/ecp_box_tip.yaml");
+    let mut sim = contact_sim::sim::Simulation::from_scene(&scene, None);
+    let mut min_height = f64::INFINITY;
+    while sim.state.time_s < 3.0 - 1e-9 {
+        let r = sim.step();
+        assert!(r.solve.converged, "t = {}", sim.state.time_s);
+        assert_impulses_in_cone(&sim);
+        min_height = min_height.min(object_position(&sim, "box").z);
+    }
+    let p = object_position(&sim, "box");
+    assert!((p.z - 0.05).abs() < 1e-6, "lying on a long face: centre at z = {}", p.z);
+    assert!(object_velocity(&sim, "box").norm() < 1e-6, "at rest");
+    assert!(min_height > 0.05 - 1e-6, "never below its lying height: {min_height}");
+    // μ = 0.2: 0.04 m < 0.05 m, it slides upright and stops after about v0²/(2 μ g)
+    let yaml = std::fs::read_to_string(path("config/examples/ecp_box_tip.yaml")).unwrap().replace("friction: 0.5", "friction: 0.2");
+    let mut upright = common::sim(&yaml, "ecp");
+    while upright.state.time_s < 1.5 {
+        upright.step();
+    }
+    let p = object_position(&upright, "box");
+    let expected = 2.0 * 2.0 / (2.0 * 0.2 * 9.81);
+    assert!((p.z - 0.2).abs() < 1e-6, "upright: centre at z = {}", p.z);
+    assert!((p.x - expected).abs() / expected < 0.01, "slid {} m vs v0²/(2μg) = {expected} m", p.x);
+}
