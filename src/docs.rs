@@ -17,6 +17,7 @@
 //! | [`time_stepping`] | `docs/time-stepping.md` |
 //! | [`bags`] | `docs/bags.md` |
 //! | [`configuration`] | `docs/configuration.md` |
+//! | [`ecp`] | `docs/ecp.md` |
 //! | [`adding_a_contact_method`] | `docs/adding-a-contact-method.md` |
 
 #[doc = include_str!("../docs/README.md")]
@@ -30,6 +31,9 @@ pub mod bisection {}
 
 #[doc = include_str!("../docs/vfpi.md")]
 pub mod vfpi {}
+
+#[doc = include_str!("../docs/ecp.md")]
+pub mod ecp {}
 
 #[doc = include_str!("../docs/fem.md")]
 pub mod fem {}

@@ -313,8 +313,8 @@ impl EcpStepper {
             impulse_scale: scale,
         };
 
-        // initial guesses: the warm start, then feature guesses for each candidate k1 (Sec. 3.2 of
-        // our notes in docs/ecp.md)
+        // initial guesses (docs/ecp.md, "Solver"): the warm start, then for each candidate k1 the
+        // lowest point, the lowest edge's middle and the lowest face's centre at the free end pose
         let (k1_list, k1_count) = body.shape.designated_candidates(&geom_rot_free, &plane.normal);
         let points = body.shape.contact_guesses(&geom_centre_free, &geom_rot_free, &plane.normal);
         let n = plane.normal;
