@@ -12,7 +12,9 @@
 //!
 //! Scope: scenes whose moving bodies are single free objects of those shapes and whose only
 //! contacts are with the ground ([`crate::contact::SceneCoverage::ConvexObjectsOnGround`]);
-//! other scenes are refused when they are loaded.
+//! other scenes are refused when they are loaded. A model built without that check (a library
+//! user calling `Simulation::from_scene`) still steps: trees the scheme does not own move as if
+//! they had no contacts (v⁺ = v*, positions with the engine's map).
 //!
 //! What wrench readers see: the ECP's force is distributed over the collision contacts of the
 //! body–ground pair with non-negative weights whose weighted mean point is the ECP (carried to
@@ -441,6 +443,8 @@ pub struct EcpScheme {
     slots: Vec<Slot>,
     /// The ground: plane, geometry index.
     ground: Option<(EcpPlane, usize)>,
+    /// Per tree: moved by a slot (else it moves freely, without contact).
+    owned_trees: Vec<bool>,
 }
 
 impl EcpScheme {
@@ -469,7 +473,11 @@ impl EcpScheme {
                 last: EcpContact::default(),
             });
         }
-        EcpScheme { params, slots, ground }
+        let mut owned_trees = vec![false; model.trees.len()];
+        for s in &slots {
+            owned_trees[model.bodies[s.body].tree] = true;
+        }
+        EcpScheme { params, slots, ground, owned_trees }
     }
 
     /// The last step's contact of each free object with the ground: `(body index, contact)`.
@@ -584,6 +592,15 @@ impl WholeStepScheme for EcpScheme {
                     let ecp_start = start.com_m + start.rotation * (body_state.rotation.inverse() * (contact.ecp_m - body_state.com_m));
                     let force = pl.normal * contact.normal_impulse + pl.tangent1 * contact.tangent_impulse[0] + pl.tangent2 * contact.tangent_impulse[1];
                     report_on_contacts(input.contacts, g, slot.geom, &ecp_start, &force, contact.torsion_impulse, &pl, output.impulse);
+                }
+            }
+        }
+        // trees the scheme does not move (only reachable when a scene outside the coverage was
+        // built without `check_model`): free motion, v⁺ = v*, with the engine's position map
+        for (t, tree) in model.trees.iter().enumerate() {
+            if !self.owned_trees[t] {
+                for b in tree.body_start..tree.body_end {
+                    crate::step::integrate_joint_position(&model.bodies[b].joint, &mut state.q, output.velocity, h);
                 }
             }
         }
