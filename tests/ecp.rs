@@ -42,14 +42,55 @@ fn energy(body: &EcpBody, s: &EcpBodyState) -> f64 {
     0.5 * body.mass_kg * s.velocity.norm_squared() + 0.5 * s.angular_velocity.dot(&(inertia * s.angular_velocity)) + body.mass_kg * G * s.com_m.z
 }
 
+/// The contact impulse and ECP implied by the motion alone (Proposition 2, Sec. V): from the
+/// start state `s0`, the end state `s1` and the applied impulses (gravity included, and the
+/// explicit gyroscopic impulse), the linear momentum balance gives `(p_n, p_t, p_o)`; the angular
+/// balance `r × A + n p_r = B` with `n·r = d − n·x⁺` gives the lever `r` and `p_r` (a 4×4 system of
+/// determinant −p_n²). Returns `([p_n, p_t, p_o, p_r], ECP)`.
+fn proposition2(body: &EcpBody, s0: &EcpBodyState, s1: &EcpBodyState, plane: &EcpPlane, applied: (&Vec3, &Vec3)) -> ([f64; 4], Vec3) {
+    let r0 = s0.rotation.to_rotation_matrix().into_inner();
+    let inertia = r0 * body.inertia_body * r0.transpose();
+    let p_lin = gravity() * (body.mass_kg * H) + applied.0;
+    let p_ang = -s0.angular_velocity.cross(&(inertia * s0.angular_velocity)) * H + applied.1;
+    let a = (s1.velocity - s0.velocity) * body.mass_kg - p_lin;
+    let (n, t, o) = (plane.normal, plane.tangent1, plane.tangent2);
+    let b = inertia * (s1.angular_velocity - s0.angular_velocity) - p_ang;
+    // r × A = −[A]× r
+    let ax = a.cross_matrix();
+    let mut m = nalgebra::Matrix4::zeros();
+    m.fixed_view_mut::<3, 3>(0, 0).copy_from(&(-ax));
+    m.fixed_view_mut::<3, 1>(0, 3).copy_from(&n);
+    m.fixed_view_mut::<1, 3>(3, 0).copy_from(&n.transpose());
+    let rhs = nalgebra::Vector4::new(b.x, b.y, b.z, plane.offset_m - n.dot(&s1.com_m));
+    let sol = m.lu().solve(&rhs).expect("p_n ≠ 0: the system is regular");
+    let r = Vec3::new(sol[0], sol[1], sol[2]);
+    ([a.dot(&n), a.dot(&t), a.dot(&o), sol[3]], s1.com_m + r)
+}
+
+/// Asserts the step's solution equals the Proposition-2 reconstruction (when `p_n` is not tiny).
+fn assert_proposition2(k: usize, body: &EcpBody, s0: &EcpBodyState, s1: &EcpBodyState, plane: &EcpPlane, c: &EcpContact, applied: (&Vec3, &Vec3)) {
+    if !(c.in_contact && c.normal_impulse > 1e-3 * body.mass_kg * G * H) {
+        return;
+    }
+    let (p, ecp) = proposition2(body, s0, s1, plane, applied);
+    let solved = [c.normal_impulse, c.tangent_impulse[0], c.tangent_impulse[1], c.torsion_impulse];
+    for (i, (x, y)) in p.iter().zip(solved.iter()).enumerate() {
+        assert!((x - y).abs() < 1e-8, "step {k}: impulse {i}: Proposition 2 gives {x}, the step {y}");
+    }
+    assert!((ecp - c.ecp_m).norm() < 1e-8 * (body.mass_kg * G * H / c.normal_impulse).max(1.0), "step {k}: ECP {ecp:?} vs {:?}", c.ecp_m);
+}
+
 /// Steps `n` times without applied impulses, checking after every step: converged, no
-/// penetration, friction inside the limit surface, energy not increasing (isotropic bodies).
+/// penetration, friction inside the limit surface, the Proposition-2 reconstruction, energy not
+/// increasing (isotropic bodies).
 fn run(stepper: &mut EcpStepper, body: &EcpBody, s: &mut EcpBodyState, plane: &EcpPlane, n: usize, mut each: impl FnMut(usize, &EcpBodyState, &EcpContact)) {
     let isotropic = (body.inertia_body - Mat3::identity() * body.inertia_body[(0, 0)]).norm() < 1e-12;
     for k in 1..=n {
         let e0 = energy(body, s);
+        let s0 = *s;
         let c = stepper.step(body, s, Some(plane), &gravity(), H, &Vec3::zeros(), &Vec3::zeros());
         assert!(c.solve.converged, "step {k}: not converged: {c:?}");
+        assert_proposition2(k, body, &s0, s, plane, &c, (&Vec3::zeros(), &Vec3::zeros()));
         assert!(lowest_point(body, s) >= -1e-9, "step {k}: penetration {}", lowest_point(body, s));
         let (pt, po) = (c.tangent_impulse[0], c.tangent_impulse[1]);
         let zeta = (plane.friction * c.normal_impulse).powi(2) - pt * pt - po * po - c.torsion_impulse.powi(2);
@@ -111,8 +152,10 @@ fn pushed_cube(force_n: f64, steps: usize) -> (EcpBodyState, EcpContact) {
     for k in 0..steps {
         let f = Vec3::new(force_n, 0.0, 0.0);
         let arm = Vec3::new(0.0, 0.0, 0.9) - s.com_m;
-        last = stepper.step(&body, &mut s, Some(&plane), &gravity(), H, &(f * H), &(arm.cross(&f) * H));
+        let (s0, applied) = (s, (f * H, arm.cross(&f) * H));
+        last = stepper.step(&body, &mut s, Some(&plane), &gravity(), H, &applied.0, &applied.1);
         assert!(last.solve.converged, "F = {force_n} N, step {k}: {last:?}");
+        assert_proposition2(k, &body, &s0, &s, &plane, &last, (&applied.0, &applied.1));
         assert!(lowest_point(&body, &s) >= -1e-9, "F = {force_n} N, step {k}: penetration");
     }
     (s, last)
