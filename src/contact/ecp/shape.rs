@@ -81,7 +81,9 @@ impl ConvexShape {
 
     /// Guesses of the contact point toward the plane normal `n` (world) at centre `c`, rotation
     /// `rot`: the lowest point, the middle of the lowest edge (line), the centre of the lowest
-    /// face (patch). Smooth shapes repeat their support point where a feature does not exist.
+    /// face (patch), ordered by the feature that lies flattest on the plane (a face whose corners
+    /// are within 1 % of the shape's size in height first, then such an edge, else the point).
+    /// Smooth shapes repeat their support point where a feature does not exist.
     pub fn contact_guesses(&self, c: &Vec3, rot: &Mat3, n: &Vec3) -> [Vec3; 3] {
         let nl = rot.transpose() * n;
         let sgn = |x: f64| if x > 0.0 { 1.0 } else { -1.0 };
@@ -95,7 +97,9 @@ impl ConvexShape {
                 edge[order[0]] = 0.0;
                 let mut face = edge;
                 face[order[1]] = 0.0;
-                [c + rot * lowest, c + rot * edge, c + rot * face]
+                let edge_rise = 2.0 * h[order[0]] * nl[order[0]].abs();
+                let face_rise = edge_rise + 2.0 * h[order[1]] * nl[order[1]].abs();
+                flattest_first([c + rot * lowest, c + rot * edge, c + rot * face], edge_rise, face_rise, 0.01 * self.size_m())
             }
             ConvexShape::Sphere { radius_m } => [c - n * radius_m; 3],
             ConvexShape::Cylinder { radius_m, half_length_m } => {
@@ -105,7 +109,14 @@ impl ConvexShape {
                 let lowest = Vec3::new(rim.x, rim.y, cap);
                 let line = Vec3::new(rim.x, rim.y, 0.0);
                 let face = Vec3::new(0.0, 0.0, cap);
-                [c + rot * lowest, c + rot * line, c + rot * face]
+                let line_rise = 2.0 * half_length_m * nl.z.abs();
+                let face_rise = 2.0 * radius_m * (nl.x * nl.x + nl.y * nl.y).sqrt();
+                let [p, l, f] = [c + rot * lowest, c + rot * line, c + rot * face];
+                if face_rise < 0.01 * self.size_m() {
+                    [f, p, l]
+                } else {
+                    flattest_first([p, l, f], line_rise, f64::INFINITY, 0.01 * self.size_m())
+                }
             }
         }
     }
@@ -143,5 +154,18 @@ impl ConvexShape {
             ConvexShape::Sphere { radius_m } => radius_m,
             ConvexShape::Cylinder { radius_m, half_length_m } => radius_m.min(half_length_m),
         }
+    }
+}
+
+/// `[point, edge, face]` guesses reordered: the face first when its corners rise less than
+/// `tolerance` (m) above the lowest point, else the edge when its far end does, else as given.
+fn flattest_first(guesses: [Vec3; 3], edge_rise: f64, face_rise: f64, tolerance: f64) -> [Vec3; 3] {
+    let [point, edge, face] = guesses;
+    if face_rise < tolerance {
+        [face, edge, point]
+    } else if edge_rise < tolerance {
+        [edge, point, face]
+    } else {
+        guesses
     }
 }
