@@ -141,6 +141,15 @@ fn rodrigues<const N: usize>(phi: &V3<N>) -> (Dual<N>, Dual<N>) {
     }
 }
 
+/// `exp([φ]×) u` in plain numbers, with the same Rodrigues formula as the residual (the pose the
+/// step writes back is the pose the constraints saw).
+pub(crate) fn rotate_vector(phi: &crate::math::Vec3, u: &crate::math::Vec3) -> crate::math::Vec3 {
+    let phi_d = [Dual::<0>::cst(phi.x), Dual::cst(phi.y), Dual::cst(phi.z)];
+    let (a, b) = rodrigues(&phi_d);
+    let r = rotate(&phi_d, a, b, &[u.x, u.y, u.z]);
+    crate::math::Vec3::new(r[0].v, r[1].v, r[2].v)
+}
+
 /// The end-of-step pose for end velocities `v`, `ω`: centre of mass, geometry origin and the
 /// geometry axes (world).
 #[inline]

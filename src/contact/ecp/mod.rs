@@ -186,39 +186,6 @@ pub struct EcpStepper {
     warm: Option<[f64; NZ]>,
 }
 
-/// `exp(h[ω]×) u` with the map of the residual (bitwise the same Rodrigues formula).
-fn rotate_by(phi: &Vec3, u: &Vec3) -> Vec3 {
-    let phi_d = [Dual::<0>::cst(phi.x), Dual::cst(phi.y), Dual::cst(phi.z)];
-    let p = BodyPlaneProblem { h_s: 1.0, geom_axes: [[u.x, u.y, u.z], [0.0; 3], [0.0; 3]], ..UNIT_PROBLEM };
-    let zero = [Dual::<0>::cst(0.0); 3];
-    let (_, _, axes) = mncp::end_pose(&p, &zero, &phi_d);
-    Vec3::new(axes[0][0].v, axes[0][1].v, axes[0][2].v)
-}
-
-/// A problem with neutral data, for [`rotate_by`].
-const UNIT_PROBLEM: BodyPlaneProblem = BodyPlaneProblem {
-    h_s: 1.0,
-    mass_kg: 1.0,
-    inertia_world: [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]],
-    com_m: [0.0; 3],
-    velocity: [0.0; 3],
-    angular_velocity: [0.0; 3],
-    impulse_linear: [0.0; 3],
-    impulse_angular: [0.0; 3],
-    shape: ConvexShape::Sphere { radius_m: 1.0 },
-    geom_axes: [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]],
-    geom_offset_m: [0.0; 3],
-    normal: [0.0, 0.0, 1.0],
-    tangent1: [1.0, 0.0, 0.0],
-    tangent2: [0.0, 1.0, 0.0],
-    plane_offset_m: 0.0,
-    friction: 0.0,
-    limit_surface: [1.0; 3],
-    k1: 0,
-    gap_mode: GapMode::SignedGap,
-    impulse_scale: 1.0,
-};
-
 fn arr(v: &Vec3) -> [f64; 3] {
     [v.x, v.y, v.z]
 }
@@ -242,7 +209,7 @@ impl EcpStepper {
     fn end_pose(state: &EcpBodyState, h: f64, v: &Vec3, w: &Vec3) -> (Vec3, UnitQuaternion<f64>) {
         let r0 = state.rotation.to_rotation_matrix().into_inner();
         let phi = w * h;
-        let cols = [rotate_by(&phi, &r0.column(0).into_owned()), rotate_by(&phi, &r0.column(1).into_owned()), rotate_by(&phi, &r0.column(2).into_owned())];
+        let cols = [mncp::rotate_vector(&phi, &r0.column(0).into_owned()), mncp::rotate_vector(&phi, &r0.column(1).into_owned()), mncp::rotate_vector(&phi, &r0.column(2).into_owned())];
         let m = Mat3::from_columns(&cols);
         let mut q = UnitQuaternion::from_rotation_matrix(&Rotation3::from_matrix_unchecked(m));
         q.renormalize();
