@@ -191,10 +191,7 @@ pub fn residual<const N: usize>(p: &BodyPlaneProblem, z: &[Dual<N>; NZ], out: &m
     let inv_scale = 1.0 / scale;
     for k in 0..3 {
         out[k] = (v[k] - p.velocity[k]) * (p.mass_kg * inv_scale) - force[k] - p.impulse_linear[k] * inv_scale;
-        let mut iw = Dual::cst(0.0);
-        for j in 0..3 {
-            iw = iw + (w[j] - p.angular_velocity[j]) * p.inertia_world[k][j];
-        }
+        let iw = (0..3).fold(Dual::cst(0.0), |acc, j| acc + (w[j] - p.angular_velocity[j]) * p.inertia_world[k][j]);
         out[3 + k] = iw * inv_scale - moment[k] - p.impulse_angular[k] * inv_scale;
     }
 
@@ -214,10 +211,8 @@ pub fn residual<const N: usize>(p: &BodyPlaneProblem, z: &[Dual<N>; NZ], out: &m
     let l_k1 = z[idx::L + p.k1];
     let gap_vec = add3(&sub3(&a1, &a2), &scale3(&c, l_k1));
     let normal_vec = add3(&c, &scale3(&n, lg));
-    for k in 0..3 {
-        out[6 + k] = gap_vec[k];
-        out[9 + k] = normal_vec[k];
-    }
+    out[6..9].copy_from_slice(&gap_vec);
+    out[9..12].copy_from_slice(&normal_vec);
 
     // friction: maximal power dissipation on the ellipsoidal limit surface
     let [et, eo, er] = p.limit_surface;
