@@ -14,7 +14,7 @@
 //!    the field docs) and a runtime type holding the params and all scratch memory.
 //! 2. Implement [`MethodParams`] for the params: `NAME` (the `kind` in scenes, snake case of the
 //!    registry variant), `SUMMARY`, `CAPABILITIES` (impulse or whole-step, deformables, the
-//!    [`ContactRows`] layout, the friction law), `validate` (every field, with
+//!    [`ContactRows`] layout, the friction law, the [`SceneCoverage`]), `validate` (every field, with
 //!    [`check_params`]), the main tolerance with its unit, the iteration cap, and `build`
 //!    (allocates the scratch for a model; the step must not allocate).
 //! 3. Implement [`ContactMethod`] for the runtime: `stage` returns
