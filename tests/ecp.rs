@@ -31,8 +31,7 @@ fn at(com: Vec3, rotation: UnitQuaternion<f64>, velocity: Vec3, angular_velocity
 
 /// Signed height of the body's lowest point above the plane z = 0 (m).
 fn lowest_point(body: &EcpBody, s: &EcpBodyState) -> f64 {
-    let geom = Pose::from_parts(s.com_m.into(), s.rotation) * body.geom_in_body;
-    body.shape.plane_gap(&geom.translation.vector, &geom.rotation.to_rotation_matrix().into_inner(), &Vec3::z(), 0.0)
+    lowest_point_on(body, s, &EcpPlane::new(Vec3::z(), 0.0, 0.0))
 }
 
 /// Kinetic plus potential energy (J).
@@ -499,4 +498,38 @@ fn a_robot_scene_built_without_the_check_moves_without_contact() {
     let t = sim.state.time_s;
     let fallen = z0 - sim.state.q[2];
     assert!((fallen - 0.5 * 9.81 * t * t).abs() < 0.01 * fallen, "fell {fallen} m in {t} s");
+}
+
+#[test]
+fn on_an_incline_below_the_friction_angle_the_ecp_sits_under_the_centre_of_mass_vertically() {
+    // unit cube on a 20° slope with μ = 0.5 (tan 20° = 0.364): it sticks, the ground reaction is
+    // vertical and passes through the centre of mass, so the ECP is 0.5 tan 20° = 0.182 m
+    // downhill of the centre's foot on the slope
+    let theta = 20f64.to_radians();
+    let n = Vec3::new(theta.sin(), 0.0, theta.cos());
+    let downhill = Vec3::new(theta.cos(), 0.0, -theta.sin());
+    let body = unit_cube();
+    let plane = EcpPlane::new(n, 0.0, 0.5);
+    let mut s = at(n * 0.5, UnitQuaternion::from_euler_angles(0.0, theta, 0.0), Vec3::zeros(), Vec3::zeros());
+    let mut stepper = EcpStepper::new(EcpParams::default());
+    let mut last = EcpContact::default();
+    for k in 0..100 {
+        let s0 = s;
+        last = stepper.step(&body, &mut s, Some(&plane), &gravity(), H, &Vec3::zeros(), &Vec3::zeros());
+        assert!(last.solve.converged && lowest_point_on(&body, &s, &plane) >= -1e-9, "step {k}: {last:?}");
+        assert_proposition2(k, &body, &s0, &s, &plane, &last, (&Vec3::zeros(), &Vec3::zeros()));
+    }
+    assert!(s.velocity.norm() < 1e-12 && s.angular_velocity.norm() < 1e-12, "sticks: {s:?}");
+    let foot = s.com_m - n * 0.5;
+    let offset = last.ecp_m - foot;
+    assert!((offset - downhill * (0.5 * theta.tan())).norm() < 1e-9, "ECP offset {offset:?}");
+    assert!((last.normal_impulse - G * theta.cos() * H).abs() < 1e-12, "p_n = {}", last.normal_impulse);
+    let friction = plane.tangent1 * last.tangent_impulse[0] + plane.tangent2 * last.tangent_impulse[1];
+    assert!((friction + downhill * (G * theta.sin() * H)).norm() < 1e-12, "friction {friction:?}");
+}
+
+/// Signed distance of the body's lowest point to `plane` (m).
+fn lowest_point_on(body: &EcpBody, s: &EcpBodyState, plane: &EcpPlane) -> f64 {
+    let geom = Pose::from_parts(s.com_m.into(), s.rotation) * body.geom_in_body;
+    body.shape.plane_gap(&geom.translation.vector, &geom.rotation.to_rotation_matrix().into_inner(), &plane.normal, plane.offset_m)
 }
