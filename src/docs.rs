@@ -18,6 +18,7 @@
 //! | [`time_stepping`] | `docs/time-stepping.md` |
 //! | [`bags`] | `docs/bags.md` |
 //! | [`configuration`] | `docs/configuration.md` |
+//! | [`ecp`] | `docs/ecp.md` |
 //! | [`adding_a_contact_method`] | `docs/adding-a-contact-method.md` |
 
 #[doc = include_str!("../docs/README.md")]
@@ -34,6 +35,9 @@ pub mod vfpi {}
 
 #[doc = include_str!("../docs/lstable.md")]
 pub mod lstable {}
+
+#[doc = include_str!("../docs/ecp.md")]
+pub mod ecp {}
 
 #[doc = include_str!("../docs/fem.md")]
 pub mod fem {}

@@ -10,10 +10,10 @@ use std::collections::HashMap;
 const G: f64 = 9.81;
 
 fn rests(shape_yaml: &str, z: f64, rpy: &str, mass: f64) {
-    for &solver in solver_kinds() {
-        let yaml = format!(
-            "materials: {{default: {{friction: 0.8}}}}\nobjects:\n  - {{name: o, shape: {shape_yaml}, mass_kg: {mass}, position: [0, 0, {z}], rpy: {rpy}}}\n"
-        );
+    let yaml = format!(
+        "materials: {{default: {{friction: 0.8}}}}\nobjects:\n  - {{name: o, shape: {shape_yaml}, mass_kg: {mass}, position: [0, 0, {z}], rpy: {rpy}}}\n"
+    );
+    for solver in solver_kinds_for(&yaml) {
         let mut sim = sim(&yaml, solver);
         let tree = object_tree(&sim, "o");
         let p0 = object_position(&sim, "o");
@@ -60,8 +60,8 @@ fn convex_mesh_rests() {
 
 #[test]
 fn sphere_on_box_on_ground_shape_shape_contact() {
-    for &solver in solver_kinds() {
-        let yaml = "materials: {default: {friction: 0.8}}\nobjects:\n  - {name: box, shape: {type: box, size: [0.4, 0.4, 0.2]}, mass_kg: 3.0, position: [0, 0, 0.1]}\n  - {name: ball, shape: {type: sphere, radius: 0.05}, mass_kg: 0.5, position: [0.05, 0.02, 0.25]}\n  - {name: can, shape: {type: cylinder, radius: 0.04, length: 0.1}, mass_kg: 0.3, position: [-0.1, -0.1, 0.25]}\n";
+    let yaml = "materials: {default: {friction: 0.8}}\nobjects:\n  - {name: box, shape: {type: box, size: [0.4, 0.4, 0.2]}, mass_kg: 3.0, position: [0, 0, 0.1]}\n  - {name: ball, shape: {type: sphere, radius: 0.05}, mass_kg: 0.5, position: [0.05, 0.02, 0.25]}\n  - {name: can, shape: {type: cylinder, radius: 0.04, length: 0.1}, mass_kg: 0.3, position: [-0.1, -0.1, 0.25]}\n";
+    for solver in solver_kinds_for(yaml) {
         let mut sim = sim(yaml, solver);
         while sim.state.time_s < 2.0 {
             sim.step();

@@ -151,7 +151,7 @@
 // `!(x > 0.0)` is deliberate throughout: it also catches NaN.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
-use super::method::{check_params, contact_method, tolerance_and_iterations, Capabilities, ContactRows, ImpulseSolver, MethodKind, MethodParams, ParamError};
+use super::method::{check_params, contact_method, tolerance_and_iterations, Capabilities, ContactRows, ImpulseSolver, MethodKind, MethodParams, ParamError, SceneCoverage};
 use super::{ContactProblem, FrictionModel, SolveStats};
 use crate::model::Model;
 
@@ -766,7 +766,9 @@ impl MethodParams for BisectionParams {
         kind: MethodKind::Impulse,
         deformables: false,
         contact_rows: ContactRows::POINT,
-        friction: FrictionModel::MaximumDissipation, dense_mass: false,
+        friction: FrictionModel::MaximumDissipation,
+        dense_mass: false,
+        coverage: SceneCoverage::AllRigid,
     };
 
     fn validate(&self) -> Result<(), ParamError> {

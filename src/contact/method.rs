@@ -123,6 +123,44 @@ pub struct Capabilities {
     /// Reads M̃ as a dense matrix (`Workspace::mass_tilde`; filled only for such methods and in
     /// scenes with deformables).
     pub dense_mass: bool,
+    /// The rigid scenes it can simulate (scenes outside are refused at load).
+    pub coverage: SceneCoverage,
+}
+
+/// The rigid scenes a method can simulate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SceneCoverage {
+    /// Every rigid scene: robots, objects, every collision pair.
+    AllRigid,
+    /// Free objects shaped as boxes, spheres or cylinders (and static objects) whose only
+    /// contacts are with the ground: no robots, no contact between two bodies.
+    ConvexObjectsOnGround,
+}
+
+impl SceneCoverage {
+    /// Why `model` is outside this coverage (`None` when it is inside).
+    pub fn unsupported(&self, model: &Model) -> Option<String> {
+        match self {
+            SceneCoverage::AllRigid => None,
+            SceneCoverage::ConvexObjectsOnGround => {
+                if let Some(r) = model.robots.first() {
+                    return Some(format!("it has a robot ('{}')", r.name));
+                }
+                if let Some(p) = model.collision_pairs.iter().find(|p| !p.with_ground) {
+                    return Some(format!("'{}' and '{}' can touch (contact between two bodies)", model.geoms[p.geom_a].name, model.geoms[p.geom_b].name));
+                }
+                for o in model.objects.iter().filter(|o| !o.fixed) {
+                    let mut geoms = model.geoms.iter().filter(|g| g.body == Some(o.body));
+                    let shape_ok = geoms.next().is_some_and(|g| crate::contact::ecp::convex_shape(&g.shape).is_some()) && geoms.next().is_none();
+                    if !shape_ok {
+                        return Some(format!("object '{}' is not a single box, sphere or cylinder", o.name));
+                    }
+                }
+                None
+            }
+        }
+    }
 }
 
 /// A method's main stopping tolerance, with its unit (methods measure convergence differently:

@@ -14,7 +14,7 @@
 //!    the field docs) and a runtime type holding the params and all scratch memory.
 //! 2. Implement [`MethodParams`] for the params: `NAME` (the `kind` in scenes, snake case of the
 //!    registry variant), `SUMMARY`, `CAPABILITIES` (impulse or whole-step, deformables, the
-//!    [`ContactRows`] layout, the friction law), `validate` (every field, with
+//!    [`ContactRows`] layout, the friction law, the [`SceneCoverage`]), `validate` (every field, with
 //!    [`check_params`]), the main tolerance with its unit, the iteration cap, and `build`
 //!    (allocates the scratch for a model; the step must not allocate).
 //! 3. Implement [`ContactMethod`] for the runtime: `stage` returns
@@ -31,6 +31,7 @@
 
 mod bisection;
 pub mod lstable;
+pub mod ecp;
 mod method;
 mod pgs;
 mod problem;
@@ -39,12 +40,13 @@ mod vfpi;
 
 pub use method::{
     check_params, sum_row_images, Capabilities, ConstraintRows, ConstraintStage, JointRow, JointRowKind, ContactMethod, ContactRow, ContactRows, ImpulseSolver, MethodKind, MethodParams, NodalSolver,
-    ParamError, SchemeInput, SchemeOutput, Tolerance, WholeStepScheme, MAX_ROWS_PER_CONTACT,
+    ParamError, SceneCoverage, SchemeInput, SchemeOutput, Tolerance, WholeStepScheme, MAX_ROWS_PER_CONTACT,
 };
 pub use registry::{Solver, SolverConfig, SolverKind};
 
 pub use bisection::{BisectionParams, BisectionSolver, SingleContact};
 pub use lstable::{LstableBackend, LstableMode, LstableParams, LstableScheme};
+pub use ecp::{EcpParams, EcpScheme};
 pub use crate::collision::Contact;
 pub use pgs::{PgsParams, PgsSolver};
 pub use problem::{ContactProblem, PrimalView};
@@ -73,5 +75,10 @@ pub enum FrictionModel {
     /// contact's Delassus block has no normal–tangential coupling; otherwise friction is not
     /// exactly opposite to the slip (about 1.8 % less friction on a box sliding on its corners).
     MaximumDissipation,
+    /// Maximal dissipation over an ellipsoidal limit surface of the force and the moment about
+    /// the normal at an equivalent contact point, `(p_t/e_t)² + (p_o/e_o)² + (p_r/e_r)² ≤ μ² p_n²`
+    /// (Xie & Chakraborty). Coulomb when the contact does not spin (and `e_t = e_o`); a spinning
+    /// contact trades tangential friction for friction moment.
+    EllipsoidalLimitSurface,
 }
 

@@ -8,7 +8,7 @@
 //! must equal the params' `NAME`; `tests/registry.rs` checks it).
 
 use super::method::{Capabilities, ConstraintStage, ContactMethod, MethodParams, ParamError, Tolerance};
-use super::{BisectionParams, FrictionModel, LstableParams, PgsParams, VfpiParams};
+use super::{BisectionParams, EcpParams, FrictionModel, LstableParams, PgsParams, VfpiParams};
 use crate::model::Model;
 
 macro_rules! contact_methods {
@@ -153,6 +153,8 @@ contact_methods! {
     Vfpi(VfpiParams),
     /// L-stable compliant constraints: implicit Euler in constraint space (Drumwright).
     Lstable(LstableParams),
+    /// Equivalent contact point: line and surface contact in a geometrically implicit step (Xie & Chakraborty).
+    Ecp(EcpParams),
 }
 
 impl Default for SolverConfig {
@@ -200,7 +202,8 @@ impl SolverConfig {
         if self.solver_kind() == kind { self.clone() } else { kind.default_config() }
     }
 
-    /// Refuses a method that cannot simulate `model` (deformable bodies without the capability),
+    /// Refuses a method that cannot simulate `model` (deformable bodies without the capability, a
+    /// scene outside its [`crate::contact::SceneCoverage`]),
     /// naming the scene file and the methods that can.
     pub fn check_model(&self, model: &Model, scene_file: &str) -> Result<(), String> {
         if !model.deformables.is_empty() && !self.capabilities().deformables {
@@ -212,6 +215,11 @@ impl SolverConfig {
                 self.kind(),
                 able.join(", ")
             ));
+        }
+        let coverage = self.capabilities().coverage;
+        if let Some(why) = coverage.unsupported(model) {
+            let able: Vec<&str> = SolverKind::ALL.iter().filter(|k| k.capabilities().coverage.unsupported(model).is_none()).map(|k| k.name()).collect();
+            return Err(format!("{scene_file}: solver '{}' cannot simulate this scene: {why}; use one of: {}", self.kind(), able.join(", ")));
         }
         Ok(())
     }

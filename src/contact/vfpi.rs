@@ -42,6 +42,7 @@
 
 use super::method::{
     check_params, contact_method, tolerance_and_iterations, Capabilities, ContactRows, ImpulseSolver, MethodKind, MethodParams, NodalSolver, ParamError,
+    SceneCoverage,
 };
 use super::{ContactProblem, FrictionModel, PgsParams, PgsSolver, SolveStats};
 use crate::model::Model;
@@ -189,7 +190,7 @@ impl MethodParams for VfpiParams {
     const NAME: &'static str = "vfpi";
     const SUMMARY: &'static str = "velocity fixed-point iteration with contact nodalization (Lee, Lee & Lee); handles deformables";
     const CAPABILITIES: Capabilities =
-        Capabilities { kind: MethodKind::Impulse, deformables: true, contact_rows: ContactRows::POINT, friction: FrictionModel::Coulomb, dense_mass: true };
+        Capabilities { kind: MethodKind::Impulse, deformables: true, contact_rows: ContactRows::POINT, friction: FrictionModel::Coulomb, dense_mass: true, coverage: SceneCoverage::AllRigid };
 
     fn validate(&self) -> Result<(), ParamError> {
         check_params(&[

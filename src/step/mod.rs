@@ -536,26 +536,31 @@ fn free_velocity(model: &Model, state: &State, ws: &mut Workspace, dt: f64) {
 /// exponential map).
 pub fn integrate_positions(model: &Model, state: &mut State, dt: f64) {
     for body in &model.bodies {
-        let j = &body.joint;
-        match j.kind {
-            JointKind::Fixed => {}
-            JointKind::Revolute | JointKind::Prismatic => state.q[j.q_index] += dt * state.v[j.v_index],
-            JointKind::Free => {
-                let (qi, vi) = (j.q_index, j.v_index);
-                let rot = UnitQuaternion::new_normalize(Quaternion::new(state.q[qi + 6], state.q[qi + 3], state.q[qi + 4], state.q[qi + 5]));
-                let v_body = Vec3::new(state.v[vi], state.v[vi + 1], state.v[vi + 2]);
-                let w_body = Vec3::new(state.v[vi + 3], state.v[vi + 4], state.v[vi + 5]);
-                let dp = rot * v_body * dt;
-                state.q[qi] += dp.x;
-                state.q[qi + 1] += dp.y;
-                state.q[qi + 2] += dp.z;
-                let r = integrate_rotation(&rot, &w_body, dt);
-                let c = r.quaternion();
-                state.q[qi + 3] = c.i;
-                state.q[qi + 4] = c.j;
-                state.q[qi + 5] = c.k;
-                state.q[qi + 6] = c.w;
-            }
+        integrate_joint_position(&body.joint, &mut state.q, &state.v, dt);
+    }
+}
+
+/// q⁺ = q ⊕ dt v for one joint's coordinates of `q`, with the velocities `v` (the map of
+/// [`integrate_positions`]; whole-step schemes use it for the trees they do not move themselves).
+pub fn integrate_joint_position(j: &crate::model::Joint, q: &mut [f64], v: &[f64], dt: f64) {
+    match j.kind {
+        JointKind::Fixed => {}
+        JointKind::Revolute | JointKind::Prismatic => q[j.q_index] += dt * v[j.v_index],
+        JointKind::Free => {
+            let (qi, vi) = (j.q_index, j.v_index);
+            let rot = UnitQuaternion::new_normalize(Quaternion::new(q[qi + 6], q[qi + 3], q[qi + 4], q[qi + 5]));
+            let v_body = Vec3::new(v[vi], v[vi + 1], v[vi + 2]);
+            let w_body = Vec3::new(v[vi + 3], v[vi + 4], v[vi + 5]);
+            let dp = rot * v_body * dt;
+            q[qi] += dp.x;
+            q[qi + 1] += dp.y;
+            q[qi + 2] += dp.z;
+            let r = integrate_rotation(&rot, &w_body, dt);
+            let c = r.quaternion();
+            q[qi + 3] = c.i;
+            q[qi + 4] = c.j;
+            q[qi + 5] = c.k;
+            q[qi + 6] = c.w;
         }
     }
 }

@@ -39,6 +39,20 @@ pub fn solver_kinds() -> &'static [&'static str] {
     SolverConfig::KINDS
 }
 
+/// The solver kinds that can simulate `scene` (a method refuses the scenes outside its
+/// coverage, e.g. contact between two bodies); always includes the baseline `pgs`.
+pub fn solver_kinds_for_scene(scene: &Scene) -> Vec<&'static str> {
+    let kinds: Vec<&'static str> =
+        SolverConfig::KINDS.iter().copied().filter(|k| SolverConfig::from_kind(k).unwrap().check_model(&scene.model, "scene").is_ok()).collect();
+    assert!(kinds.contains(&"pgs"), "the baseline must simulate every rigid test scene");
+    kinds
+}
+
+/// [`solver_kinds_for_scene`] of a YAML text.
+pub fn solver_kinds_for(yaml: &str) -> Vec<&'static str> {
+    solver_kinds_for_scene(&scene(yaml))
+}
+
 /// World position of an object's origin.
 pub fn object_position(sim: &Simulation, name: &str) -> Vec3 {
     let o = sim.model.objects.iter().find(|o| o.name == name).expect("object");

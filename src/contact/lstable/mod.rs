@@ -42,7 +42,7 @@ pub mod core;
 pub mod dense;
 
 use self::core::{row_compliance, row_position_feedback, ImpulseProblem, NsgsOptions, PolishScratch, RowKind};
-use super::method::{check_params, contact_method, tolerance_and_iterations, Capabilities, ContactRows, MethodKind, MethodParams, ParamError};
+use super::method::{check_params, contact_method, tolerance_and_iterations, Capabilities, ContactRows, MethodKind, MethodParams, ParamError, SceneCoverage};
 use super::{Contact, FrictionModel, JointRowKind, SchemeInput, SchemeOutput, SolveStats, WholeStepScheme};
 use crate::model::{GeomShape, Model};
 use crate::state::State;
@@ -129,6 +129,7 @@ impl MethodParams for LstableParams {
         contact_rows: ContactRows::POINT,
         friction: FrictionModel::Coulomb,
         dense_mass: false,
+        coverage: SceneCoverage::AllRigid,
     };
 
     fn validate(&self) -> Result<(), ParamError> {

@@ -1,0 +1,608 @@
+//! Line and surface contact through the equivalent contact point (ECP): the geometrically
+//! implicit time step of Xie & Chakraborty ("Rigid Body Dynamic Simulation with Line and Surface
+//! Contact"), as a whole-step scheme.
+//!
+//! Each free convex body (box, sphere, cylinder) touching the ground plane gets one contact
+//! point per patch — the point about which the patch's pressure has no moment — solved together
+//! with the end-of-step velocity, the normal impulse, the friction impulses and the friction
+//! moment about the normal in one mixed nonlinear complementarity problem per body
+//! ([`mncp`]). The closest-point conditions hold at the end-of-step pose, so the body ends the
+//! step touching or separated, never penetrating. See `docs/ecp.md` for the equations, the
+//! deviations from the paper and the tests.
+//!
+//! Scope: scenes whose moving bodies are single free objects of those shapes and whose only
+//! contacts are with the ground ([`crate::contact::SceneCoverage::ConvexObjectsOnGround`]);
+//! other scenes are refused when they are loaded. A model built without that check (a library
+//! user calling `Simulation::from_scene`) still steps: trees the scheme does not own move as if
+//! they had no contacts (v⁺ = v*, positions with the engine's map).
+//!
+//! What wrench readers see: the ECP's force is distributed over the collision contacts of the
+//! body–ground pair with non-negative weights whose weighted mean point is the ECP (carried to
+//! the start-of-step pose, where the contacts are), so the net force and the net moment of the
+//! pair equal the ECP wrench; the friction moment about the normal goes on the torsion row of
+//! the pair's first contact.
+
+mod dual;
+pub mod mncp;
+mod shape;
+#[cfg(test)]
+mod tests;
+
+pub use dual::Dual;
+pub use mncp::{BodyPlaneProblem, GapMode, SolveOutcome, NZ};
+pub use shape::ConvexShape;
+
+use super::method::{check_params, contact_method, tolerance_and_iterations, Capabilities, ContactRows, MethodKind, MethodParams, ParamError};
+use super::{FrictionModel, SceneCoverage, SchemeInput, SchemeOutput, SolveStats, WholeStepScheme};
+use crate::collision::Contact;
+use crate::math::{Mat3, Pose, Vec3};
+use crate::model::{GeomShape, JointKind, Model};
+use crate::state::State;
+use mncp::idx;
+use nalgebra::{Quaternion, Rotation3, UnitQuaternion};
+
+/// ECP parameters.
+#[derive(Clone, Debug, serde::Deserialize, serde::Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct EcpParams {
+    /// Newton iterations (Jacobian evaluations) per initial guess.
+    pub max_iterations: u32,
+    /// Stop when the largest entry of the scaled residual is below this (dimensionless: impulse
+    /// rows over the weight impulse m g h, geometry rows in m).
+    pub tolerance: f64,
+    /// Form of the non-penetration condition: `signed_gap` (default) or the paper's `paper_max`.
+    pub gap_mode: GapMode,
+    /// Limit-surface scale of the first tangential friction impulse, e_t (dimensionless).
+    pub e_t: f64,
+    /// Limit-surface scale of the second tangential friction impulse, e_o (dimensionless).
+    pub e_o: f64,
+    /// Limit-surface scale of the friction moment about the normal, e_r (m).
+    pub e_r_m: f64,
+}
+
+impl Default for EcpParams {
+    fn default() -> Self {
+        EcpParams { max_iterations: 60, tolerance: 1e-10, gap_mode: GapMode::SignedGap, e_t: 1.0, e_o: 1.0, e_r_m: 1.0 }
+    }
+}
+
+impl MethodParams for EcpParams {
+    type Runtime = EcpScheme;
+    const NAME: &'static str = "ecp";
+    const SUMMARY: &'static str =
+        "equivalent contact point: geometrically implicit step with line and surface contact for convex objects on the ground (Xie & Chakraborty)";
+    const CAPABILITIES: Capabilities = Capabilities {
+        kind: MethodKind::WholeStep,
+        deformables: false,
+        contact_rows: ContactRows::POINT_TORSION,
+        friction: FrictionModel::EllipsoidalLimitSurface,
+        dense_mass: false,
+        coverage: SceneCoverage::ConvexObjectsOnGround,
+    };
+
+    fn validate(&self) -> Result<(), ParamError> {
+        check_params(&[
+            (self.max_iterations >= 1, "max_iterations", "must be ≥ 1"),
+            (self.tolerance > 0.0 && self.tolerance.is_finite(), "tolerance", "must be > 0"),
+            (self.e_t > 0.0 && self.e_t.is_finite(), "e_t", "must be > 0"),
+            (self.e_o > 0.0 && self.e_o.is_finite(), "e_o", "must be > 0"),
+            (self.e_r_m > 0.0 && self.e_r_m.is_finite(), "e_r_m", "must be > 0 (m)"),
+        ])
+    }
+    tolerance_and_iterations!(tolerance, "1 (scaled residual)", max_iterations);
+    fn build(&self, model: &Model) -> EcpScheme {
+        EcpScheme::new(self.clone(), model)
+    }
+}
+
+contact_method!(EcpScheme, EcpParams, WholeStep);
+
+/// Mass properties and shape of a body the ECP step moves.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EcpBody {
+    /// Mass m (kg).
+    pub mass_kg: f64,
+    /// Inertia about the centre of mass in body axes (kg·m²).
+    pub inertia_body: Mat3,
+    /// The shape, in its geometry frame.
+    pub shape: ConvexShape,
+    /// Geometry frame in the body frame (the body frame's origin is the centre of mass).
+    pub geom_in_body: Pose,
+}
+
+/// Pose and velocity of an [`EcpBody`] (world frame).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EcpBodyState {
+    /// Centre of mass (m).
+    pub com_m: Vec3,
+    /// Orientation (body to world).
+    pub rotation: UnitQuaternion<f64>,
+    /// Velocity of the centre of mass (m/s).
+    pub velocity: Vec3,
+    /// Angular velocity (rad/s).
+    pub angular_velocity: Vec3,
+}
+
+/// A plane `n·ξ = d` bounding the half-space `n·ξ ≤ d` the bodies cannot enter, with its
+/// contact frame and friction.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EcpPlane {
+    /// Unit normal n pointing out of the ground (world).
+    pub normal: Vec3,
+    /// First tangent t (world); `(n, t, o)` right-handed.
+    pub tangent1: Vec3,
+    /// Second tangent o (world).
+    pub tangent2: Vec3,
+    /// Offset d (m).
+    pub offset_m: f64,
+    /// Friction coefficient μ.
+    pub friction: f64,
+}
+
+impl EcpPlane {
+    /// The plane `n·ξ = d` with the engine's tangent basis of `n`.
+    pub fn new(normal: Vec3, offset_m: f64, friction: f64) -> Self {
+        let normal = normal.normalize();
+        let (tangent1, tangent2) = crate::math::tangent_basis(&normal);
+        EcpPlane { normal, tangent1, tangent2, offset_m, friction }
+    }
+}
+
+/// The contact of one step of one body with the plane.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct EcpContact {
+    /// The body touches the plane at the end of the step (a contact problem was solved and its
+    /// normal impulse is positive).
+    pub in_contact: bool,
+    /// Equivalent contact point at the end of the step (world, m).
+    pub ecp_m: Vec3,
+    /// Normal impulse p_n (N·s).
+    pub normal_impulse: f64,
+    /// Friction impulses along the plane's tangents, (p_t, p_o) (N·s).
+    pub tangent_impulse: [f64; 2],
+    /// Friction moment impulse about the normal p_r (N·m·s).
+    pub torsion_impulse: f64,
+    /// Inequalities of the shape active at the ECP (|f_i| < 1e-6 m): box 3 vertex, 2 edge,
+    /// 1 face contact.
+    pub active_inequalities: usize,
+    /// The designated inequality k1 of the accepted solution.
+    pub designated: usize,
+    /// What the solve did (iterations summed over the initial guesses tried).
+    pub solve: SolveOutcome,
+    /// Initial guesses tried (1 = the first converged).
+    pub starts: u32,
+    /// The accepted unknowns (scaled, see [`mncp`]).
+    pub unknowns: [f64; NZ],
+}
+
+/// Deepest end-of-step penetration of an accepted solution (m); deeper roots are spurious.
+pub const PENETRATION_TOLERANCE_M: f64 = 1e-8;
+
+/// Steps one [`EcpBody`] against an optional plane; keeps the previous solution as warm start.
+#[derive(Clone, Debug)]
+pub struct EcpStepper {
+    /// The parameters.
+    pub params: EcpParams,
+    warm: Option<[f64; NZ]>,
+}
+
+fn arr(v: &Vec3) -> [f64; 3] {
+    [v.x, v.y, v.z]
+}
+
+fn vec_at(z: &[f64; NZ], i: usize) -> Vec3 {
+    Vec3::new(z[i], z[i + 1], z[i + 2])
+}
+
+impl EcpStepper {
+    /// A stepper without warm start.
+    pub fn new(params: EcpParams) -> Self {
+        EcpStepper { params, warm: None }
+    }
+
+    /// Forgets the warm start.
+    pub fn reset(&mut self) {
+        self.warm = None;
+    }
+
+    /// The end-of-step pose for end velocities `(v, ω)`: centre of mass and rotation.
+    fn end_pose(state: &EcpBodyState, h: f64, v: &Vec3, w: &Vec3) -> (Vec3, UnitQuaternion<f64>) {
+        let r0 = state.rotation.to_rotation_matrix().into_inner();
+        let phi = w * h;
+        let cols = [mncp::rotate_vector(&phi, &r0.column(0).into_owned()), mncp::rotate_vector(&phi, &r0.column(1).into_owned()), mncp::rotate_vector(&phi, &r0.column(2).into_owned())];
+        let m = Mat3::from_columns(&cols);
+        let mut q = UnitQuaternion::from_rotation_matrix(&Rotation3::from_matrix_unchecked(m));
+        q.renormalize();
+        (state.com_m + v * h, q)
+    }
+
+    /// Advances `state` by one step of `h_s` under gravity `gravity` (m/s²) and the applied
+    /// impulses `applied_linear` (N·s, world) and `applied_angular` (N·m·s about the centre of
+    /// mass, world), in contact with `plane` when given. Allocates nothing.
+    #[allow(clippy::too_many_arguments)]
+    pub fn step(
+        &mut self,
+        body: &EcpBody,
+        state: &mut EcpBodyState,
+        plane: Option<&EcpPlane>,
+        gravity: &Vec3,
+        h_s: f64,
+        applied_linear: &Vec3,
+        applied_angular: &Vec3,
+    ) -> EcpContact {
+        let h = h_s;
+        let m = body.mass_kg;
+        let r0 = state.rotation.to_rotation_matrix().into_inner();
+        let inertia = r0 * body.inertia_body * r0.transpose();
+        let (v0, w0) = (state.velocity, state.angular_velocity);
+        // explicit gyroscopic impulse −h ω × I ω (Sec. III-A; the factor h made explicit)
+        let p_lin = gravity * (m * h) + applied_linear;
+        let p_ang = -(w0.cross(&(inertia * w0))) * h + applied_angular;
+        let v_free = v0 + p_lin / m;
+        let w_free = w0 + inertia.try_inverse().unwrap_or_else(Mat3::zeros) * p_ang;
+        let geom_rot0 = r0 * body.geom_in_body.rotation.to_rotation_matrix().into_inner();
+        let geom_off0 = r0 * body.geom_in_body.translation.vector;
+        let (com_free, rot_free) = Self::end_pose(state, h, &v_free, &w_free);
+        let geom_rot_free = rot_free.to_rotation_matrix().into_inner() * body.geom_in_body.rotation.to_rotation_matrix().into_inner();
+        let geom_centre_free = com_free + rot_free * body.geom_in_body.translation.vector;
+
+        // free flight when the free end pose clears the plane: (p = 0, separated closest points)
+        // then solves the contact conditions
+        let plane = match plane {
+            Some(pl) if body.shape.plane_gap(&geom_centre_free, &geom_rot_free, &pl.normal, pl.offset_m) <= 0.0 => pl,
+            _ => {
+                let (com, rot) = Self::end_pose(state, h, &v_free, &w_free);
+                *state = EcpBodyState { com_m: com, rotation: rot, velocity: v_free, angular_velocity: w_free };
+                self.warm = None;
+                return EcpContact { solve: SolveOutcome { iterations: 0, residual: 0.0, converged: true }, ..Default::default() };
+            }
+        };
+
+        let scale = m * h * gravity.norm().max(1.0);
+        let mut problem = BodyPlaneProblem {
+            h_s: h,
+            mass_kg: m,
+            inertia_world: std::array::from_fn(|i| std::array::from_fn(|j| inertia[(i, j)])),
+            com_m: arr(&state.com_m),
+            velocity: arr(&v0),
+            angular_velocity: arr(&w0),
+            impulse_linear: arr(&p_lin),
+            impulse_angular: arr(&p_ang),
+            shape: body.shape,
+            geom_axes: std::array::from_fn(|j| arr(&geom_rot0.column(j).into_owned())),
+            geom_offset_m: arr(&geom_off0),
+            normal: arr(&plane.normal),
+            tangent1: arr(&plane.tangent1),
+            tangent2: arr(&plane.tangent2),
+            plane_offset_m: plane.offset_m,
+            friction: plane.friction,
+            limit_surface: [self.params.e_t, self.params.e_o, self.params.e_r_m],
+            k1: 0,
+            gap_mode: self.params.gap_mode,
+            impulse_scale: scale,
+        };
+
+        // initial guesses (docs/ecp.md, "Solver"): the warm start, then for each candidate k1 the
+        // lowest point, the lowest edge's middle and the lowest face's centre at the free end pose
+        let (k1_list, k1_count) = body.shape.designated_candidates(&geom_rot_free, &plane.normal);
+        let points = body.shape.contact_guesses(&geom_centre_free, &geom_rot_free, &plane.normal);
+        let n = plane.normal;
+        let v_tan = v0 - n * n.dot(&v0);
+        let pn_guess = (m * (-n.dot(&v0)).max(0.0) + (-n.dot(&p_lin)).max(0.0)) / scale;
+        let guess = |point: &Vec3, k1: usize| -> [f64; NZ] {
+            let mut z = [0.0; NZ];
+            z[idx::V..idx::V + 3].copy_from_slice(&arr(&v0));
+            z[idx::W..idx::W + 3].copy_from_slice(&arr(&w0));
+            let clearance = n.dot(point) - plane.offset_m;
+            z[idx::A1..idx::A1 + 3].copy_from_slice(&arr(point));
+            z[idx::A2..idx::A2 + 3].copy_from_slice(&arr(&(point - n * clearance)));
+            z[idx::L + k1] = clearance.max(0.0);
+            z[idx::LG] = 1.0;
+            z[idx::PN] = pn_guess;
+            z[idx::SIGMA] = v_tan.norm();
+            z
+        };
+        let end_gap = |v: &Vec3, w: &Vec3| {
+            let (com, rot) = Self::end_pose(state, h, v, w);
+            let geom = Pose::from_parts(com.into(), rot) * body.geom_in_body;
+            body.shape.plane_gap(&geom.translation.vector, &geom.rotation.to_rotation_matrix().into_inner(), &plane.normal, plane.offset_m)
+        };
+        let total_starts = 1 + k1_count * points.len();
+        let mut best: Option<([f64; NZ], usize, SolveOutcome)> = None;
+        let mut iterations = 0;
+        let mut starts = 0;
+        for s in 0..total_starts {
+            let (mut z, k1) = if s == 0 {
+                match self.warm {
+                    Some(w) => {
+                        let mut z = w;
+                        z[idx::V..idx::V + 3].copy_from_slice(&arr(&v0));
+                        z[idx::W..idx::W + 3].copy_from_slice(&arr(&w0));
+                        (z, k1_list[0])
+                    }
+                    None => continue,
+                }
+            } else {
+                let k1 = k1_list[(s - 1) / points.len()];
+                (guess(&points[(s - 1) % points.len()], k1), k1)
+            };
+            problem.k1 = k1;
+            starts += 1;
+            let mut outcome = mncp::solve(&problem, &mut z, self.params.tolerance, self.params.max_iterations);
+            iterations += outcome.iterations;
+            // a root whose end pose penetrates the plane is spurious (the literal form admits
+            // such roots): rejected, ranked by its depth, and the next guess is tried
+            let depth = -end_gap(&vec_at(&z, idx::V), &vec_at(&z, idx::W));
+            if depth > PENETRATION_TOLERANCE_M {
+                outcome.converged = false;
+                outcome.residual = outcome.residual.max(depth);
+            }
+            let better = best.as_ref().is_none_or(|(_, _, b)| outcome.residual < b.residual || !b.residual.is_finite());
+            if better && outcome.residual.is_finite() {
+                best = Some((z, k1, outcome));
+            }
+            if outcome.converged {
+                break;
+            }
+        }
+        let Some((z, k1, outcome)) = best else {
+            // no finite iterate from any guess: free flight, reported as not converged
+            let (com, rot) = Self::end_pose(state, h, &v_free, &w_free);
+            *state = EcpBodyState { com_m: com, rotation: rot, velocity: v_free, angular_velocity: w_free };
+            self.warm = None;
+            return EcpContact { solve: SolveOutcome { iterations, residual: f64::INFINITY, converged: false }, starts, ..Default::default() };
+        };
+        self.warm = Some(z);
+        let (v, w) = (vec_at(&z, idx::V), vec_at(&z, idx::W));
+        let (com, rot) = Self::end_pose(state, h, &v, &w);
+        *state = EcpBodyState { com_m: com, rotation: rot, velocity: v, angular_velocity: w };
+        // active inequalities at the ECP, at the end pose
+        let ecp = vec_at(&z, idx::A1);
+        let active = count_active(body, state, &ecp);
+        EcpContact {
+            in_contact: z[idx::PN] > 0.0,
+            ecp_m: ecp,
+            normal_impulse: z[idx::PN] * scale,
+            tangent_impulse: [z[idx::PT] * scale, z[idx::PO] * scale],
+            torsion_impulse: z[idx::PR] * scale,
+            active_inequalities: active,
+            designated: k1,
+            solve: SolveOutcome { iterations, ..outcome },
+            starts,
+            unknowns: z,
+        }
+    }
+}
+
+/// Number of the shape's inequalities with |f_i(ξ)| < 1e-6 m at the body pose `state`.
+pub fn count_active(body: &EcpBody, state: &EcpBodyState, xi: &Vec3) -> usize {
+    let geom = Pose::from_parts(state.com_m.into(), state.rotation) * body.geom_in_body;
+    let eta = geom.inverse_transform_point(&(*xi).into()).coords;
+    let eta_d = [Dual::<0>::cst(eta.x), Dual::cst(eta.y), Dual::cst(eta.z)];
+    (0..body.shape.inequality_count()).filter(|&i| body.shape.inequality(i, &eta_d).0.v.abs() < 1e-6).count()
+}
+
+/// The shape of a geometry, when the ECP step handles it.
+pub fn convex_shape(shape: &GeomShape) -> Option<ConvexShape> {
+    match *shape {
+        GeomShape::Box { half_extents } => Some(ConvexShape::Box { half_extents_m: arr(&half_extents) }),
+        GeomShape::Sphere { radius } => Some(ConvexShape::Sphere { radius_m: radius }),
+        GeomShape::Cylinder { radius, half_length } => Some(ConvexShape::Cylinder { radius_m: radius, half_length_m: half_length }),
+        _ => None,
+    }
+}
+
+/// One free object the scheme moves.
+#[derive(Clone, Debug)]
+struct Slot {
+    body: usize,
+    q_index: usize,
+    v_index: usize,
+    geom: usize,
+    ecp_body: EcpBody,
+    stepper: EcpStepper,
+    last: EcpContact,
+}
+
+/// The ECP whole-step scheme: one [`EcpStepper`] per free object, the ground plane.
+pub struct EcpScheme {
+    params: EcpParams,
+    slots: Vec<Slot>,
+    /// The ground: plane, geometry index.
+    ground: Option<(EcpPlane, usize)>,
+    /// Per tree: moved by a slot (else it moves freely, without contact).
+    owned_trees: Vec<bool>,
+}
+
+impl EcpScheme {
+    /// Builds the scheme for `model`: one slot per free object with a supported shape.
+    pub fn new(params: EcpParams, model: &Model) -> Self {
+        let ground = model.ground_geom.and_then(|g| match model.geoms[g].shape {
+            GeomShape::Plane { normal, offset } => Some((EcpPlane::new(normal, offset, 0.0), g)),
+            _ => None,
+        });
+        let mut slots = Vec::new();
+        for o in &model.objects {
+            let b = &model.bodies[o.body];
+            if o.fixed || b.joint.kind != JointKind::Free {
+                continue;
+            }
+            let Some(geom) = model.geoms.iter().position(|g| g.body == Some(o.body)) else { continue };
+            let Some(shape) = convex_shape(&model.geoms[geom].shape) else { continue };
+            let ecp_body = EcpBody { mass_kg: b.mass, inertia_body: b.inertia_com, shape, geom_in_body: model.geoms[geom].x_body_geom };
+            slots.push(Slot {
+                body: o.body,
+                q_index: b.joint.q_index,
+                v_index: b.joint.v_index,
+                geom,
+                ecp_body,
+                stepper: EcpStepper::new(params.clone()),
+                last: EcpContact::default(),
+            });
+        }
+        let mut owned_trees = vec![false; model.trees.len()];
+        for s in &slots {
+            owned_trees[model.bodies[s.body].tree] = true;
+        }
+        EcpScheme { params, slots, ground, owned_trees }
+    }
+
+    /// The last step's contact of each free object with the ground: `(body index, contact)`.
+    pub fn last_contacts(&self) -> impl Iterator<Item = (usize, &EcpContact)> {
+        self.slots.iter().map(|s| (s.body, &s.last))
+    }
+
+    /// Friction coefficient of the ground pair of `geom` (0 when they cannot touch).
+    fn ground_friction(model: &Model, ground: usize, geom: usize) -> Option<f64> {
+        model.collision_pairs.iter().find(|p| p.with_ground && p.geom_a == ground && p.geom_b == geom).map(|p| p.friction)
+    }
+}
+
+/// Distributes the force of a contact at `point` over `contacts[idxs]` with non-negative weights
+/// whose weighted mean point is `point` (or the nearest point of their hull), written into
+/// `weights` (same order as `idxs`). Coordinates in the plane `(t1, t2)`.
+fn hull_weights(contacts: &[Contact], idxs: &[usize], point: &Vec3, t1: &Vec3, t2: &Vec3, weights: &mut [f64]) {
+    let k = idxs.len();
+    let pt = |i: usize| {
+        let p = contacts[idxs[i]].position;
+        (p.dot(t1), p.dot(t2))
+    };
+    let (ax, ay) = (point.dot(t1), point.dot(t2));
+    weights[..k].fill(0.0);
+    // a triangle containing the point (exact)
+    for i in 0..k {
+        for j in i + 1..k {
+            for l in j + 1..k {
+                let (p, q, r) = (pt(i), pt(j), pt(l));
+                let det = (q.0 - p.0) * (r.1 - p.1) - (r.0 - p.0) * (q.1 - p.1);
+                if det.abs() < 1e-12 {
+                    continue;
+                }
+                let wq = ((ax - p.0) * (r.1 - p.1) - (r.0 - p.0) * (ay - p.1)) / det;
+                let wr = ((q.0 - p.0) * (ay - p.1) - (ax - p.0) * (q.1 - p.1)) / det;
+                let wp = 1.0 - wq - wr;
+                if wp >= -1e-12 && wq >= -1e-12 && wr >= -1e-12 {
+                    let s = wp.max(0.0) + wq.max(0.0) + wr.max(0.0);
+                    weights[i] = wp.max(0.0) / s;
+                    weights[j] = wq.max(0.0) / s;
+                    weights[l] = wr.max(0.0) / s;
+                    return;
+                }
+            }
+        }
+    }
+    // otherwise the nearest point on a segment or a single contact
+    let mut best = (f64::INFINITY, 0usize, 0usize, 1.0f64);
+    for i in 0..k {
+        let p = pt(i);
+        let d = (p.0 - ax).powi(2) + (p.1 - ay).powi(2);
+        if d < best.0 {
+            best = (d, i, i, 1.0);
+        }
+        for j in i + 1..k {
+            let q = pt(j);
+            let (ex, ey) = (q.0 - p.0, q.1 - p.1);
+            let len2 = ex * ex + ey * ey;
+            if len2 < 1e-24 {
+                continue;
+            }
+            let s = (((ax - p.0) * ex + (ay - p.1) * ey) / len2).clamp(0.0, 1.0);
+            let d = (p.0 + s * ex - ax).powi(2) + (p.1 + s * ey - ay).powi(2);
+            if d < best.0 {
+                best = (d, i, j, 1.0 - s);
+            }
+        }
+    }
+    if k > 0 {
+        weights[best.1] += best.3;
+        weights[best.2] += 1.0 - best.3;
+    }
+}
+
+impl WholeStepScheme for EcpScheme {
+    fn advance(&mut self, input: &SchemeInput, state: &mut State, output: &mut SchemeOutput) -> SolveStats {
+        let model = input.model;
+        let h = model.timestep_s;
+        output.velocity.copy_from_slice(input.free_velocity.as_slice());
+        let rows = ContactRows::POINT_TORSION;
+        output.impulse[..rows.start(input.contacts.len())].fill(0.0);
+        let mut stats = SolveStats { iterations: 0, residual: 0.0, converged: true };
+        let zero = Vec3::zeros();
+        for slot in &mut self.slots {
+            slot.stepper.params.clone_from(&self.params);
+            let (qi, vi) = (slot.q_index, slot.v_index);
+            let q = &state.q[qi..qi + 7];
+            let rot = UnitQuaternion::new_normalize(Quaternion::new(q[6], q[3], q[4], q[5]));
+            let v = &state.v[vi..vi + 6];
+            let mut body_state = EcpBodyState {
+                com_m: Vec3::new(q[0], q[1], q[2]),
+                rotation: rot,
+                velocity: rot * Vec3::new(v[0], v[1], v[2]),
+                angular_velocity: rot * Vec3::new(v[3], v[4], v[5]),
+            };
+            let start = body_state;
+            let plane = self.ground.and_then(|(pl, g)| Self::ground_friction(model, g, slot.geom).map(|mu| EcpPlane { friction: mu, ..pl }));
+            let contact = slot.stepper.step(&slot.ecp_body, &mut body_state, plane.as_ref(), &model.gravity, h, &zero, &zero);
+            stats.iterations = stats.iterations.max(contact.solve.iterations);
+            stats.residual = stats.residual.max(contact.solve.residual);
+            stats.converged &= contact.solve.converged;
+            // positions and body-frame velocities at the end pose
+            let (p, r) = (body_state.com_m, body_state.rotation);
+            let c = r.quaternion();
+            state.q[qi..qi + 7].copy_from_slice(&[p.x, p.y, p.z, c.i, c.j, c.k, c.w]);
+            let (vb, wb) = (r.inverse() * body_state.velocity, r.inverse() * body_state.angular_velocity);
+            output.velocity[vi..vi + 6].copy_from_slice(&[vb.x, vb.y, vb.z, wb.x, wb.y, wb.z]);
+            slot.last = contact;
+            if contact.in_contact {
+                if let Some((pl, g)) = self.ground {
+                    // the ECP as a material point of the body, carried to the start-of-step pose
+                    let ecp_start = start.com_m + start.rotation * (body_state.rotation.inverse() * (contact.ecp_m - body_state.com_m));
+                    let force = pl.normal * contact.normal_impulse + pl.tangent1 * contact.tangent_impulse[0] + pl.tangent2 * contact.tangent_impulse[1];
+                    report_on_contacts(input.contacts, g, slot.geom, &ecp_start, &force, contact.torsion_impulse, &pl, output.impulse);
+                }
+            }
+        }
+        // trees the scheme does not move (only reachable when a scene outside the coverage was
+        // built without `check_model`): free motion, v⁺ = v*, with the engine's position map
+        for (t, tree) in model.trees.iter().enumerate() {
+            if !self.owned_trees[t] {
+                for b in tree.body_start..tree.body_end {
+                    crate::step::integrate_joint_position(&model.bodies[b].joint, &mut state.q, output.velocity, h);
+                }
+            }
+        }
+        output.positions_integrated = true;
+        stats
+    }
+}
+
+/// Writes the impulse `force` (N·s, on the body) at `point` and the torsion impulse (N·m·s)
+/// onto the contacts of the pair (ground geometry `ground`, body geometry `geom`) in the
+/// [`ContactRows::POINT_TORSION`] layout.
+#[allow(clippy::too_many_arguments)]
+fn report_on_contacts(contacts: &[Contact], ground: usize, geom: usize, point: &Vec3, force: &Vec3, torsion: f64, plane: &EcpPlane, impulse: &mut [f64]) {
+    const MAX_PAIR_POINTS: usize = 16;
+    let mut idxs = [0usize; MAX_PAIR_POINTS];
+    let mut k = 0;
+    for (i, c) in contacts.iter().enumerate() {
+        if c.geom_a == ground && c.geom_b == geom && k < MAX_PAIR_POINTS {
+            idxs[k] = i;
+            k += 1;
+        }
+    }
+    if k == 0 {
+        return;
+    }
+    let mut weights = [0.0; MAX_PAIR_POINTS];
+    hull_weights(contacts, &idxs[..k], point, &plane.tangent1, &plane.tangent2, &mut weights);
+    let rows = ContactRows::POINT_TORSION;
+    for (j, &i) in idxs[..k].iter().enumerate() {
+        let c = &contacts[i];
+        let f = force * weights[j];
+        let r = rows.start(i);
+        impulse[r] = f.dot(&c.normal);
+        impulse[r + 1] = f.dot(&c.tangent1);
+        impulse[r + 2] = f.dot(&c.tangent2);
+        impulse[r + 3] = if j == 0 { torsion } else { 0.0 };
+    }
+}
