@@ -371,6 +371,14 @@ pub fn polish(prob: &ImpulseProblem, scratch: &mut PolishScratch, tolerance: f64
     false
 }
 
+/// The disk radius `μ p_n` of the friction group starting at row `i` and the norm of its
+/// impulse, in the candidate `t`.
+fn disk_radius_and_norm(t: &[f64], i: usize, normal_row: usize, mu: f64, len: usize) -> (f64, f64) {
+    let radius = mu * t[normal_row].max(0.0);
+    let norm = if len == 2 { t[i].hypot(t[i + 1]) } else { t[i].abs() };
+    (radius, norm)
+}
+
 /// Roles from the current candidate: push-only rows with a positive impulse are free, others
 /// held at zero; box rows at a bound are held there; a friction group with a positive normal is
 /// on the rim when its impulse has (nearly) the disk's radius, else free.
@@ -379,9 +387,7 @@ fn initial_roles(prob: &ImpulseProblem, s: &mut PolishScratch) {
     let mut i = 0;
     while i < m {
         if let Some((normal_row, mu, len)) = friction_group(prob, i) {
-            let t = &s.trial;
-            let radius = mu * t[normal_row].max(0.0);
-            let norm = if len == 2 { t[i].hypot(t[i + 1]) } else { t[i].abs() };
+            let (radius, norm) = disk_radius_and_norm(&s.trial, i, normal_row, mu, len);
             let role = if !(radius > 0.0) {
                 Role::Fixed(0.0)
             } else if norm >= radius * (1.0 - 1e-9) {
@@ -413,9 +419,7 @@ fn update_roles(prob: &ImpulseProblem, s: &mut PolishScratch) -> bool {
     let mut i = 0;
     while i < m {
         if let Some((normal_row, mu, len)) = friction_group(prob, i) {
-            let t = &s.trial;
-            let radius = mu * t[normal_row].max(0.0);
-            let norm = if len == 2 { t[i].hypot(t[i + 1]) } else { t[i].abs() };
+            let (radius, norm) = disk_radius_and_norm(&s.trial, i, normal_row, mu, len);
             let role = match s.role[i] {
                 _ if !(radius > 0.0) => Role::Fixed(0.0),
                 Role::Fixed(_) => Role::Free,
