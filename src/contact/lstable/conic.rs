@@ -5,7 +5,7 @@
 //! - **Mode C** ([`solve_mode_c`]): for fixed cone radii `ρ_c = μ_c p̄_n,c`,
 //!   `min ½ pᵀ A p + cᵀ p` s.t. `p ≥ 0` on normals and unilateral rows, `lo ≤ p ≤ hi` on box
 //!   rows, `‖p_f,c‖ ≤ ρ_c` per contact (a second-order cone with a constant first entry); then
-//!   `p̄_n ← p_n` until the radii stop changing (the paper's reference [1], Anitescu–Hart).
+//!   `p̄_n ← p_n` until the radii stop changing (Anitescu and Hart, the paper's first reference).
 //! - **Mode P** ([`solve_mode_p`]): the paper's eliminated program (Appendix A, with the
 //!   corrections of the method's docs page): `min ½ (ζ ‖p_un‖² + ‖p_f‖² + Σ_f D_f² (A p + c)_f²)`
 //!   s.t. `(A p + c)_b = 0`, `(A p + c)_un ≥ 0`, `p_un ≥ 0`, `‖p_f,c‖ ≤ μ_c p_n,c`.
