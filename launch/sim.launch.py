@@ -4,7 +4,7 @@
     ros2 launch contact_sim sim.launch.py scene:=/path/scene.yaml time_mode:=sim_time use_sim_time:=true
     ros2 launch contact_sim sim.launch.py solver:=bisection params_file:=/path/params.yaml
 
-Arguments: scene (scene YAML), solver (scene | pgs | bisection | vfpi | lstable | ecp), time_mode (realtime | sim_time |
+Arguments: scene (scene YAML), solver (scene | pgs | bisection | vfpi | lstable | ecp | newton), time_mode (realtime | sim_time |
 lockstep), use_sim_time (for the node; controllers that follow /clock set it themselves),
 params_file (a `contact_sim_node: ros__parameters:` file, default config/contact_sim_node.params.yaml),
 record_bag (a new directory: record a rosbag2 MCAP bag of every topic and command; empty = off).
@@ -32,7 +32,7 @@ def generate_launch_description():
         DeclareLaunchArgument(
             "solver",
             default_value="scene",
-            choices=["scene", "pgs", "bisection", "vfpi", "lstable", "ecp"],
+            choices=["scene", "pgs", "bisection", "vfpi", "lstable", "ecp", "newton"],
             description="Contact solver (scene: the scene's own)",
         ),
         DeclareLaunchArgument(

@@ -31,6 +31,7 @@
 
 mod bisection;
 pub mod lstable;
+pub mod newton;
 pub mod ecp;
 mod method;
 mod pgs;
@@ -46,6 +47,7 @@ pub use registry::{Solver, SolverConfig, SolverKind};
 
 pub use bisection::{BisectionParams, BisectionSolver, SingleContact};
 pub use lstable::{LstableBackend, LstableMode, LstableParams, LstableScheme};
+pub use newton::{NewtonParams, NewtonPreset, NewtonScheme};
 pub use ecp::{EcpParams, EcpScheme};
 pub use crate::collision::Contact;
 pub use pgs::{PgsParams, PgsSolver};

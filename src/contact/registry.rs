@@ -8,7 +8,7 @@
 //! must equal the params' `NAME`; `tests/registry.rs` checks it).
 
 use super::method::{Capabilities, ConstraintStage, ContactMethod, MethodParams, ParamError, Tolerance};
-use super::{BisectionParams, EcpParams, FrictionModel, LstableParams, PgsParams, VfpiParams};
+use super::{BisectionParams, EcpParams, FrictionModel, LstableParams, NewtonParams, PgsParams, VfpiParams};
 use crate::model::Model;
 
 macro_rules! contact_methods {
@@ -155,6 +155,8 @@ contact_methods! {
     Lstable(LstableParams),
     /// Equivalent contact point: line and surface contact in a geometrically implicit step (Xie & Chakraborty).
     Ecp(EcpParams),
+    /// Non-smooth Newton: position-level contact NCP, smooth friction, Krylov linear solves (Macklin et al.).
+    Newton(NewtonParams),
 }
 
 impl Default for SolverConfig {

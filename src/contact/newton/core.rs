@@ -1,0 +1,800 @@
+//! The non-smooth Newton iteration of Macklin et al. in impulse space, on a dense Delassus
+//! matrix: NCP functions, the friction compliance, the conjugate-residual solver, and the
+//! iteration itself. Hand-built problems (unit tests, the paper's small examples) and the
+//! engine's step ([`super::NewtonScheme`]) both run through [`solve`].
+//!
+//! # The equations in impulse form
+//!
+//! The paper's unknowns are the end-of-step velocity `u` and the multipliers `λ`; we store the
+//! impulses `p = h λ` (N·s) and write every residual in m/s. With `D = J̄ M̃⁻¹ J̄ᵀ` (the Delassus
+//! matrix of the unscaled geometric rows `J̄`) and `ũ = v*` the unconstrained velocity:
+//!
+//! - momentum (paper eq. 46 times `h`): `g = M̃ (u − ũ) − Jᵀ p`, with `J = diag(α) J̄` (the
+//!   normal rows scaled by the Fischer–Burmeister partial α, paper eq. 57; α = 1 on other rows,
+//!   0 on inactive friction rows);
+//! - contact normal and joint limit (paper §6, App. A.1): `FB(a, b) = 0` with
+//!   `a = gap/h + (J̄ u)_i` (the end-of-step gap `gap + h J̄ᵢ u` divided by `h`, m/s) and
+//!   `b = rᵢ pᵢ`, `rᵢ = Dᵢᵢ` the complementarity scale (paper eq. 66: `r = h² [J̄ M̃⁻¹ J̄ᵀ]ᵢᵢ`
+//!   in the paper's force units is `Dᵢᵢ` in ours);
+//! - friction pair (paper §7 and App. A.2, the slip speed in the denominator, not its square):
+//!   `(J̄ u)_f + W' p_f = 0` with the friction compliance `W' = W/h` frozen within an iteration,
+//!   computed from the current slip `a = ‖(J̄ u)_f‖` and `σ = r_f (μ p_n − ‖p_f‖)`; inactive
+//!   (`μ p_n ≤ 0`): `p_f = 0`;
+//! - bilateral rows (mimic couplings): `error/h + (J̄ u)_i + e pᵢ = 0`.
+//!
+//! Each Newton iteration solves the Schur complement (paper eq. 59–61)
+//! `[J M̃⁻¹ Jᵀ + C + ε I] x = J M̃⁻¹ g − η` for the impulse increment `x`, and updates
+//! `p ← p + t x`, `u ← u + t M̃⁻¹ (Jᵀ x − g)`. `C` is diagonal here (`β r` on normals, `W'` on
+//! friction rows, the row compliance on bilateral rows).
+//!
+//! # Velocities without the mass matrix
+//!
+//! Every iterate has the form `u = s ũ + M̃⁻¹ J̄ᵀ y`: `s` is 0 at the paper's start `u⁰ = 0` and
+//! 1 at `u⁰ = ũ`, and `y` is a vector of row impulses. The update keeps that form
+//! (`s ← (1 − t) s + t`, `y ← (1 − t) y + t α∘(p + x)`), so the iteration runs on `D`, `J̄ ũ` and
+//! row vectors only, and the step turns `y` into a velocity once at the end.
+
+use crate::contact::lstable::core::{cholesky_in_place, cholesky_solve};
+
+/// A row of the Newton problem.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum NewtonRow {
+    /// Position-level unilateral row (contact normal, joint limit): `gap + h (J̄ u)ᵢ ≥ 0`,
+    /// `pᵢ ≥ 0`, complementary. `gap` (m or rad) is the start-of-step value (negative: overlap).
+    Unilateral {
+        /// Start-of-step gap (m or rad).
+        gap: f64,
+    },
+    /// The first of a contact's two friction rows (the second is the next row, [`NewtonRow::FrictionSecond`]).
+    FrictionPair {
+        /// The contact's normal row.
+        normal_row: usize,
+        /// Coulomb coefficient.
+        mu: f64,
+    },
+    /// The second row of the friction pair that starts at the previous row.
+    FrictionSecond,
+    /// A velocity-level friction row with a fixed bound (joint Coulomb friction): `|pᵢ| ≤ bound`.
+    BoundedFriction {
+        /// Impulse bound (N·s or N·m·s).
+        bound: f64,
+    },
+    /// Bilateral position row: `error/h + (J̄ u)ᵢ + compliance · pᵢ = 0`.
+    Bilateral {
+        /// Start-of-step constraint error (m or rad).
+        error: f64,
+        /// Row compliance (m/s per N·s); 0 for a hard constraint.
+        compliance: f64,
+    },
+}
+
+/// The NCP function (paper §4.2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NcpFunction {
+    /// Fischer–Burmeister `a + b − √(a² + b²)` (the paper's default: smoother force
+    /// distribution on redundant contact sets).
+    #[default]
+    FischerBurmeister,
+    /// `min(a, b)`.
+    MinMap,
+}
+
+/// The complementarity scale `r` of each unilateral row (paper §6.1, eq. 66; Fig. 17 ablations).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ComplementarityScale {
+    /// `r = h² [J̄ M̃⁻¹ J̄ᵀ]ᵢᵢ`, the row's inverse effective mass (the paper's choice).
+    #[default]
+    EffectiveMass,
+    /// `r = h²` for every row (works for moderate mass ratios).
+    Global,
+    /// `r = 1` (no preconditioning; fails with large masses).
+    Identity,
+}
+
+/// The linear solver of each Newton iteration.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LinearSolver {
+    /// Jacobi-preconditioned conjugate residual, applied matrix-free (paper §8.3), a fixed
+    /// iteration budget per Newton iteration.
+    #[default]
+    Pcr,
+    /// Dense Cholesky factorisation of the Schur complement (exact; for small row counts).
+    Direct,
+    /// `direct` up to [`AUTO_DIRECT_MAX_ROWS`] rows, `pcr` above.
+    Auto,
+}
+
+/// The largest row count [`LinearSolver::Auto`] factorises densely (a factorisation costs m³/3
+/// multiply-adds: 0.7 M at 128 rows, about the cost of 40 conjugate-residual iterations).
+pub const AUTO_DIRECT_MAX_ROWS: usize = 128;
+
+/// Options of one solve.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NewtonOptions {
+    /// Time step h (s).
+    pub timestep_s: f64,
+    /// NCP function.
+    pub ncp: NcpFunction,
+    /// Complementarity scale.
+    pub scale: ComplementarityScale,
+    /// Linear solver.
+    pub linear_solver: LinearSolver,
+    /// Newton iterations at most.
+    pub max_newton_iterations: u32,
+    /// Conjugate-residual iterations per Newton iteration at most.
+    pub max_linear_iterations: u32,
+    /// Relative stop of the conjugate residual (`0`: run the whole budget, as the paper).
+    pub linear_tolerance: f64,
+    /// Stop when the largest row residual is at most this (m/s); `0`: never stop early.
+    pub tolerance_m_s: f64,
+    /// Step fraction t (the paper's damping, 0.75).
+    pub step_fraction: f64,
+    /// Backtracking line search on ‖η‖₂, starting from `step_fraction`.
+    pub line_search: bool,
+    /// Diagonal regularisation ε of the Schur complement (m/s per N·s).
+    pub regularization: f64,
+}
+
+/// What a solve did.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct NewtonStats {
+    /// Newton iterations (linear solves) performed.
+    pub newton_iterations: u32,
+    /// Conjugate-residual iterations, summed over the Newton iterations.
+    pub linear_iterations: u32,
+    /// The largest row residual at exit (m/s).
+    pub residual_m_s: f64,
+    /// Whether the residual reached the tolerance.
+    pub converged: bool,
+}
+
+/// A Newton problem on a dense Delassus matrix.
+#[derive(Clone, Copy, Debug)]
+pub struct NewtonProblem<'a> {
+    /// `D = J̄ M̃⁻¹ J̄ᵀ`, row-major `m × m` (m/s per N·s).
+    pub delassus: &'a [f64],
+    /// `J̄ ũ`: the rows' velocities at the unconstrained velocity (m/s or rad/s).
+    pub free_row_velocity: &'a [f64],
+    /// The rows.
+    pub rows: &'a [NewtonRow],
+}
+
+impl NewtonProblem<'_> {
+    /// Number of rows.
+    pub fn dim(&self) -> usize {
+        self.rows.len()
+    }
+}
+
+/// The iterate: impulses `p`, the velocity representation `u = s ũ + M̃⁻¹ J̄ᵀ y`.
+pub struct NewtonIterate<'a> {
+    /// Impulses (N·s), the warm start on entry.
+    pub impulse: &'a mut [f64],
+    /// Row impulses of the velocity representation.
+    pub velocity_impulse: &'a mut [f64],
+    /// Weight of ũ in the velocity.
+    pub free_weight: f64,
+}
+
+/// `φ_FB(a, b)` with its partials `(∂/∂a, ∂/∂b)`; at `(0, 0)` the paper's choice `(0, 1)`.
+pub fn fischer_burmeister(a: f64, b: f64) -> (f64, f64, f64) {
+    let root = a.hypot(b);
+    if root == 0.0 {
+        return (0.0, 0.0, 1.0);
+    }
+    (a + b - root, 1.0 - a / root, 1.0 - b / root)
+}
+
+/// `min(a, b)` with its partials (`(1, 0)` when `a ≤ b`).
+pub fn min_map(a: f64, b: f64) -> (f64, f64, f64) {
+    if a <= b {
+        (a, 1.0, 0.0)
+    } else {
+        (b, 0.0, 1.0)
+    }
+}
+
+/// Relative floor of the Fischer–Burmeister friction denominator against its numerator (keeps
+/// `W ≥ 0` and at most `r_f / 1e-12` when the friction impulse lies far outside the cone or the
+/// cone is vanishingly small).
+const FRICTION_DENOMINATOR_FLOOR: f64 = 1e-12;
+
+/// The friction compliance `W` (paper App. A.2, with the slip speed `a` in the denominator):
+/// `a` the slip speed (m/s), `r_f` the friction scale, `cone` = `r_f μ λ_n` and `sigma` =
+/// `r_f (μ λ_n − ‖λ_f‖)` (both m/s). Returns `W / r_f`-scaled compliance `W` in the units of `r_f`.
+pub fn friction_compliance(ncp: NcpFunction, a: f64, r_f: f64, cone: f64, sigma: f64) -> f64 {
+    match ncp {
+        NcpFunction::FischerBurmeister => {
+            let root = a.hypot(sigma);
+            let num = root - sigma;
+            if num <= 0.0 {
+                return 0.0; // a = 0 inside the cone (and the 0/0 case): sticking, W = 0
+            }
+            let den = a + cone - root;
+            // W/r_f is at most 1/FRICTION_DENOMINATOR_FLOOR: finite however small the cone
+            if den <= FRICTION_DENOMINATOR_FLOOR * num {
+                r_f / FRICTION_DENOMINATOR_FLOOR
+            } else {
+                r_f * num / den
+            }
+        }
+        NcpFunction::MinMap => {
+            if a <= sigma {
+                0.0
+            } else if a - sigma >= cone / FRICTION_DENOMINATOR_FLOOR {
+                r_f / FRICTION_DENOMINATOR_FLOOR
+            } else {
+                r_f * (a - sigma) / cone
+            }
+        }
+    }
+}
+
+/// Scratch of [`solve`], sized for at most `capacity` rows.
+pub struct NewtonScratch {
+    /// `J̄ u` per row.
+    row_velocity: Vec<f64>,
+    /// α per row (the Jacobian scaling).
+    alpha: Vec<f64>,
+    /// `C` per row (diagonal).
+    compliance: Vec<f64>,
+    /// η per row.
+    residual: Vec<f64>,
+    /// Right-hand side.
+    rhs: Vec<f64>,
+    /// Newton increment x.
+    increment: Vec<f64>,
+    /// Dense Schur complement / factor (direct solver), `capacity²`.
+    dense: Vec<f64>,
+    /// Conjugate-residual vectors.
+    cr: [Vec<f64>; 6],
+    /// Trial iterate of the line search.
+    trial_impulse: Vec<f64>,
+    trial_velocity_impulse: Vec<f64>,
+    /// The iterate with the smallest residual so far (returned when the iteration ends
+    /// unconverged).
+    best_impulse: Vec<f64>,
+    best_velocity_impulse: Vec<f64>,
+}
+
+impl NewtonScratch {
+    /// Scratch for up to `capacity` rows.
+    pub fn new(capacity: usize) -> Self {
+        let v = || vec![0.0; capacity];
+        NewtonScratch {
+            row_velocity: v(),
+            alpha: v(),
+            compliance: v(),
+            residual: v(),
+            rhs: v(),
+            increment: v(),
+            dense: vec![0.0; capacity * capacity],
+            cr: [v(), v(), v(), v(), v(), v()],
+            trial_impulse: v(),
+            trial_velocity_impulse: v(),
+            best_impulse: v(),
+            best_velocity_impulse: v(),
+        }
+    }
+}
+
+/// Row count from which the Delassus products run in parallel (rayon, one task per block of
+/// rows; every row's sum stays sequential, so results do not depend on the thread count).
+const PARALLEL_ROWS: usize = 192;
+
+/// `out = D x` for a row-major `m × m` matrix.
+pub fn delassus_product(d: &[f64], m: usize, x: &[f64], out: &mut [f64]) {
+    let row = |i: usize| -> f64 { d[i * m..(i + 1) * m].iter().zip(&x[..m]).map(|(a, b)| a * b).sum() };
+    if m >= PARALLEL_ROWS {
+        use rayon::prelude::*;
+        out[..m].par_chunks_mut(32).enumerate().for_each(|(c, chunk)| {
+            for (k, o) in chunk.iter_mut().enumerate() {
+                *o = row(c * 32 + k);
+            }
+        });
+    } else {
+        for (i, o) in out[..m].iter_mut().enumerate() {
+            *o = row(i);
+        }
+    }
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Jacobi-preconditioned conjugate residual (paper §8.3) on `A x = b`, `A` symmetric positive
+/// definite given by `apply` (`out = A v`), `inv_diag` the preconditioner `1 / diag(A)`. Starts
+/// from `x` (zero for the paper's cold start); stops after `max_iterations` or when
+/// `rᵀ z ≤ tol_rel² r₀ᵀ z₀`. Returns the iterations done. The preconditioned residual norm never
+/// increases, which makes early termination safe.
+pub fn conjugate_residual(
+    apply: &mut dyn FnMut(&[f64], &mut [f64]),
+    b: &[f64],
+    inv_diag: &[f64],
+    x: &mut [f64],
+    max_iterations: u32,
+    tol_rel: f64,
+    scratch: &mut [Vec<f64>; 6],
+) -> u32 {
+    let m = b.len();
+    let [r, z, p, az, ap, q] = scratch;
+    let (r, z, p, az, ap, q) = (&mut r[..m], &mut z[..m], &mut p[..m], &mut az[..m], &mut ap[..m], &mut q[..m]);
+    apply(x, az);
+    for i in 0..m {
+        r[i] = b[i] - az[i];
+        z[i] = inv_diag[i] * r[i];
+    }
+    p.copy_from_slice(z);
+    apply(z, az);
+    ap.copy_from_slice(az);
+    let mut rho = dot(z, az);
+    let gamma0 = dot(r, z);
+    const TINY: f64 = 1e-300;
+    let mut k = 0;
+    while k < max_iterations {
+        for i in 0..m {
+            q[i] = inv_diag[i] * ap[i];
+        }
+        let sigma = dot(ap, q);
+        if sigma <= TINY || rho <= TINY {
+            break;
+        }
+        let a = rho / sigma;
+        for i in 0..m {
+            x[i] += a * p[i];
+            r[i] -= a * ap[i];
+            z[i] -= a * q[i];
+        }
+        k += 1;
+        if tol_rel > 0.0 && dot(r, z) <= tol_rel * tol_rel * gamma0 {
+            break;
+        }
+        apply(z, az);
+        let rho_next = dot(z, az);
+        let beta = rho_next / rho;
+        rho = rho_next;
+        for i in 0..m {
+            p[i] = z[i] + beta * p[i];
+            ap[i] = az[i] + beta * ap[i];
+        }
+    }
+    k
+}
+
+/// Evaluates every row at the iterate: `J̄ u`, α, C and η; returns `(‖η‖∞, ‖η‖₂²)`.
+fn evaluate_rows(prob: &NewtonProblem, opts: &NewtonOptions, impulse: &[f64], velocity_impulse: &[f64], free_weight: f64, scr: &mut NewtonScratch) -> (f64, f64) {
+    let m = prob.dim();
+    let h = opts.timestep_s;
+    let d = prob.delassus;
+    delassus_product(d, m, velocity_impulse, &mut scr.row_velocity);
+    for i in 0..m {
+        scr.row_velocity[i] += free_weight * prob.free_row_velocity[i];
+    }
+    let scale = |i: usize| match opts.scale {
+        ComplementarityScale::EffectiveMass => d[i * m + i],
+        ComplementarityScale::Global => 1.0,
+        ComplementarityScale::Identity => 1.0 / (h * h),
+    };
+    let w = &scr.row_velocity;
+    let mut i = 0;
+    while i < m {
+        match prob.rows[i] {
+            NewtonRow::Unilateral { gap } => {
+                let r = scale(i);
+                let (a, b) = (gap / h + w[i], r * impulse[i]);
+                let (phi, da, db) = match opts.ncp {
+                    NcpFunction::FischerBurmeister => fischer_burmeister(a, b),
+                    NcpFunction::MinMap => min_map(a, b),
+                };
+                scr.alpha[i] = da;
+                scr.compliance[i] = db * r;
+                scr.residual[i] = phi;
+                i += 1;
+            }
+            NewtonRow::FrictionPair { normal_row, mu } => {
+                let r_f = 0.5 * (scale(i) + scale(i + 1));
+                let cone = r_f * mu * impulse[normal_row];
+                if cone > 0.0 {
+                    let slip = w[i].hypot(w[i + 1]);
+                    // guard (ours): the friction impulse counts at most at the cone's radius, so an
+                    // iterate outside the cone gets the sliding compliance `a / (μ p_n)` (which sends
+                    // it to the cone along the slip) instead of the paper's huge W (which sends it to
+                    // zero and, in our tests, into a limit cycle of period 4)
+                    let sigma = (cone - r_f * impulse[i].hypot(impulse[i + 1])).max(0.0);
+                    let wf = friction_compliance(opts.ncp, slip, r_f, cone, sigma);
+                    for k in [i, i + 1] {
+                        scr.alpha[k] = 1.0;
+                        scr.compliance[k] = wf;
+                        scr.residual[k] = w[k] + wf * impulse[k];
+                    }
+                } else {
+                    for k in [i, i + 1] {
+                        scr.alpha[k] = 0.0;
+                        scr.compliance[k] = r_f;
+                        scr.residual[k] = r_f * impulse[k];
+                    }
+                }
+                i += 2;
+            }
+            NewtonRow::FrictionSecond => unreachable!("a friction pair's second row follows its first"),
+            NewtonRow::BoundedFriction { bound } => {
+                let r_f = scale(i);
+                let cone = r_f * bound;
+                let wf = if cone > 0.0 {
+                    friction_compliance(opts.ncp, w[i].abs(), r_f, cone, (cone - r_f * impulse[i].abs()).max(0.0))
+                } else {
+                    f64::INFINITY
+                };
+                scr.alpha[i] = 1.0;
+                if wf.is_finite() {
+                    scr.compliance[i] = wf;
+                    scr.residual[i] = w[i] + wf * impulse[i];
+                } else {
+                    scr.alpha[i] = 0.0;
+                    scr.compliance[i] = r_f;
+                    scr.residual[i] = r_f * impulse[i];
+                }
+                i += 1;
+            }
+            NewtonRow::Bilateral { error, compliance } => {
+                scr.alpha[i] = 1.0;
+                scr.compliance[i] = compliance;
+                scr.residual[i] = error / h + w[i] + compliance * impulse[i];
+                i += 1;
+            }
+        }
+    }
+    let eta = &scr.residual[..m];
+    // a NaN row makes the residual infinite (f64::max would skip it)
+    let inf_norm = eta.iter().fold(0.0f64, |a, e| if e.is_nan() { f64::INFINITY } else { a.max(e.abs()) });
+    (inf_norm, eta.iter().map(|e| e * e).sum())
+}
+
+/// Runs the Newton iteration on `prob` from `it` (see the module docs); leaves the solution in
+/// `it`. Allocation-free (for `m ≥` the parallel threshold, the Delassus products run on
+/// rayon's pool).
+pub fn solve(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScratch, it: &mut NewtonIterate) -> NewtonStats {
+    let m = prob.dim();
+    let mut stats = NewtonStats::default();
+    if m == 0 {
+        it.free_weight = 1.0 - (1.0 - it.free_weight) * (1.0 - opts.step_fraction).powi(opts.max_newton_iterations as i32);
+        stats.converged = true;
+        return stats;
+    }
+    let d = prob.delassus;
+    let (mut best_residual, mut best_weight) = (f64::INFINITY, it.free_weight);
+    loop {
+        let (res_inf, res_sq) = evaluate_rows(prob, opts, it.impulse, it.velocity_impulse, it.free_weight, scr);
+        stats.residual_m_s = res_inf;
+        if res_inf < best_residual {
+            best_residual = res_inf;
+            best_weight = it.free_weight;
+            scr.best_impulse[..m].copy_from_slice(it.impulse);
+            scr.best_velocity_impulse[..m].copy_from_slice(it.velocity_impulse);
+        }
+        if opts.tolerance_m_s > 0.0 && res_inf <= opts.tolerance_m_s {
+            stats.converged = true;
+            break;
+        }
+        if stats.newton_iterations >= opts.max_newton_iterations {
+            break;
+        }
+        // b = α∘[(s − 1) J̄ũ + D (y − α∘p)] − η
+        for i in 0..m {
+            scr.increment[i] = it.velocity_impulse[i] - scr.alpha[i] * it.impulse[i];
+        }
+        delassus_product(d, m, &scr.increment, &mut scr.rhs);
+        for i in 0..m {
+            scr.rhs[i] = scr.alpha[i] * ((it.free_weight - 1.0) * prob.free_row_velocity[i] + scr.rhs[i]) - scr.residual[i];
+        }
+        // A x = b, A = diag(α) D diag(α) + diag(C) + ε I
+        let eps = opts.regularization;
+        let direct = match opts.linear_solver {
+            LinearSolver::Direct => true,
+            LinearSolver::Pcr => false,
+            LinearSolver::Auto => m <= AUTO_DIRECT_MAX_ROWS,
+        };
+        match direct {
+            true => {
+                let a = &mut scr.dense[..m * m];
+                for r in 0..m {
+                    for c in 0..m {
+                        a[r * m + c] = scr.alpha[r] * scr.alpha[c] * d[r * m + c];
+                    }
+                    a[r * m + r] += scr.compliance[r] + eps;
+                }
+                scr.increment[..m].copy_from_slice(&scr.rhs[..m]);
+                if cholesky_in_place(a, m) {
+                    cholesky_solve(a, m, &mut scr.increment[..m]);
+                } else {
+                    break; // not SPD: only with a non-finite input; reported unconverged
+                }
+            }
+            false => {
+                // the preconditioner 1/diag(A) reuses `trial_impulse` (free until the line search)
+                for i in 0..m {
+                    scr.trial_impulse[i] = 1.0 / (scr.alpha[i] * scr.alpha[i] * d[i * m + i] + scr.compliance[i] + eps);
+                }
+                scr.increment[..m].fill(0.0);
+                let (alpha, compliance) = (&scr.alpha[..m], &scr.compliance[..m]);
+                let scaled = &mut scr.trial_velocity_impulse;
+                let mut apply = |v: &[f64], out: &mut [f64]| {
+                    for i in 0..m {
+                        scaled[i] = alpha[i] * v[i];
+                    }
+                    delassus_product(d, m, scaled, out);
+                    for i in 0..m {
+                        out[i] = alpha[i] * out[i] + (compliance[i] + eps) * v[i];
+                    }
+                };
+                stats.linear_iterations += conjugate_residual(&mut apply, &scr.rhs[..m], &scr.trial_impulse[..m], &mut scr.increment[..m], opts.max_linear_iterations, opts.linear_tolerance, &mut scr.cr);
+            }
+        }
+        stats.newton_iterations += 1;
+        let mut t = opts.step_fraction;
+        if opts.line_search {
+            let merit0 = res_sq;
+            for _ in 0..6 {
+                for i in 0..m {
+                    scr.trial_impulse[i] = it.impulse[i] + t * scr.increment[i];
+                    scr.trial_velocity_impulse[i] = (1.0 - t) * it.velocity_impulse[i] + t * scr.alpha[i] * (it.impulse[i] + scr.increment[i]);
+                }
+                let s = (1.0 - t) * it.free_weight + t;
+                // evaluate_rows overwrites α; keep it in `rhs` (no longer needed) meanwhile
+                scr.rhs[..m].copy_from_slice(&scr.alpha[..m]);
+                let (trial_p, trial_y) = (std::mem::take(&mut scr.trial_impulse), std::mem::take(&mut scr.trial_velocity_impulse));
+                let (_, merit) = evaluate_rows(prob, opts, &trial_p, &trial_y, s, scr);
+                scr.trial_impulse = trial_p;
+                scr.trial_velocity_impulse = trial_y;
+                std::mem::swap(&mut scr.rhs, &mut scr.alpha);
+                if merit < merit0 {
+                    break;
+                }
+                t *= 0.5;
+            }
+        }
+        for i in 0..m {
+            it.velocity_impulse[i] = (1.0 - t) * it.velocity_impulse[i] + t * scr.alpha[i] * (it.impulse[i] + scr.increment[i]);
+            it.impulse[i] += t * scr.increment[i];
+        }
+        it.free_weight = (1.0 - t) * it.free_weight + t;
+    }
+    if !stats.converged && opts.tolerance_m_s > 0.0 && best_residual < stats.residual_m_s {
+        // non-monotone iterations (stick–slip flips on redundant contact sets): keep the best
+        it.impulse.copy_from_slice(&scr.best_impulse[..m]);
+        it.velocity_impulse.copy_from_slice(&scr.best_velocity_impulse[..m]);
+        it.free_weight = best_weight;
+        stats.residual_m_s = best_residual;
+    }
+    stats
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fischer_burmeister_values_of_the_paper() {
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        assert!(close(fischer_burmeister(3.0, 4.0).0, 2.0));
+        assert!(close(fischer_burmeister(0.0, 5.0).0, 0.0));
+        assert!(close(fischer_burmeister(5.0, 0.0).0, 0.0));
+        assert!(close(fischer_burmeister(-1.0, 0.0).0, -2.0));
+        assert!(close(fischer_burmeister(2.0, -3.0).0, -1.0 - 13f64.sqrt()));
+        let (_, da, db) = fischer_burmeister(3.0, 4.0);
+        assert!(close(da, 0.4) && close(db, 0.2));
+        assert_eq!(fischer_burmeister(0.0, 0.0), (0.0, 0.0, 1.0));
+    }
+
+    #[test]
+    fn ncp_functions_vanish_exactly_on_complementary_pairs() {
+        // deterministic pseudo-random pairs, including exact zeros
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ((x % 2001) as f64 - 1000.0) / 100.0
+        };
+        for k in 0..5000 {
+            let (mut a, mut b) = (next(), next());
+            if k % 3 == 0 {
+                a = 0.0;
+            }
+            if k % 5 == 0 {
+                b = 0.0;
+            }
+            let complementary = a >= 0.0 && b >= 0.0 && a * b == 0.0;
+            for f in [fischer_burmeister, min_map] {
+                let (phi, _, _) = f(a, b);
+                assert_eq!(phi.abs() < 1e-12, complementary, "φ({a}, {b}) = {phi}");
+            }
+        }
+    }
+
+    /// Friction compliance at the numbers of the paper's friction illustration (r_f = 1,
+    /// slip a = 0.5 m/s, μ λ_n = 5 N): FB and min-map against the closed forms.
+    #[test]
+    fn friction_compliance_table() {
+        let (a, cone) = (0.5, 5.0);
+        let fb = [0.052494, 0.016780, 0.100000, 2.457226, 21.102369];
+        let mm = [0.0, 0.0, 0.1, 0.7, 1.1];
+        for (k, lf) in [0.0, 2.5, 5.0, 8.0, 10.0].into_iter().enumerate() {
+            let w = friction_compliance(NcpFunction::FischerBurmeister, a, 1.0, cone, cone - lf);
+            assert!((w - fb[k]).abs() < 1e-6, "W_FB(|λ_f| = {lf}) = {w}, want {}", fb[k]);
+            let w = friction_compliance(NcpFunction::MinMap, a, 1.0, cone, cone - lf);
+            assert!((w - mm[k]).abs() < 1e-12, "W_min(|λ_f| = {lf}) = {w}, want {}", mm[k]);
+        }
+        // past the FB denominator's zero (|λ_f| = 10.477) the guard keeps W finite and ≥ 0
+        for lf in [10.4, 10.477226, 10.5, 20.0, 1e6] {
+            let w = friction_compliance(NcpFunction::FischerBurmeister, a, 1.0, cone, cone - lf);
+            assert!(w.is_finite() && w >= 0.0, "|λ_f| = {lf}: W = {w}");
+        }
+        // sticking (no slip, inside the cone) is a hard row
+        assert_eq!(friction_compliance(NcpFunction::FischerBurmeister, 0.0, 1.0, cone, 2.0), 0.0);
+        assert_eq!(friction_compliance(NcpFunction::FischerBurmeister, 0.0, 1.0, 0.0, 0.0), 0.0);
+    }
+
+    fn spd(n: usize, seed: u64, spread: f64) -> Vec<f64> {
+        let mut x = seed;
+        let mut rnd = || {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((x >> 11) as f64 / (1u64 << 53) as f64) - 0.5
+        };
+        let b: Vec<f64> = (0..n * n).map(|_| rnd()).collect();
+        let s: Vec<f64> = (0..n).map(|i| spread.powf(2.0 * (i as f64 / (n - 1) as f64) - 1.0)).collect();
+        let mut a = vec![0.0; n * n];
+        for i in 0..n {
+            for j in 0..n {
+                let mut v = 0.0;
+                for k in 0..n {
+                    v += b[i * n + k] * b[j * n + k];
+                }
+                a[i * n + j] = s[i] * s[j] * (v + if i == j { 0.5 } else { 0.0 });
+            }
+        }
+        a
+    }
+
+    /// PCR on a random SPD matrix scaled over 10^±3: the preconditioned residual never grows,
+    /// the relative residual falls below 1e-6 within 200 iterations, and the result equals a
+    /// dense Cholesky solve.
+    #[test]
+    fn conjugate_residual_is_monotone_and_matches_cholesky() {
+        let n = 60;
+        let a = spd(n, 7, 1e3);
+        let b: Vec<f64> = (0..n).map(|i| ((i * 37 % 11) as f64) - 5.0).collect();
+        let inv_diag: Vec<f64> = (0..n).map(|i| 1.0 / a[i * n + i]).collect();
+        let mut scratch: [Vec<f64>; 6] = std::array::from_fn(|_| vec![0.0; n]);
+        let mut apply = |v: &[f64], out: &mut [f64]| delassus_product(&a, n, v, out);
+        // the preconditioned residual after each iteration count
+        let mut last = f64::INFINITY;
+        let initial: f64 = (0..n).map(|i| b[i] * b[i] * inv_diag[i]).sum::<f64>().sqrt();
+        for k in 1..=200 {
+            let mut x = vec![0.0; n];
+            conjugate_residual(&mut apply, &b, &inv_diag, &mut x, k, 0.0, &mut scratch);
+            let mut ax = vec![0.0; n];
+            delassus_product(&a, n, &x, &mut ax);
+            let pres: f64 = (0..n).map(|i| (b[i] - ax[i]).powi(2) * inv_diag[i]).sum::<f64>().sqrt();
+            // monotone down to round-off (1e-10 of the initial residual)
+            assert!(pres <= last * (1.0 + 1e-9) + 1e-10 * initial, "iteration {k}: {pres} > {last}");
+            last = pres;
+        }
+        let mut x = vec![0.0; n];
+        conjugate_residual(&mut apply, &b, &inv_diag, &mut x, 200, 0.0, &mut scratch);
+        let mut l = a.clone();
+        assert!(cholesky_in_place(&mut l, n));
+        let mut exact = b.clone();
+        cholesky_solve(&l, n, &mut exact);
+        let mut ax = vec![0.0; n];
+        delassus_product(&a, n, &x, &mut ax);
+        let rel = (0..n).map(|i| (b[i] - ax[i]).powi(2)).sum::<f64>().sqrt() / b.iter().map(|v| v * v).sum::<f64>().sqrt();
+        assert!(rel < 1e-6, "relative residual {rel}");
+        let err = (0..n).map(|i| (x[i] - exact[i]).abs()).fold(0.0, f64::max) / exact.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        assert!(err < 1e-6, "PCR vs Cholesky: {err}");
+    }
+
+    /// The Delassus product gives the same bits whether it runs on rayon's pool or not.
+    #[test]
+    fn parallel_delassus_product_is_bit_identical() {
+        let n = PARALLEL_ROWS + 37;
+        let a = spd(n, 11, 10.0);
+        let x: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37).sin()).collect();
+        let mut par = vec![0.0; n];
+        delassus_product(&a, n, &x, &mut par);
+        for i in 0..n {
+            let seq: f64 = a[i * n..(i + 1) * n].iter().zip(&x).map(|(p, q)| p * q).sum();
+            assert_eq!(seq.to_bits(), par[i].to_bits(), "row {i}");
+        }
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let mut one = vec![0.0; n];
+        pool.install(|| delassus_product(&a, n, &x, &mut one));
+        assert_eq!(one, par);
+    }
+
+    /// A consistent singular system (duplicated rows, J Jᵀ + ε I): PCR stays finite and monotone.
+    #[test]
+    fn conjugate_residual_on_a_redundant_system() {
+        let (n, eps) = (12, 1e-6);
+        let mut jac = vec![0.0; n * 4];
+        for i in 0..n {
+            jac[i * 4 + i % 4] = 1.0;
+            jac[i * 4 + (i + 1) % 4] = 0.5;
+        }
+        let mut a = vec![0.0; n * n];
+        for i in 0..n {
+            for j in 0..n {
+                a[i * n + j] = (0..4).map(|k| jac[i * 4 + k] * jac[j * 4 + k]).sum::<f64>() + if i == j { eps } else { 0.0 };
+            }
+        }
+        let b: Vec<f64> = (0..n).map(|i| jac[i * 4] + 2.0 * jac[i * 4 + 1]).collect(); // in the range of J
+        let inv_diag: Vec<f64> = (0..n).map(|i| 1.0 / a[i * n + i]).collect();
+        let mut scratch: [Vec<f64>; 6] = std::array::from_fn(|_| vec![0.0; n]);
+        let mut x = vec![0.0; n];
+        let mut apply = |v: &[f64], out: &mut [f64]| delassus_product(&a, n, v, out);
+        conjugate_residual(&mut apply, &b, &inv_diag, &mut x, 50, 0.0, &mut scratch);
+        let mut ax = vec![0.0; n];
+        delassus_product(&a, n, &x, &mut ax);
+        let res = (0..n).map(|i| (b[i] - ax[i]).powi(2)).sum::<f64>().sqrt();
+        assert!(x.iter().all(|v| v.is_finite()) && res < 1e-4, "residual {res}");
+    }
+
+    fn options(ncp: NcpFunction, n: u32) -> NewtonOptions {
+        NewtonOptions {
+            timestep_s: 1.0,
+            ncp,
+            scale: ComplementarityScale::EffectiveMass,
+            linear_solver: LinearSolver::Direct,
+            max_newton_iterations: n,
+            max_linear_iterations: 10,
+            linear_tolerance: 0.0,
+            tolerance_m_s: 0.0,
+            step_fraction: 1.0,
+            line_search: false,
+            regularization: 0.0,
+        }
+    }
+
+    /// The paper's scalar example of the preconditioner: `0 ≤ c(λ) = λ/4 − 1/8 ⊥ λ ≥ 0` with
+    /// `r = 1/4` (the slope). Scalar Newton on `FB(c(λ), r λ)` with this module's partials
+    /// reproduces the paper's iterates; as one unilateral row (h = 1, D = 1/4, gap = −1/8) the
+    /// solver lands on λ = 0.5 in one min-map step from 0 and from 3, and FB converges to it.
+    #[test]
+    fn scalar_complementarity_example() {
+        let scalar_newton = |start: f64, n: usize| {
+            let mut l = start;
+            for _ in 0..n {
+                let (phi, da, db) = fischer_burmeister(0.25 * l - 0.125, 0.25 * l);
+                l -= phi / (0.25 * da + 0.25 * db);
+            }
+            l
+        };
+        for (k, want) in [0.333333, 0.466005, 0.498768, 0.499998].into_iter().enumerate() {
+            let got = scalar_newton(0.0, k + 1);
+            assert!((got - want).abs() < 1e-6, "FB iterate {}: {got}, want {want}", k + 1);
+        }
+        for (k, want) in [0.304107, 0.453165, 0.497609, 0.499994].into_iter().enumerate() {
+            let got = scalar_newton(3.0, k + 1);
+            assert!((got - want).abs() < 1e-6, "FB iterate {} from 3: {got}, want {want}", k + 1);
+        }
+        let d = [0.25];
+        let free = [0.0];
+        let rows = [NewtonRow::Unilateral { gap: -0.125 }];
+        let prob = NewtonProblem { delassus: &d, free_row_velocity: &free, rows: &rows };
+        let run = |ncp, start: f64, n| {
+            let (mut p, mut y) = ([start], [start]);
+            let mut scr = NewtonScratch::new(1);
+            let mut it = NewtonIterate { impulse: &mut p, velocity_impulse: &mut y, free_weight: 1.0 };
+            solve(&prob, &options(ncp, n), &mut scr, &mut it);
+            p[0]
+        };
+        for start in [0.0, 3.0] {
+            assert!((run(NcpFunction::MinMap, start, 1) - 0.5).abs() < 1e-12);
+            assert!((run(NcpFunction::FischerBurmeister, start, 12) - 0.5).abs() < 1e-9);
+        }
+    }
+}
