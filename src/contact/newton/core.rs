@@ -233,6 +233,17 @@ pub fn friction_compliance(ncp: NcpFunction, a: f64, r_f: f64, cone: f64, sigma:
     }
 }
 
+/// The error of Coulomb's law with maximal dissipation on one contact (m/s):
+/// `‖r p − Π(r p − w)‖` with Π the projection on the disk of radius `cone` (= `r μ p_n`, clamped
+/// at 0); zero iff `p` is inside the cone and opposes the slip `w` when sliding, `w = 0` inside.
+pub fn disk_residual(r: f64, p: [f64; 2], w: [f64; 2], cone: f64) -> f64 {
+    let trial = [r * p[0] - w[0], r * p[1] - w[1]];
+    let norm = trial[0].hypot(trial[1]);
+    let radius = cone.max(0.0);
+    let k = if norm > radius { radius / norm } else { 1.0 };
+    (r * p[0] - k * trial[0]).hypot(r * p[1] - k * trial[1])
+}
+
 /// Scratch of [`solve`], sized for at most `capacity` rows.
 pub struct NewtonScratch {
     /// `J̄ u` per row.
@@ -243,6 +254,8 @@ pub struct NewtonScratch {
     compliance: Vec<f64>,
     /// η per row.
     residual: Vec<f64>,
+    /// The row's error for the stopping test (m/s).
+    natural: Vec<f64>,
     /// Right-hand side.
     rhs: Vec<f64>,
     /// Newton increment x.
@@ -269,6 +282,7 @@ impl NewtonScratch {
             alpha: v(),
             compliance: v(),
             residual: v(),
+            natural: v(),
             rhs: v(),
             increment: v(),
             dense: vec![0.0; capacity * capacity],
@@ -365,7 +379,9 @@ pub fn conjugate_residual(
     k
 }
 
-/// Evaluates every row at the iterate: `J̄ u`, α, C and η; returns `(‖η‖∞, ‖η‖₂²)`.
+/// Evaluates every row at the iterate: `J̄ u`, α, C and η; returns the largest row error (the
+/// natural residual of each row's law, m/s: `|min(a, b)|` on unilateral rows, the distance to the
+/// projection on the friction disk, `|η|` on bilateral rows) and `‖η‖₂²` (the line search's merit).
 fn evaluate_rows(prob: &NewtonProblem, opts: &NewtonOptions, impulse: &[f64], velocity_impulse: &[f64], free_weight: f64, scr: &mut NewtonScratch) -> (f64, f64) {
     let m = prob.dim();
     let h = opts.timestep_s;
@@ -393,6 +409,7 @@ fn evaluate_rows(prob: &NewtonProblem, opts: &NewtonOptions, impulse: &[f64], ve
                 scr.alpha[i] = da;
                 scr.compliance[i] = db * r;
                 scr.residual[i] = phi;
+                scr.natural[i] = a.min(b).abs();
                 i += 1;
             }
             NewtonRow::FrictionPair { normal_row, mu } => {
@@ -401,57 +418,66 @@ fn evaluate_rows(prob: &NewtonProblem, opts: &NewtonOptions, impulse: &[f64], ve
                 if cone > 0.0 {
                     let slip = w[i].hypot(w[i + 1]);
                     // guard (ours): the friction impulse counts at most at the cone's radius, so an
-                    // iterate outside the cone gets the sliding compliance `a / (μ p_n)` (which sends
-                    // it to the cone along the slip) instead of the paper's huge W (which sends it to
-                    // zero and, in our tests, into a limit cycle of period 4)
+                    // iterate outside the cone gets the sliding compliance `a / (μ p_n)`, which
+                    // sends it to the cone along the slip, instead of the paper's unbounded W,
+                    // which sends it to zero and, on redundant contact sets, into stick–slip limit
+                    // cycles (the stopping test measures the cone separately, `disk_residual`)
                     let sigma = (cone - r_f * impulse[i].hypot(impulse[i + 1])).max(0.0);
                     let wf = friction_compliance(opts.ncp, slip, r_f, cone, sigma);
+                    // Coulomb's law with maximal dissipation holds iff r_f p_f is the projection of
+                    // r_f p_f − w_f on the disk of radius r_f μ p_n: the distance is the row's
+                    // error (m/s), whatever W is
+                    let natural = disk_residual(r_f, [impulse[i], impulse[i + 1]], [w[i], w[i + 1]], cone);
                     for k in [i, i + 1] {
                         scr.alpha[k] = 1.0;
                         scr.compliance[k] = wf;
                         scr.residual[k] = w[k] + wf * impulse[k];
+                        scr.natural[k] = natural;
                     }
                 } else {
                     for k in [i, i + 1] {
                         scr.alpha[k] = 0.0;
                         scr.compliance[k] = r_f;
                         scr.residual[k] = r_f * impulse[k];
+                        scr.natural[k] = r_f * impulse[i].hypot(impulse[i + 1]);
                     }
                 }
                 i += 2;
             }
             NewtonRow::FrictionSecond => unreachable!("a friction pair's second row follows its first"),
             NewtonRow::BoundedFriction { bound } => {
+                // a joint's Coulomb friction (not in the paper): the semismooth Newton step of the
+                // mid function `r p − clamp(r p − w, −r B, r B)`: inside the bounds the row is the
+                // hard `w = 0`, at a bound it is `p = ±B` (quadratic convergence; the frozen-W form
+                // of contact friction stalls on a stuck joint loaded just past its bound)
                 let r_f = scale(i);
-                let cone = r_f * bound;
-                let wf = if cone > 0.0 {
-                    friction_compliance(opts.ncp, w[i].abs(), r_f, cone, (cone - r_f * impulse[i].abs()).max(0.0))
+                let trial = r_f * impulse[i] - w[i];
+                let limit = r_f * bound;
+                if trial.abs() < limit {
+                    scr.alpha[i] = 1.0;
+                    scr.compliance[i] = 0.0;
+                    scr.residual[i] = w[i];
                 } else {
-                    f64::INFINITY
-                };
-                scr.alpha[i] = 1.0;
-                if wf.is_finite() {
-                    scr.compliance[i] = wf;
-                    scr.residual[i] = w[i] + wf * impulse[i];
-                } else {
+                    let target = bound.copysign(trial);
                     scr.alpha[i] = 0.0;
                     scr.compliance[i] = r_f;
-                    scr.residual[i] = r_f * impulse[i];
+                    scr.residual[i] = r_f * (impulse[i] - target);
                 }
+                scr.natural[i] = (r_f * impulse[i] - trial.clamp(-limit, limit)).abs();
                 i += 1;
             }
             NewtonRow::Bilateral { error, compliance } => {
                 scr.alpha[i] = 1.0;
                 scr.compliance[i] = compliance;
                 scr.residual[i] = error / h + w[i] + compliance * impulse[i];
+                scr.natural[i] = scr.residual[i].abs();
                 i += 1;
             }
         }
     }
-    let eta = &scr.residual[..m];
-    // a NaN row makes the residual infinite (f64::max would skip it)
-    let inf_norm = eta.iter().fold(0.0f64, |a, e| if e.is_nan() { f64::INFINITY } else { a.max(e.abs()) });
-    (inf_norm, eta.iter().map(|e| e * e).sum())
+    // a NaN row makes the error infinite (f64::max would skip it)
+    let inf_norm = scr.natural[..m].iter().fold(0.0f64, |a, e| if e.is_nan() { f64::INFINITY } else { a.max(*e) });
+    (inf_norm, scr.residual[..m].iter().map(|e| e * e).sum())
 }
 
 /// Runs the Newton iteration on `prob` from `it` (see the module docs); leaves the solution in

@@ -82,8 +82,8 @@ pub struct NewtonParams {
     /// Start the velocity from the unconstrained velocity `ũ` instead of 0 (default preset on,
     /// paper off: the paper's start drags bodies no constraint touches).
     pub start_from_free_velocity: Option<bool>,
-    /// `fischer_burmeister` (default) or `min_map`.
-    pub ncp: NcpFunction,
+    /// `min_map` (default preset) or `fischer_burmeister` (paper preset).
+    pub ncp: Option<NcpFunction>,
     /// `effective_mass` (default), `global` or `identity`.
     pub complementarity_scale: ComplementarityScale,
     /// Diagonal regularisation ε of the Newton system (m/s per N·s; paper: 1e-6).
@@ -103,7 +103,7 @@ impl Default for NewtonParams {
             line_search: None,
             warm_start: None,
             start_from_free_velocity: None,
-            ncp: NcpFunction::FischerBurmeister,
+            ncp: None,
             complementarity_scale: ComplementarityScale::EffectiveMass,
             regularization: 1e-6,
         }
@@ -128,7 +128,7 @@ impl NewtonParams {
         ResolvedNewton {
             options: NewtonOptions {
                 timestep_s,
-                ncp: self.ncp,
+                ncp: self.ncp.unwrap_or(if paper { NcpFunction::FischerBurmeister } else { NcpFunction::MinMap }),
                 scale: self.complementarity_scale,
                 linear_solver: self.linear_solver.unwrap_or(if paper { LinearSolver::Pcr } else { LinearSolver::Auto }),
                 max_newton_iterations: self.max_iterations.unwrap_or(if paper { 6 } else { 30 }),
@@ -283,6 +283,24 @@ impl WholeStepScheme for NewtonScheme {
         let mut it = NewtonIterate { impulse, velocity_impulse: &mut self.velocity_impulse[..m], free_weight: free_weight0 };
         let stats = core::solve(&problem, &resolved.options, &mut self.scratch, &mut it);
         let free_weight = it.free_weight;
+        // the iterate meets the cone only to the tolerance: report (and move the bodies with)
+        // impulses exactly inside it — p_n ≥ 0, ‖p_f‖ ≤ μ p_n — moving y by the same change so that
+        // the motion and the reported forces agree
+        let impulse = &mut output.impulse[..m];
+        for ci in 0..input.contacts.len() {
+            let i = layout.start(ci);
+            let mut projected = [impulse[i].max(0.0), impulse[i + 1], impulse[i + 2]];
+            let (radius, norm) = (prob.friction[ci] * projected[0], impulse[i + 1].hypot(impulse[i + 2]));
+            if norm > radius {
+                let k = if norm > 0.0 { radius / norm } else { 0.0 };
+                projected[1] *= k;
+                projected[2] *= k;
+            }
+            for r in 0..3 {
+                self.velocity_impulse[i + r] += projected[r] - impulse[i + r];
+                impulse[i + r] = projected[r];
+            }
+        }
         // v⁺ = s ũ + M̃⁻¹ J̄ᵀ y
         self.dv.fill(0.0);
         rows.velocity_change(model, input.mass_factor, &self.velocity_impulse[..m], &mut self.dv);
