@@ -19,6 +19,7 @@
 //! | [`bags`] | `docs/bags.md` |
 //! | [`configuration`] | `docs/configuration.md` |
 //! | [`ecp`] | `docs/ecp.md` |
+//! | [`newton`] | `docs/newton.md` |
 //! | [`adding_a_contact_method`] | `docs/adding-a-contact-method.md` |
 
 #[doc = include_str!("../docs/README.md")]
@@ -38,6 +39,9 @@ pub mod lstable {}
 
 #[doc = include_str!("../docs/ecp.md")]
 pub mod ecp {}
+
+#[doc = include_str!("../docs/newton.md")]
+pub mod newton {}
 
 #[doc = include_str!("../docs/fem.md")]
 pub mod fem {}

@@ -62,7 +62,7 @@ fn incline_at_thirty_degrees_slides_and_sticks_at_tan_theta() {
         let v = object_velocity(&sim, "box").norm();
         let moved = (object_position(&sim, "box") - p0).norm();
         let f = contact_force_on_tree(&sim, object_tree(&sim, "box"));
-        // in the incline frame: normal along (−sin θ, 0, cos θ) rotated... measure magnitudes
+        // normal and friction are orthogonal: split |F| with the analytic normal m g cos θ
         let normal = m * G * theta.cos();
         let tangential = (f.norm().powi(2) - normal * normal).max(0.0).sqrt();
         println!("μ = {mu}: v(1 s) = {v:.6} m/s, moved {moved:.6} m, |F| = {:.4} N, unconverged steps {unconverged}", f.norm());
@@ -72,7 +72,8 @@ fn incline_at_thirty_degrees_slides_and_sticks_at_tan_theta() {
             assert!((tangential - mu * normal).abs() < 1e-3 * normal, "friction {tangential} N, want μ N = {}", mu * normal);
         } else {
             assert!(v < 1e-6 && moved < 1e-5, "sticks: v = {v}, moved {moved}");
-            assert!((f.norm() - m * G).abs() < 1e-6 * m * G, "contact force {} N vs m g", f.norm());
+            // the residual tolerance (1e-6 m/s) bounds the impulse error to about m · 1e-6 m/s
+            assert!((f.norm() - m * G).abs() < 1e-4 * m * G, "contact force {} N vs m g", f.norm());
             assert!((tangential - m * G * theta.sin()).abs() < 1e-3 * m * G, "friction {tangential} N vs m g sin θ");
         }
     }
@@ -88,9 +89,11 @@ fn resting_boxes_carry_their_weight() {
     }
     let low = contact_force_on_tree(&sim, object_tree(&sim, "low"));
     let high = contact_force_on_tree(&sim, object_tree(&sim, "high"));
-    // net contact force on each body balances its weight
-    assert!((low.z - 3.0 * G).abs() < 1e-6 * 3.0 * G, "low: {low:?}");
-    assert!((high.z - 2.0 * G).abs() < 1e-6 * 2.0 * G, "high: {high:?}");
+    // net contact force on each body balances its weight, to the impulse error that the residual
+    // tolerance (1e-6 m/s) allows
+    assert!((low.z - 3.0 * G).abs() < 1e-3 * 3.0 * G, "low: {low:?}");
+    assert!((high.z - 2.0 * G).abs() < 1e-3 * 2.0 * G, "high: {high:?}");
+    assert!(low.x.abs() + low.y.abs() + high.x.abs() + high.y.abs() < 1e-6, "friction on resting boxes: {low:?} {high:?}");
     assert!((object_position(&sim, "high").z - 0.3).abs() < 1e-5);
 }
 
@@ -120,35 +123,38 @@ fn heavy_stack_stands_under_newton_where_the_iterative_solvers_sink() {
     assert!(results[1..].iter().all(|&(_, s, _, _)| s > 1e-3), "the iterative solvers were expected to sink: {results:?}");
 }
 
-/// The same heavy stack under the paper's ablations of the complementarity scale: the effective
-/// mass keeps it standing; `r = 1` (no scaling) does far worse (paper Fig. 17).
+/// The same heavy stack under the paper preset (cold start, 6 damped Newton iterations of 40
+/// conjugate-residual iterations) and the paper's ablations of the complementarity scale (its
+/// Fig. 17): the effective mass keeps the stack standing; `r = 1` (no scaling) blows it apart
+/// within 1 s.
 #[test]
-fn effective_mass_scaling_beats_identity_on_the_heavy_stack() {
+fn effective_mass_scaling_holds_the_heavy_stack_where_identity_scaling_fails() {
     let scene = scene_file("config/examples/box_stack_heavy.yaml");
-    let mut deepest = Vec::new();
-    for scale in ["effective_mass", "identity"] {
-        let cfg = newton(&format!("complementarity_scale: {scale}, linear_solver: pcr"));
+    let mut results = Vec::new();
+    for scale in ["effective_mass", "global", "identity"] {
+        let cfg = newton(&format!("preset: paper, complementarity_scale: {scale}"));
         let mut sim = Simulation::from_scene(&scene, Some(&cfg));
         let mut worst: f64 = 0.0;
         while sim.state.time_s < 1.0 {
             let rep = sim.step();
             worst = worst.max(rep.max_penetration_m);
-            if !worst.is_finite() || rep.failure_cause().is_some() {
+            if rep.failure_cause().is_some() {
                 worst = f64::INFINITY;
                 break;
             }
         }
-        let top = object_position(&sim, "box4").z;
-        println!("{scale:15}: deepest penetration {:.4} mm, top box at {top:.5} m", worst * 1e3);
-        deepest.push((worst, (top - 0.9).abs()));
+        let top = object_position(&sim, "box4");
+        println!("{scale:15}: deepest penetration {:.4} mm, top box at {top:?}", worst * 1e3);
+        results.push((worst, (top - contact_sim::math::Vec3::new(0.0, 0.0, 0.9)).norm()));
     }
-    assert!(deepest[0].0 < 1e-3 && deepest[0].1 < 1e-3, "{deepest:?}");
-    assert!(deepest[1].0 > 10.0 * deepest[0].0.max(1e-6) || deepest[1].1 > 10.0 * deepest[0].1.max(1e-6), "{deepest:?}");
+    assert!(results[0].0 < 1e-3 && results[0].1 < 1e-3, "effective mass: {results:?}");
+    assert!(results[2].0 > 0.1 || results[2].1 > 0.1, "identity scaling was expected to fail: {results:?}");
 }
 
-/// The default scene (quadruped standing, arm pushing a box) under Newton follows the same
-/// trajectory as under PGS: the box ends within 1 mm of PGS's pose, the quadruped carries its
-/// weight, no step fails and no contact penetrates 1 mm.
+/// The default scene (quadruped standing, crouching and rising; arm pushing a box) under Newton
+/// follows the same trajectory as under PGS: after 4 s the box is within 1 mm of PGS's pose and
+/// the quadruped's contact force within 0.1 % of PGS's; no step fails and no contact penetrates
+/// 1 mm.
 #[test]
 fn default_scene_runs_under_newton_like_under_pgs() {
     let scene = scene_file("config/default.yaml");
@@ -158,17 +164,17 @@ fn default_scene_runs_under_newton_like_under_pgs() {
         let (mut deepest, mut unconverged, mut steps): (f64, usize, usize) = (0.0, 0, 0);
         while sim.state.time_s < 4.0 {
             let rep = sim.step();
-            assert!(!rep.failure_cause().is_some(), "{solver}: step failed at t = {}", sim.state.time_s);
+            assert!(rep.failure_cause().is_none(), "{solver}: step failed at t = {}", sim.state.time_s);
             deepest = deepest.max(rep.max_penetration_m);
             unconverged += usize::from(!rep.solve.converged);
             steps += 1;
         }
-        let quad = sim.model.tree_mass(0);
         let f = contact_force_on_tree(&sim, 0);
-        println!("{solver}: box at {:?}, deepest {:.3} mm, unconverged {unconverged}/{steps}, quadruped feet {:.3} N vs {:.3} N", object_position(&sim, "box"), deepest * 1e3, f.z, quad * G);
+        let b = object_position(&sim, "box");
+        println!("{solver}: box at ({:.5}, {:.5}, {:.5}) m, deepest {:.3} mm, unconverged {unconverged}/{steps}, quadruped contact force {:.3} N", b.x, b.y, b.z, deepest * 1e3, f.z);
         assert!(deepest < 1e-3, "{solver}: penetration {deepest} m");
-        assert!((f.z - quad * G).abs() < 1e-3 * quad * G, "{solver}: feet carry {} N", f.z);
-        ends.push(object_position(&sim, "box"));
+        ends.push((b, f.z));
     }
-    assert!((ends[0] - ends[1]).norm() < 1e-3, "box: newton {:?} vs pgs {:?}", ends[0], ends[1]);
+    assert!((ends[0].0 - ends[1].0).norm() < 1e-3, "box: newton {:?} vs pgs {:?}", ends[0].0, ends[1].0);
+    assert!((ends[0].1 - ends[1].1).abs() < 1e-3 * ends[1].1, "quadruped: newton {} N vs pgs {} N", ends[0].1, ends[1].1);
 }

@@ -20,6 +20,8 @@
 //!   `(J̄ u)_f + W' p_f = 0` with the friction compliance `W' = W/h` frozen within an iteration,
 //!   computed from the current slip `a = ‖(J̄ u)_f‖` and `σ = r_f (μ p_n − ‖p_f‖)`; inactive
 //!   (`μ p_n ≤ 0`): `p_f = 0`;
+//! - joint Coulomb friction (not in the paper): `|pᵢ| ≤ B` as a box constraint, with the
+//!   semismooth Newton step of the mid function;
 //! - bilateral rows (mimic couplings): `error/h + (J̄ u)_i + e pᵢ = 0`.
 //!
 //! Each Newton iteration solves the Schur complement (paper eq. 59–61)
@@ -54,7 +56,8 @@ pub enum NewtonRow {
     },
     /// The second row of the friction pair that starts at the previous row.
     FrictionSecond,
-    /// A velocity-level friction row with a fixed bound (joint Coulomb friction): `|pᵢ| ≤ bound`.
+    /// A velocity-level friction row with a fixed bound (joint Coulomb friction): `|pᵢ| ≤ bound`,
+    /// `(J̄ u)ᵢ = 0` strictly inside, opposing the motion at the bound.
     BoundedFriction {
         /// Impulse bound (N·s or N·m·s).
         bound: f64,

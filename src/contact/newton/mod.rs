@@ -4,8 +4,8 @@
 //! One implicit (backward-Euler) step per time step: contacts and joint limits are
 //! complementarity conditions at the *position* level (the end-of-step gap, no Baumgarte term),
 //! friction is a smooth isotropic cone at the velocity level, and all of them are turned into
-//! root-finding problems with an NCP function (Fischer–Burmeister by default, min-map optional,
-//! paper §4). Friction is a per-contact compliance `W` frozen within each Newton iteration (paper
+//! root-finding problems with an NCP function (Fischer–Burmeister in the paper and in our `paper`
+//! preset, min-map in the default preset; paper §4). Friction is a per-contact compliance `W` frozen within each Newton iteration (paper
 //! §7), which keeps every Newton system symmetric. Each Newton iteration solves the Schur
 //! complement on the multipliers with a Jacobi-preconditioned conjugate residual (paper §8.3) or,
 //! as an option, a dense Cholesky factorisation; the complementarity preconditioner (paper eq.
