@@ -148,7 +148,7 @@ impl NewtonParams {
 impl MethodParams for NewtonParams {
     type Runtime = NewtonScheme;
     const NAME: &'static str = "newton";
-    const SUMMARY: &'static str = "non-smooth Newton: implicit step, position-level contact NCP (Fischer–Burmeister), smooth friction, PCR (Macklin et al.)";
+    const SUMMARY: &'static str = "non-smooth Newton: implicit step, position-level contact complementarity with effective-mass scaling, frozen friction compliance, Krylov or dense Newton solves (Macklin et al.)";
     const CAPABILITIES: Capabilities = Capabilities {
         kind: MethodKind::WholeStepOnRows,
         deformables: false,
