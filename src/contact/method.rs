@@ -127,6 +127,19 @@ pub struct Capabilities {
     pub coverage: SceneCoverage,
 }
 
+impl Capabilities {
+    /// A whole-step scheme on the step's rows ([`MethodKind::WholeStepOnRows`]) with point
+    /// contacts and Coulomb friction, for every rigid scene and no deformables.
+    pub const WHOLE_STEP_ON_POINT_ROWS: Capabilities = Capabilities {
+        kind: MethodKind::WholeStepOnRows,
+        deformables: false,
+        contact_rows: ContactRows::POINT,
+        friction: FrictionModel::Coulomb,
+        dense_mass: false,
+        coverage: SceneCoverage::AllRigid,
+    };
+}
+
 /// The rigid scenes a method can simulate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]

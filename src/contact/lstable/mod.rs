@@ -42,8 +42,8 @@ pub mod core;
 pub mod dense;
 
 use self::core::{row_compliance, row_position_feedback, ImpulseProblem, NsgsOptions, PolishScratch, RowKind};
-use super::method::{check_params, contact_method, tolerance_and_iterations, Capabilities, ContactRows, MethodKind, MethodParams, ParamError, SceneCoverage};
-use super::{Contact, FrictionModel, JointRowKind, SchemeInput, SchemeOutput, SolveStats, WholeStepScheme};
+use super::method::{check_params, contact_method, tolerance_and_iterations, Capabilities, ContactRows, MethodParams, ParamError};
+use super::{Contact, JointRowKind, SchemeInput, SchemeOutput, SolveStats, WholeStepScheme};
 use crate::model::{GeomShape, Model};
 use crate::state::State;
 
@@ -123,14 +123,7 @@ impl MethodParams for LstableParams {
     type Runtime = LstableScheme;
     const NAME: &'static str = "lstable";
     const SUMMARY: &'static str = "L-stable compliant constraints: implicit Euler in constraint space, physical stiffness and damping (Drumwright)";
-    const CAPABILITIES: Capabilities = Capabilities {
-        kind: MethodKind::WholeStepOnRows,
-        deformables: false,
-        contact_rows: ContactRows::POINT,
-        friction: FrictionModel::Coulomb,
-        dense_mass: false,
-        coverage: SceneCoverage::AllRigid,
-    };
+    const CAPABILITIES: Capabilities = Capabilities::WHOLE_STEP_ON_POINT_ROWS;
 
     fn validate(&self) -> Result<(), ParamError> {
         check_params(&[

@@ -33,8 +33,8 @@
 pub mod core;
 
 use self::core::{ComplementarityScale, LinearSolver, NcpFunction, NewtonIterate, NewtonOptions, NewtonProblem, NewtonRow, NewtonScratch, NewtonStats};
-use super::method::{check_params, contact_method, Capabilities, ContactRows, MethodKind, MethodParams, ParamError, SceneCoverage, Tolerance};
-use super::{FrictionModel, JointRowKind, SchemeInput, SchemeOutput, SolveStats, WholeStepScheme};
+use super::method::{check_params, contact_method, Capabilities, ContactRows, MethodParams, ParamError, Tolerance};
+use super::{JointRowKind, SchemeInput, SchemeOutput, SolveStats, WholeStepScheme};
 use crate::model::Model;
 use crate::state::State;
 
@@ -149,14 +149,7 @@ impl MethodParams for NewtonParams {
     type Runtime = NewtonScheme;
     const NAME: &'static str = "newton";
     const SUMMARY: &'static str = "non-smooth Newton: implicit step, position-level contact complementarity with effective-mass scaling, frozen friction compliance, Krylov or dense Newton solves (Macklin et al.)";
-    const CAPABILITIES: Capabilities = Capabilities {
-        kind: MethodKind::WholeStepOnRows,
-        deformables: false,
-        contact_rows: ContactRows::POINT,
-        friction: FrictionModel::Coulomb,
-        dense_mass: false,
-        coverage: SceneCoverage::AllRigid,
-    };
+    const CAPABILITIES: Capabilities = Capabilities::WHOLE_STEP_ON_POINT_ROWS;
 
     fn validate(&self) -> Result<(), ParamError> {
         let pos = |v: Option<f64>| v.is_none_or(|v| v.is_finite() && v > 0.0);
