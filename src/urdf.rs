@@ -228,6 +228,7 @@ fn name_list(names: &[String]) -> String {
 /// choke on or silently drop are removed first, with one warning per kind of element (naming
 /// the links or references concerned). `file` names the file in messages.
 pub fn parse_urdf_str(text: &str, file: &str) -> Result<(urdf_rs::Robot, Vec<LoadWarning>), InputError> {
+    crate::validate::xml_depth_within(text, crate::validate::MAX_XML_DEPTH).map_err(|reason| InputError::Parse { file: file.to_string(), reason: format!("invalid URDF: {reason}") })?;
     let doc = match roxmltree::Document::parse(text) {
         Ok(d) => d,
         // Not well-formed for roxmltree (e.g. an undeclared namespace prefix): let the URDF

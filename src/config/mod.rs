@@ -82,7 +82,7 @@ pub fn load_scene(path: &Path) -> Result<Scene, InputError> {
 
 /// Reads and validates a scene file with command-line overrides.
 pub fn load_scene_with(path: &Path, opts: &LoadOptions) -> Result<Scene, InputError> {
-    let text = std::fs::read_to_string(path).map_err(|e| InputError::Io { file: path.display().to_string(), reason: e.to_string() })?;
+    let text = crate::validate::read_text_bounded(path, crate::validate::MAX_TEXT_FILE_BYTES).map_err(|reason| InputError::Io { file: path.display().to_string(), reason })?;
     load_scene_str_with(&text, path, opts)
 }
 
@@ -415,6 +415,7 @@ pub fn load_robot_with(urdf_path: &Path, r: &RobotConfig, scene_packages: &BTree
                 }
                 let pts: Vec<Vec3> = pts.iter().map(|p| p.component_mul(&s)).collect();
                 let hull = crate::model::convex_hull_vertices(&pts)
+                    .filter(|h| !crate::model::hull_is_flat(h))
                     .ok_or_else(|| InputError::invalid(&file, &element, "mesh is degenerate (flat or fewer than 4 distinct points)"))?;
                 mesh_hulls.insert((link.name.clone(), ci), hull);
             }
@@ -456,7 +457,7 @@ pub fn read_urdf(path: &Path) -> Result<urdf_rs::Robot, InputError> {
 /// with one warning per kind.
 pub fn read_urdf_with_warnings(path: &Path) -> Result<(urdf_rs::Robot, Vec<LoadWarning>), InputError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| InputError::Io { file: file.clone(), reason: e.to_string() })?;
+    let text = crate::validate::read_text_bounded(path, crate::validate::MAX_TEXT_FILE_BYTES).map_err(|reason| InputError::Io { file: file.clone(), reason })?;
     crate::urdf::parse_urdf_str(&text, &file)
 }
 
@@ -529,6 +530,7 @@ fn object_shape(s: &ShapeConfig, base_dir: &Path, file: &str, element: &str) -> 
             let s = Vec3::from(*scale);
             let pts: Vec<Vec3> = pts.iter().map(|p| p.component_mul(&s)).collect();
             let hull = crate::model::convex_hull_vertices(&pts)
+                .filter(|h| !crate::model::hull_is_flat(h))
                 .ok_or_else(|| InputError::invalid(file, format!("{element}.shape.file"), "mesh is degenerate (flat or fewer than 4 points)"))?;
             GeomShape::Convex { vertices: hull }
         }
