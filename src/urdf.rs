@@ -325,7 +325,7 @@ pub fn parse_urdf_str(text: &str, file: &str) -> Result<(urdf_rs::Robot, Vec<Loa
         remove.sort_by_key(|r| r.start);
         let mut s = String::with_capacity(text.len());
         let mut at = 0;
-        for r in remove {
+        for r in &remove {
             if r.start >= at {
                 s.push_str(&text[at..r.start]);
                 at = r.end;
@@ -334,8 +334,31 @@ pub fn parse_urdf_str(text: &str, file: &str) -> Result<(urdf_rs::Robot, Vec<Loa
         s.push_str(&text[at..]);
         s
     };
-    let robot = urdf_rs::read_from_string(&cleaned).map_err(|e| InputError::Parse { file: file.to_string(), reason: format!("invalid URDF: {e}") })?;
+    let robot = match urdf_rs::read_from_string(&cleaned) {
+        Ok(r) => r,
+        Err(e) => {
+            // name the element at fault: parse each top-level element alone
+            let bad = root.children().filter(|c| c.is_element() && !remove.iter().any(|r| r.start == c.range().start)).find_map(|el| {
+                let alone = format!("<robot name=\"r\">{}</robot>", &text[el.range()]);
+                urdf_rs::read_from_string(&alone).err().map(|e| (el, e))
+            });
+            return Err(match bad {
+                Some((el, e)) => InputError::invalid(
+                    file,
+                    format!("{} '{}' (line {})", el.tag_name().name(), el.attribute("name").unwrap_or("?"), doc.text_pos_at(el.range().start).row),
+                    format!("invalid URDF: {}", one_line(&e.to_string())),
+                ),
+                None => InputError::Parse { file: file.to_string(), reason: format!("invalid URDF: {}", one_line(&e.to_string())) },
+            });
+        }
+    };
     Ok((robot, warnings))
+}
+
+/// A parser message on one line, without the serde `custom: ` prefix.
+fn one_line(msg: &str) -> String {
+    let msg = msg.trim().strip_prefix("custom: ").unwrap_or(msg.trim());
+    msg.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 // ---------------------------------------------------------------------------------------------
