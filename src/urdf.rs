@@ -30,6 +30,9 @@ pub enum WarningClass {
     /// A scene's bodies start deep inside each other (pushed apart slowly, see
     /// [`crate::model::ContactOptions::max_depenetration_speed_m_s`]).
     Overlap,
+    /// Two bodies that can touch differ in mass by more than
+    /// [`crate::validate::MASS_RATIO_WARN`]: the contact solution is not to be trusted.
+    MassRatio,
 }
 
 impl WarningClass {
@@ -43,6 +46,7 @@ impl WarningClass {
             WarningClass::ShapeInertia => "shape_inertia",
             WarningClass::Posture => "posture",
             WarningClass::Overlap => "overlap",
+            WarningClass::MassRatio => "mass_ratio",
         }
     }
 }

@@ -84,6 +84,11 @@ pub const INCLINE_DEG: Range = Range::new(-90.0, 90.0, "deg");
 pub const CONTACT_DISTANCE_M: Range = Range::new(0.0, 1.0, "m");
 /// `contact.max_depenetration_speed_m_s` (m/s); 0 turns the position correction off.
 pub const DEPENETRATION_SPEED_M_S: Range = Range::new(0.0, 1e4, "m/s");
+/// Mass ratio between two bodies that can touch above which loading warns: the iterative
+/// contact solvers converge slowly or not at all past it (light bodies are thrown, stacks under
+/// a heavy body sink), so results are not to be trusted. A body welded to others counts with
+/// their mass; bodies fixed to the world and the ground do not count.
+pub const MASS_RATIO_WARN: f64 = 1e4;
 /// The time step (s).
 pub const TIMESTEP_S: Range = Range::new(1e-7, 1.0, "s");
 /// A component of gravity (m/s²).

@@ -157,6 +157,7 @@ fn build_scene(cfg: SceneFile, file: &str, base_dir: &Path, path: &Path, opts: &
     let mut warnings = std::mem::take(&mut b.warnings);
     let mut model = b.finalize()?;
     warnings.extend(deep_overlaps(&model, file));
+    warnings.extend(mass_ratio_warning(&model, file));
     model.sensors = crate::sensors::build_sensors(&cfg.sensors, &model, file)?;
     for (i, name) in cfg.contact_wrench_links.iter().enumerate() {
         let body = model.body_id(name).ok_or_else(|| InputError::invalid(file, format!("contact_wrench_links[{i}]"), format!("no link or object named '{name}' in the scene")))?;
@@ -323,6 +324,56 @@ fn deep_overlaps(model: &Model, file: &str) -> Vec<LoadWarning> {
             }
         })
         .collect()
+}
+
+/// One warning when two bodies that can touch (a collision pair, the ground and bodies fixed to
+/// the world left out) differ in mass by more than [`crate::validate::MASS_RATIO_WARN`], naming
+/// the pair with the largest ratio, both masses and how many pairs are above the threshold.
+/// A body counts with the bodies welded to it (the same moving body).
+fn mass_ratio_warning(model: &Model, file: &str) -> Option<LoadWarning> {
+    let group_mass = |b: usize| {
+        let m = model.bodies[b].moving_body;
+        model.bodies.iter().filter(|x| x.moving_body == m).map(|x| x.mass).sum::<f64>()
+    };
+    let fixed_to_world = |b: usize| {
+        let m = &model.bodies[model.bodies[b].moving_body];
+        m.parent.is_none() && m.joint.kind == crate::model::JointKind::Fixed
+    };
+    let mut worst: Option<(f64, usize, usize)> = None;
+    let mut above = 0usize;
+    for p in model.collision_pairs.iter().filter(|p| !p.with_ground) {
+        let (Some(a), Some(b)) = (model.geoms[p.geom_a].body, model.geoms[p.geom_b].body) else { continue };
+        if fixed_to_world(a) || fixed_to_world(b) {
+            continue;
+        }
+        let (ma, mb) = (group_mass(a), group_mass(b));
+        if !(ma > 0.0 && mb > 0.0) {
+            continue;
+        }
+        let ratio = ma.max(mb) / ma.min(mb);
+        if ratio > crate::validate::MASS_RATIO_WARN {
+            above += 1;
+            if worst.is_none_or(|(r, _, _)| ratio > r) {
+                worst = Some((ratio, a, b));
+            }
+        }
+    }
+    let (ratio, a, b) = worst?;
+    let (a, b) = if group_mass(a) <= group_mass(b) { (a, b) } else { (b, a) };
+    let show = crate::validate::show;
+    Some(LoadWarning {
+        class: WarningClass::MassRatio,
+        file: file.to_string(),
+        element: format!("'{}' and '{}'", model.bodies[a].name, model.bodies[b].name),
+        message: format!(
+            "mass ratio {:.1e} ({} kg against {} kg) between bodies that can touch, above {}: contact results are not to be trusted (light bodies thrown, slow or no solver convergence){}",
+            ratio,
+            show(group_mass(a)),
+            show(group_mass(b)),
+            show(crate::validate::MASS_RATIO_WARN),
+            if above > 1 { format!("; {above} pairs of bodies are above the threshold") } else { String::new() }
+        ),
+    })
 }
 
 /// Checks solver parameters' ranges (each method validates its own, see

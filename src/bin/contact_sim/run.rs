@@ -245,6 +245,10 @@ pub fn run(
         std::fs::write(&out, text).with_context(|| format!("--summary: cannot write {}", out.display()))?;
         println!("summary written to {}", out.display());
     }
+    let tol = sim.workspace.solver.config().tolerance();
+    if let Some(w) = s.stats.unconverged_warning(report::residual_scale(&sim.model, tol.unit), tol.unit) {
+        eprintln!("warning: {}: {w}", path.display());
+    }
     match (first_failure, policy) {
         (Some(f), FailurePolicy::Stop) => {
             return Err(StepFailed(format!("{}: {f}; run stopped (on_failure: stop; the poses above are the last good state)", path.display())).into());
