@@ -1236,4 +1236,34 @@ mod tests {
         assert!(parse_cli(&a(&["x", "--bogus"])).is_err());
         assert!(parse_cli(&a(&["x", "--scene"])).is_err());
     }
+
+    /// The failure line of the log and of `/diagnostics`: the count since the last report, the
+    /// last failed step with its time and cause, the policy and what it did; nothing without
+    /// new failures.
+    #[test]
+    fn failure_text_names_the_step_cause_and_policy() {
+        let f = crate::sim::StepFailure { step: 812, time_s: 0.811, cause: "the state became non-finite" };
+        let mut l = Latest::default();
+        l.counters.failed_steps = 3;
+        l.counters.first_failure = Some(f);
+        l.counters.last_failure = Some(f);
+        let p = Latest::default();
+        let t = failure_text(&l, &p, FailurePolicy::Hold).unwrap();
+        assert_eq!(t, "3 steps failed since the last report; the last: step 812 (t = 0.811000 s) failed: the state became non-finite (on_failure: hold: the last good state is kept, stepping goes on)");
+        assert!(failure_text(&l, &p, FailurePolicy::Stop).unwrap().contains("on_failure: stop: stepping is paused; call ~/reset to go on"));
+        assert!(failure_text(&l, &l, FailurePolicy::Hold).is_none(), "no new failures");
+        assert!(failure_text(&p, &p, FailurePolicy::Hold).is_none());
+    }
+
+    /// `on_failure` is a read-only parameter, `hold` by default, refused outside its choices.
+    #[test]
+    fn on_failure_parameter_defaults_to_hold() {
+        assert_eq!(crate::ros::params::default_value("on_failure", 1, 1.0), ParameterValue::String("hold".into()));
+        let row = crate::ros::params::STATIC_PARAMS.iter().find(|r| r.0 == "on_failure").expect("declared");
+        assert!(row.2, "read-only");
+        match row.1 {
+            crate::ros::params::Kind::Str { choices } => assert_eq!(choices, &["hold", "reset", "stop"]),
+            other => panic!("{other:?}"),
+        }
+    }
 }
