@@ -341,9 +341,20 @@ pub fn parse_urdf_str(text: &str, file: &str) -> Result<(urdf_rs::Robot, Vec<Loa
     let robot = match urdf_rs::read_from_string(&cleaned) {
         Ok(r) => r,
         Err(e) => {
-            // name the element at fault: parse each top-level element alone
+            // name the element at fault: parse each top-level element alone (without the parts
+            // dropped above, so that a removed child is not blamed)
             let bad = root.children().filter(|c| c.is_element() && !remove.iter().any(|r| r.start == c.range().start)).find_map(|el| {
-                let alone = format!("<robot name=\"r\">{}</robot>", &text[el.range()]);
+                let range = el.range();
+                let mut alone = String::from("<robot name=\"r\">");
+                let mut at = range.start;
+                for r in remove.iter().filter(|r| r.start >= range.start && r.end <= range.end) {
+                    if r.start >= at {
+                        alone.push_str(&text[at..r.start]);
+                        at = r.end;
+                    }
+                }
+                alone.push_str(&text[at..range.end]);
+                alone.push_str("</robot>");
                 urdf_rs::read_from_string(&alone).err().map(|e| (el, e))
             });
             return Err(match bad {

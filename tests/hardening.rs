@@ -419,12 +419,13 @@ fn flat_stl_is_refused() {
 // messages
 // ---------------------------------------------------------------------------------------------
 
-/// A parser error (missing `<mass>`, a 2-vector origin, a bad number, a sphere without radius)
-/// names the link or joint and its line, on one line without the parser's `custom:` prefix.
+/// A parser error (missing `<mass>`, a 2-vector origin, a bad number) names the link or joint
+/// and its line, on one line without the parser's `custom:` prefix. An unknown element that is
+/// dropped with a warning (`<sensor_note>` in link 'arm') is not blamed for another's error.
 #[test]
 fn urdf_parse_errors_name_the_element_and_line() {
     let d = tmp("urdferr");
-    let good = format!("<robot name=\"r\">\n{BOX_LINK}\n<link name=\"arm\"><inertial><mass value=\"1\"/><inertia ixx=\"0.01\" iyy=\"0.01\" izz=\"0.01\" ixy=\"0\" ixz=\"0\" iyz=\"0\"/></inertial></link>\n<joint name=\"j\" type=\"revolute\"><parent link=\"base\"/><child link=\"arm\"/><origin xyz=\"0 0 0.1\"/><axis xyz=\"0 0 1\"/><limit lower=\"-1\" upper=\"1\" effort=\"1\" velocity=\"1\"/></joint>\n</robot>");
+    let good = format!("<robot name=\"r\">\n{BOX_LINK}\n<link name=\"arm\"><inertial><mass value=\"1\"/><inertia ixx=\"0.01\" iyy=\"0.01\" izz=\"0.01\" ixy=\"0\" ixz=\"0\" iyz=\"0\"/></inertial><sensor_note kind=\"x\"><origin xyz=\"0 0\"/></sensor_note></link>\n<joint name=\"j\" type=\"revolute\"><parent link=\"base\"/><child link=\"arm\"/><origin xyz=\"0 0 0.1\"/><axis xyz=\"0 0 1\"/><limit lower=\"-1\" upper=\"1\" effort=\"1\" velocity=\"1\"/></joint>\n</robot>");
     std::fs::write(d.join("good.urdf"), &good).unwrap();
     assert!(cli(&["model", d.join("good.urdf").to_str().unwrap()]).status.success());
     for (i, (from, to, element, reason)) in [
