@@ -28,9 +28,69 @@ pub struct RunStats {
     pub failed_steps: u64,
     /// Deepest penetration seen (m).
     pub max_penetration_m: f64,
+    /// The unconverged step with the largest solver residual, if any.
+    pub worst_unconverged: Option<UnconvergedStep>,
+}
+
+/// A step whose contact solver stopped before its tolerance.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct UnconvergedStep {
+    /// Step number, from 1.
+    pub step: u64,
+    /// The solver's residual at exit (in the method's own units: N·s for PGS).
+    pub residual: f64,
+    /// Iterations performed.
+    pub iterations: u32,
+    /// Contacts in the step.
+    pub contacts: usize,
+}
+
+/// Fraction of unconverged steps above which a run warns that its contact results are not to
+/// be trusted (when the residual is large too, see [`UNCONVERGED_WARN_RESIDUAL`]): 1 %.
+pub const UNCONVERGED_WARN_FRACTION: f64 = 0.01;
+
+/// Worst residual, relative to the scene's scale ([`residual_scale`]), above which unconverged
+/// steps make a run's contact results untrustworthy: 10⁻³.
+pub const UNCONVERGED_WARN_RESIDUAL: f64 = 1e-3;
+
+/// The scale a solver residual in `unit` is measured against: for an impulse (N·s) the scene's
+/// weight over one step (total mass × |g| × dt, with |g| at least 1 m/s²), for a velocity (m/s)
+/// |g| × dt; dimensionless residuals (relative, scaled) are their own scale (1).
+pub fn residual_scale(model: &Model, unit: &str) -> f64 {
+    let g = model.gravity.norm().max(1.0);
+    let mass: f64 = model.bodies.iter().map(|b| b.mass).sum::<f64>().max(1e-9);
+    match unit {
+        "N·s" => mass * g * model.timestep_s,
+        "m/s" => g * model.timestep_s,
+        _ => 1.0,
+    }
 }
 
 impl RunStats {
+    /// The warning when more than [`UNCONVERGED_WARN_FRACTION`] of the steps ended unconverged
+    /// and the worst residual is above [`UNCONVERGED_WARN_RESIDUAL`] × `scale` (see
+    /// [`residual_scale`]; `unit` is the residual's), with the numbers: count, share, worst
+    /// residual, its step, contacts and iterations. `None` otherwise.
+    pub fn unconverged_warning(&self, scale: f64, unit: &str) -> Option<String> {
+        let share = self.unconverged_steps as f64 / self.steps.max(1) as f64;
+        let w = self.worst_unconverged?;
+        let relative = w.residual / scale;
+        (share > UNCONVERGED_WARN_FRACTION && !(relative <= UNCONVERGED_WARN_RESIDUAL)).then(|| {
+            format!(
+                "the contact solver stopped before its tolerance in {} of {} steps ({:.1} %) with a largest residual of {:.3e} {unit} ({:.1e} of the scale {:.3e} {unit}) at step {} ({} contacts, {} iterations): contact forces and motions are not to be trusted",
+                self.unconverged_steps,
+                self.steps,
+                100.0 * share,
+                w.residual,
+                relative,
+                scale,
+                w.step,
+                w.contacts,
+                w.iterations
+            )
+        })
+    }
+
     /// Accumulates one step's report.
     pub fn add(&mut self, r: &StepReport) {
         let n = self.steps as f64;
@@ -41,6 +101,9 @@ impl RunStats {
         self.iterations_max = self.iterations_max.max(r.solve.iterations);
         if !r.solve.converged {
             self.unconverged_steps += 1;
+            if self.worst_unconverged.is_none_or(|w| !(w.residual >= r.solve.residual)) {
+                self.worst_unconverged = Some(UnconvergedStep { step: self.steps, residual: r.solve.residual, iterations: r.solve.iterations, contacts: r.contacts });
+            }
         }
         self.dropped_contacts += r.dropped_contacts as u64;
         if r.saturated_joints > 0 {

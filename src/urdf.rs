@@ -30,6 +30,9 @@ pub enum WarningClass {
     /// A scene's bodies start deep inside each other (pushed apart slowly, see
     /// [`crate::model::ContactOptions::max_depenetration_speed_m_s`]).
     Overlap,
+    /// Two bodies that can touch differ in mass by more than
+    /// [`crate::validate::MASS_RATIO_WARN`]: the contact solution is not to be trusted.
+    MassRatio,
 }
 
 impl WarningClass {
@@ -43,6 +46,7 @@ impl WarningClass {
             WarningClass::ShapeInertia => "shape_inertia",
             WarningClass::Posture => "posture",
             WarningClass::Overlap => "overlap",
+            WarningClass::MassRatio => "mass_ratio",
         }
     }
 }
@@ -228,6 +232,7 @@ fn name_list(names: &[String]) -> String {
 /// choke on or silently drop are removed first, with one warning per kind of element (naming
 /// the links or references concerned). `file` names the file in messages.
 pub fn parse_urdf_str(text: &str, file: &str) -> Result<(urdf_rs::Robot, Vec<LoadWarning>), InputError> {
+    crate::validate::xml_depth_within(text, crate::validate::MAX_XML_DEPTH).map_err(|reason| InputError::Parse { file: file.to_string(), reason: format!("invalid URDF: {reason}") })?;
     let doc = match roxmltree::Document::parse(text) {
         Ok(d) => d,
         // Not well-formed for roxmltree (e.g. an undeclared namespace prefix): let the URDF
@@ -324,7 +329,7 @@ pub fn parse_urdf_str(text: &str, file: &str) -> Result<(urdf_rs::Robot, Vec<Loa
         remove.sort_by_key(|r| r.start);
         let mut s = String::with_capacity(text.len());
         let mut at = 0;
-        for r in remove {
+        for r in &remove {
             if r.start >= at {
                 s.push_str(&text[at..r.start]);
                 at = r.end;
@@ -333,8 +338,42 @@ pub fn parse_urdf_str(text: &str, file: &str) -> Result<(urdf_rs::Robot, Vec<Loa
         s.push_str(&text[at..]);
         s
     };
-    let robot = urdf_rs::read_from_string(&cleaned).map_err(|e| InputError::Parse { file: file.to_string(), reason: format!("invalid URDF: {e}") })?;
+    let robot = match urdf_rs::read_from_string(&cleaned) {
+        Ok(r) => r,
+        Err(e) => {
+            // name the element at fault: parse each top-level element alone (without the parts
+            // dropped above, so that a removed child is not blamed)
+            let bad = root.children().filter(|c| c.is_element() && !remove.iter().any(|r| r.start == c.range().start)).find_map(|el| {
+                let range = el.range();
+                let mut alone = String::from("<robot name=\"r\">");
+                let mut at = range.start;
+                for r in remove.iter().filter(|r| r.start >= range.start && r.end <= range.end) {
+                    if r.start >= at {
+                        alone.push_str(&text[at..r.start]);
+                        at = r.end;
+                    }
+                }
+                alone.push_str(&text[at..range.end]);
+                alone.push_str("</robot>");
+                urdf_rs::read_from_string(&alone).err().map(|e| (el, e))
+            });
+            return Err(match bad {
+                Some((el, e)) => InputError::invalid(
+                    file,
+                    format!("{} '{}' (line {})", el.tag_name().name(), el.attribute("name").unwrap_or("?"), doc.text_pos_at(el.range().start).row),
+                    format!("invalid URDF: {}", one_line(&e.to_string())),
+                ),
+                None => InputError::Parse { file: file.to_string(), reason: format!("invalid URDF: {}", one_line(&e.to_string())) },
+            });
+        }
+    };
     Ok((robot, warnings))
+}
+
+/// A parser message on one line, without the serde `custom: ` prefix.
+fn one_line(msg: &str) -> String {
+    let msg = msg.trim().strip_prefix("custom: ").unwrap_or(msg.trim());
+    msg.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 // ---------------------------------------------------------------------------------------------

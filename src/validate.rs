@@ -84,12 +84,19 @@ pub const INCLINE_DEG: Range = Range::new(-90.0, 90.0, "deg");
 pub const CONTACT_DISTANCE_M: Range = Range::new(0.0, 1.0, "m");
 /// `contact.max_depenetration_speed_m_s` (m/s); 0 turns the position correction off.
 pub const DEPENETRATION_SPEED_M_S: Range = Range::new(0.0, 1e4, "m/s");
+/// Mass ratio between two bodies that can touch above which loading warns: the iterative
+/// contact solvers converge slowly or not at all past it (light bodies are thrown, stacks under
+/// a heavy body sink), so results are not to be trusted. A body welded to others counts with
+/// their mass; bodies fixed to the world and the ground do not count.
+pub const MASS_RATIO_WARN: f64 = 1e4;
 /// The time step (s).
 pub const TIMESTEP_S: Range = Range::new(1e-7, 1.0, "s");
 /// A component of gravity (m/s²).
 pub const GRAVITY_M_S2: Range = Range::new(-1e3, 1e3, "m/s²");
 
-fn show(x: f64) -> String {
+/// A number for messages and tables: scientific notation for very large or very small
+/// magnitudes (`1e300`, not 301 digits), plain otherwise.
+pub fn show(x: f64) -> String {
     if x.is_nan() {
         "NaN".into()
     } else if x.abs() >= 1e6 || (x != 0.0 && x.abs() < 1e-4) {
@@ -147,6 +154,112 @@ pub fn direction(v: [f64; 3], what: &str) -> Result<crate::math::Vec3, String> {
     Ok(v / n)
 }
 
+// ---------------------------------------------------------------------------------------------
+// input files and capacities
+// ---------------------------------------------------------------------------------------------
+
+/// Largest URDF, scene or tet-mesh text file read (bytes): 256 MiB, far above any real robot
+/// description (the largest URDF of our corpus is a few hundred kB).
+pub const MAX_TEXT_FILE_BYTES: u64 = 256 << 20;
+
+/// Largest collision-mesh file read (bytes): 512 MiB.
+pub const MAX_MESH_FILE_BYTES: u64 = 512 << 20;
+
+/// Largest single bag (MCAP) file read (bytes): 16 GiB. The whole file is held in memory.
+pub const MAX_BAG_FILE_BYTES: u64 = 16 << 30;
+
+/// Deepest element nesting accepted in XML input (URDF, Collada). A URDF is about six levels
+/// deep; the parsers recurse once per level, so unbounded nesting would overflow the stack.
+pub const MAX_XML_DEPTH: usize = 256;
+
+/// Largest `contact.max_contacts` (contacts per step). The step's buffers are sized from it at
+/// load time (about 200 bytes per contact per buffer); a million contacts is far above what one
+/// step can solve in real time.
+pub const MAX_CONTACTS: usize = 1_000_000;
+
+/// Largest `contact.max_points_per_pair` (contact points kept per pair of shapes).
+pub const MAX_POINTS_PER_PAIR: usize = 1024;
+
+/// Reads a whole input file of at most `max_bytes` bytes. Refuses paths that are not regular
+/// files after following symlinks (`/dev/zero`, a FIFO, a directory), files larger than the
+/// limit, and files that grow past it while being read. The error is the reason, without the
+/// file name (the caller adds it).
+pub fn read_bounded(path: &std::path::Path, max_bytes: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
+    if !meta.is_file() {
+        let kind = if meta.is_dir() { "a directory" } else { "a device, pipe or socket" };
+        return Err(format!("not a regular file ({kind}); refused"));
+    }
+    if meta.len() > max_bytes {
+        return Err(format!("file is {} bytes, more than the limit of {max_bytes} bytes", meta.len()));
+    }
+    let f = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    f.take(max_bytes + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read: {e}"))?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(format!("file grew past the limit of {max_bytes} bytes while being read"));
+    }
+    Ok(bytes)
+}
+
+/// [`read_bounded`] for UTF-8 text.
+pub fn read_text_bounded(path: &std::path::Path, max_bytes: u64) -> Result<String, String> {
+    String::from_utf8(read_bounded(path, max_bytes)?).map_err(|e| format!("not UTF-8 text: {}", e.utf8_error()))
+}
+
+/// Checks that no element of XML `text` is nested deeper than `max_depth`, without parsing it
+/// (comments, CDATA sections, processing instructions, declarations and quoted attribute values
+/// are skipped). Malformed XML passes: the parser reports it. The error names the line.
+pub fn xml_depth_within(text: &str, max_depth: usize) -> Result<(), String> {
+    let b = text.as_bytes();
+    let (mut i, mut depth, mut line) = (0usize, 0usize, 1usize);
+    let skip_to = |from: usize, end: &[u8]| -> usize { b[from..].windows(end.len()).position(|w| w == end).map_or(b.len(), |p| from + p + end.len()) };
+    while i < b.len() {
+        match b[i] {
+            b'\n' => {
+                line += 1;
+                i += 1;
+            }
+            b'<' => {
+                let rest = &b[i..];
+                let end = if rest.starts_with(b"<!--") {
+                    skip_to(i + 4, b"-->")
+                } else if rest.starts_with(b"<![CDATA[") {
+                    skip_to(i + 9, b"]]>")
+                } else if rest.starts_with(b"<?") {
+                    skip_to(i + 2, b"?>")
+                } else {
+                    // a tag: to its '>' outside quotes
+                    let mut j = i + 1;
+                    let mut quote = 0u8;
+                    while j < b.len() && !(quote == 0 && b[j] == b'>') {
+                        if quote == 0 && (b[j] == b'"' || b[j] == b'\'') {
+                            quote = b[j];
+                        } else if b[j] == quote {
+                            quote = 0;
+                        }
+                        j += 1;
+                    }
+                    if rest.starts_with(b"</") {
+                        depth = depth.saturating_sub(1);
+                    } else if !rest.starts_with(b"<!") && !(j > i + 1 && j < b.len() && b[j - 1] == b'/') {
+                        depth += 1;
+                        if depth > max_depth {
+                            return Err(format!("elements nested deeper than {max_depth} levels (line {line})"));
+                        }
+                    }
+                    (j + 1).min(b.len())
+                };
+                line += b[i..end].iter().filter(|&&c| c == b'\n').count();
+                i = end;
+            }
+            _ => i += 1,
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,5 +282,14 @@ mod tests {
         assert!(direction([0.0, 0.0, 0.0], "axis").unwrap_err().contains("non-zero"));
         let d = direction([0.0, 3.0, 4.0], "axis").unwrap();
         assert!((d.norm() - 1.0).abs() < 1e-15);
+    }
+
+    #[test]
+    fn xml_depth_counts_elements_only() {
+        let ok = "<?xml version=\"1.0\"?><!-- <a><b><c> --><robot a=\"<x>\"><link/><link><![CDATA[<q><q>]]></link></robot>";
+        assert_eq!(xml_depth_within(ok, 2), Ok(()));
+        assert!(xml_depth_within(ok, 1).unwrap_err().contains("(line 1)"));
+        let deep = format!("<robot>\n{}{}</robot>", "<visual>".repeat(300), "</visual>".repeat(300));
+        assert_eq!(xml_depth_within(&deep, MAX_XML_DEPTH).unwrap_err(), "elements nested deeper than 256 levels (line 2)");
     }
 }

@@ -236,7 +236,7 @@ fn closed_pipe_exits_quietly() {
     for (cmd, must_hit_the_pipe) in [
         (format!("'{bin}' bench --json --steps 20 --warmup 0 config/examples/box_stack.yaml | true"), true),
         (format!("'{bin}' bench --json --steps 20 --warmup 0 config/examples/box_stack.yaml | head -c 10"), false),
-        (format!("'{bin}' run config/examples/box_stack.yaml --duration 0.5 | head -1"), false),
+        (format!("'{bin}' run config/examples/box_stack.yaml --duration 0.5 --quiet | head -1"), false),
     ] {
         let out = std::process::Command::new("bash").arg("-c").arg(format!("{cmd} >/dev/null; echo \"status ${{PIPESTATUS[0]}}\" >&2")).current_dir(repo(".")).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
@@ -273,5 +273,259 @@ fn tet_mesh_huge_header_counts_are_refused() {
         let e = contact_sim::config::read_tet_mesh(&msh).unwrap_err().to_string();
         assert!(e.contains(&format!("m{n}.msh")) && e.contains(count), "{e}");
     }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+// ---------------------------------------------------------------------------------------------
+// input sizes, nesting, capacities
+// ---------------------------------------------------------------------------------------------
+
+fn stderr_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// An error of the CLI: exit code 2, one line, no panic, mentioning every needle.
+fn assert_cli_error(args: &[&str], needles: &[&str]) {
+    let out = cli(args);
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(!err.contains("panicked") && !err.contains("overflow"), "{args:?}: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: '{n}' not in {err}");
+    }
+}
+
+const BOX_LINK: &str = r#"<link name="base"><inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>"#;
+
+/// Elements nested 30 000 and 1 000 000 deep (which overflowed the parser's stack) are refused
+/// naming the file, the limit and the line; a URDF at the limit's order of a real robot loads.
+#[test]
+fn deeply_nested_urdf_is_refused() {
+    let d = tmp("deep");
+    for n in [30_000usize, 1_000_000] {
+        let f = d.join(format!("deep{n}.urdf"));
+        std::fs::write(&f, format!("<robot name=\"r\">\n{BOX_LINK}\n<link name=\"x\">{}{}</link></robot>", "<visual>".repeat(n), "</visual>".repeat(n))).unwrap();
+        let name = f.display().to_string();
+        assert_cli_error(&["model", &name], &[&name, "elements nested deeper than 256 levels (line 3)"]);
+    }
+    let f = d.join("ok.urdf");
+    std::fs::write(&f, format!("<robot name=\"r\">{BOX_LINK}</robot>")).unwrap();
+    assert!(cli(&["model", f.to_str().unwrap()]).status.success());
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Paths to devices (/dev/zero, /dev/urandom: read without end before) are refused as not
+/// regular files, for a mesh, a URDF, a scene and a bag file; nothing is read from them.
+#[cfg(unix)]
+#[test]
+fn device_files_are_refused() {
+    let d = tmp("dev");
+    std::fs::create_dir_all(d.join("meshes")).unwrap();
+    for dev in ["/dev/zero", "/dev/urandom"] {
+        let stl = d.join("meshes/dev.stl");
+        let _ = std::fs::remove_file(&stl);
+        std::os::unix::fs::symlink(dev, &stl).unwrap();
+        let urdf = d.join("dev_mesh.urdf");
+        std::fs::write(&urdf, format!("<robot name=\"r\">{}</robot>", BOX_LINK.replace("</inertial>", "</inertial><collision><geometry><mesh filename=\"meshes/dev.stl\"/></geometry></collision>"))).unwrap();
+        let u = urdf.display().to_string();
+        assert_cli_error(&["model", &u], &[&u, "link 'base' <collision> 0 mesh 'meshes/dev.stl'", "not a regular file"]);
+        assert_cli_error(&["model", dev], &[dev, "not a regular file"]);
+        assert_cli_error(&["run", dev], &[dev, "not a regular file"]);
+    }
+    // a bag whose only .mcap is a device: refused naming it; beside a good file: skipped
+    let b = d.join("bag");
+    write_bag(&b, 5);
+    std::fs::remove_file(b.join("metadata.yaml")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", b.join("zz_dev.mcap")).unwrap();
+    let bag = read_bag(&b).unwrap();
+    assert_eq!(bag.messages.len(), 10);
+    assert!(bag.warnings.iter().any(|w| w.contains("zz_dev.mcap") && w.contains("not a regular file") && w.contains("skipped")), "{:?}", bag.warnings);
+    let e = read_bag(&b.join("zz_dev.mcap")).unwrap_err().to_string();
+    assert!(e.contains("zz_dev.mcap") && e.contains("not a regular file"), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A file above the size limit is refused before it is read, naming the file and both sizes.
+#[test]
+fn oversized_files_are_refused() {
+    let d = tmp("big");
+    let f = d.join("big.yaml");
+    let file = std::fs::File::create(&f).unwrap();
+    file.set_len(contact_sim::validate::MAX_TEXT_FILE_BYTES + 1).unwrap(); // sparse: no disk used
+    let e = contact_sim::config::load_scene(&f).unwrap_err().to_string();
+    assert!(e.contains("big.yaml") && e.contains(&format!("{} bytes", contact_sim::validate::MAX_TEXT_FILE_BYTES + 1)) && e.contains("more than the limit"), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+const ONE_BOX: &str = "name: s\nduration_s: 0.01\nobjects:\n  - {name: b, shape: {type: box, size: [0.2, 0.2, 0.2]}, mass_kg: 1.0, position: [0, 0, 0.1]}\n";
+
+/// `max_contacts: 1e9` (a 64 GB allocation before) is refused naming the key and the limit.
+#[test]
+fn absurd_contact_capacities_are_refused() {
+    let d = tmp("cap");
+    for (key, value, needle) in [("max_contacts", "1000000000", "contact.max_contacts: 1000000000 is more than the limit of 1000000"), ("max_points_per_pair", "100000", "contact.max_points_per_pair: 100000 is more than the limit of 1024")] {
+        let f = d.join(format!("{key}.yaml"));
+        std::fs::write(&f, format!("{ONE_BOX}contact: {{{key}: {value}}}\n")).unwrap();
+        let e = contact_sim::config::load_scene(&f).unwrap_err().to_string();
+        assert!(e.contains(&format!("{key}.yaml")) && e.contains(needle), "{e}");
+    }
+    std::fs::write(d.join("ok.yaml"), format!("{ONE_BOX}contact: {{max_contacts: 1000}}\n")).unwrap();
+    assert_eq!(contact_sim::config::load_scene(&d.join("ok.yaml")).unwrap().model.contact.max_contacts, 1000);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A binary STL of triangles in one plane (a flat mesh) is refused as a URDF collision mesh
+/// and as a scene object, naming the link or object; the same file lifted into a tetrahedron
+/// loads.
+#[test]
+fn flat_stl_is_refused() {
+    let d = tmp("flat");
+    let write_stl = |name: &str, tris: &[[[f32; 3]; 3]]| {
+        let mut b = vec![0u8; 80];
+        b.extend_from_slice(&(tris.len() as u32).to_le_bytes());
+        for t in tris {
+            b.extend_from_slice(&[0u8; 12]);
+            for v in t {
+                for x in v {
+                    b.extend_from_slice(&x.to_le_bytes());
+                }
+            }
+            b.extend_from_slice(&[0, 0]);
+        }
+        std::fs::write(d.join(name), b).unwrap();
+    };
+    write_stl("flat.stl", &[[[0., 0., 0.], [0.1, 0., 0.], [0., 0.1, 0.]], [[0.1, 0., 0.], [0.1, 0.1, 0.], [0., 0.1, 0.]]]);
+    write_stl("tet.stl", &[[[0., 0., 0.], [0.1, 0., 0.], [0., 0.1, 0.]], [[0., 0., 0.], [0.1, 0., 0.], [0., 0., 0.1]], [[0., 0., 0.], [0., 0.1, 0.], [0., 0., 0.1]], [[0.1, 0., 0.], [0., 0.1, 0.], [0., 0., 0.1]]]);
+    for (mesh, ok) in [("flat.stl", false), ("tet.stl", true)] {
+        let urdf = d.join(format!("{mesh}.urdf"));
+        std::fs::write(&urdf, format!("<robot name=\"r\">{}</robot>", BOX_LINK.replace("</inertial>", &format!("</inertial><collision><geometry><mesh filename=\"{mesh}\"/></geometry></collision>")))).unwrap();
+        let u = urdf.display().to_string();
+        let scene = d.join(format!("{mesh}.yaml"));
+        std::fs::write(&scene, format!("name: s\nobjects:\n  - {{name: plate, shape: {{type: mesh, file: {mesh}}}, mass_kg: 1.0, position: [0, 0, 0.5]}}\n")).unwrap();
+        let s = scene.display().to_string();
+        if ok {
+            assert!(cli(&["model", &u]).status.success());
+            assert!(contact_sim::config::load_scene(&scene).is_ok());
+        } else {
+            assert_cli_error(&["model", &u], &[&u, "link 'base' <collision> 0 mesh 'flat.stl'", "mesh is degenerate (flat"]);
+            assert_cli_error(&["run", &s], &[&s, "objects[0]", "flat"]);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+// ---------------------------------------------------------------------------------------------
+// messages
+// ---------------------------------------------------------------------------------------------
+
+/// A parser error (missing `<mass>`, a 2-vector origin, a bad number) names the link or joint
+/// and its line, on one line without the parser's `custom:` prefix. An unknown element that is
+/// dropped with a warning (`<sensor_note>` in link 'arm') is not blamed for another's error.
+#[test]
+fn urdf_parse_errors_name_the_element_and_line() {
+    let d = tmp("urdferr");
+    let good = format!("<robot name=\"r\">\n{BOX_LINK}\n<link name=\"arm\"><inertial><mass value=\"1\"/><inertia ixx=\"0.01\" iyy=\"0.01\" izz=\"0.01\" ixy=\"0\" ixz=\"0\" iyz=\"0\"/></inertial><sensor_note kind=\"x\"><origin xyz=\"0 0\"/></sensor_note></link>\n<joint name=\"j\" type=\"revolute\"><parent link=\"base\"/><child link=\"arm\"/><origin xyz=\"0 0 0.1\"/><axis xyz=\"0 0 1\"/><limit lower=\"-1\" upper=\"1\" effort=\"1\" velocity=\"1\"/></joint>\n</robot>");
+    std::fs::write(d.join("good.urdf"), &good).unwrap();
+    assert!(cli(&["model", d.join("good.urdf").to_str().unwrap()]).status.success());
+    for (i, (from, to, element, reason)) in [
+        ("<link name=\"arm\"><inertial><mass value=\"1\"/>", "<link name=\"arm\"><inertial>", "link 'arm' (line 3)", "missing field `mass`"),
+        ("<origin xyz=\"0 0 0.1\"/>", "<origin xyz=\"0 0.1\"/>", "joint 'j' (line 4)", "expected 3 found 2"),
+        ("effort=\"1\"", "effort=\"one\"", "joint 'j' (line 4)", "invalid float literal"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let f = d.join(format!("bad{i}.urdf"));
+        std::fs::write(&f, good.replacen(from, to, 1)).unwrap();
+        let name = f.display().to_string();
+        assert_cli_error(&["model", &name], &[&name, element, reason]);
+        assert!(!stderr_of(&cli(&["model", &name])).contains("custom:"));
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Huge but valid limits print in scientific notation in `model`'s table, not with 300 digits.
+#[test]
+fn model_table_prints_huge_limits_compactly() {
+    let d = tmp("digits");
+    let f = d.join("huge.urdf");
+    std::fs::write(&f, format!("<robot name=\"r\">{BOX_LINK}<link name=\"arm\"><inertial><mass value=\"1\"/><inertia ixx=\"0.01\" iyy=\"0.01\" izz=\"0.01\" ixy=\"0\" ixz=\"0\" iyz=\"0\"/></inertial></link><joint name=\"j\" type=\"revolute\"><parent link=\"base\"/><child link=\"arm\"/><axis xyz=\"0 0 1\"/><limit lower=\"-1e300\" upper=\"1e300\" effort=\"1e300\" velocity=\"1e300\"/></joint></robot>")).unwrap();
+    let out = cli(&["model", f.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let row = text.lines().find(|l| l.trim_start().starts_with("j ")).expect("joint row");
+    assert!(row.contains("1.000e300") && row.contains("[-1.000e300, 1.000e300]"), "{row}");
+    assert!(row.len() < 200, "{row}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `run --duration 1e300` (which ran forever) is refused naming the option and the step count.
+#[test]
+fn run_refuses_an_endless_duration() {
+    assert_cli_error(&["run", "config/examples/box_rest.yaml", "--duration", "1e300"], &["--duration", "1e300 s", "more than the 10000000000 steps"]);
+}
+
+/// Bodies 10¹⁸ apart in mass that can touch give one warning with both masses and the ratio;
+/// the shipped box stack (equal masses) gives none.
+#[test]
+fn extreme_mass_ratio_is_warned_once_with_the_numbers() {
+    let d = tmp("ratio");
+    let f = d.join("ratio.yaml");
+    std::fs::write(
+        &f,
+        "name: ratio\nduration_s: 0.05\nobjects:\n  - {name: heavy, shape: {type: box, size: [0.4, 0.4, 0.2]}, mass_kg: 1.0e9, position: [0, 0, 0.1]}\n  - {name: light, shape: {type: box, size: [0.1, 0.1, 0.1]}, mass_kg: 1.0e-9, position: [0, 0, 0.25]}\n  - {name: light2, shape: {type: sphere, radius: 0.05}, mass_kg: 1.0e-3, position: [1, 0, 0.05]}\n",
+    )
+    .unwrap();
+    let out = cli(&["run", f.to_str().unwrap(), "--quiet"]);
+    let err = stderr_of(&out);
+    assert!(out.status.success(), "{err}");
+    let w: Vec<_> = err.lines().filter(|l| l.contains("mass ratio")).collect();
+    assert_eq!(w.len(), 1, "{err}");
+    assert!(w[0].contains("'light' and 'heavy'") && w[0].contains("1.0e18") && w[0].contains("1e-9 kg against 1e9 kg") && w[0].contains("3 pairs"), "{}", w[0]);
+    let ok = cli(&["run", "config/examples/box_stack.yaml", "--duration", "0.05", "--quiet"]);
+    assert!(!stderr_of(&ok).contains("mass ratio"), "{}", stderr_of(&ok));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A run whose solver stops short on most steps with a large residual (the heavy stack under
+/// PGS) warns once with the count, the residual and its step; a converging run does not.
+#[test]
+fn untrustworthy_solver_residual_is_warned_once_with_the_numbers() {
+    let out = cli(&["run", "config/examples/box_stack_heavy.yaml", "--duration", "0.5", "--quiet"]);
+    let err = stderr_of(&out);
+    let w: Vec<_> = err.lines().filter(|l| l.contains("stopped before its tolerance")).collect();
+    assert_eq!(w.len(), 1, "{err}");
+    assert!(w[0].contains("box_stack_heavy.yaml") && w[0].contains(" of 500 steps") && w[0].contains("N·s") && w[0].contains("at step ") && w[0].contains("not to be trusted"), "{}", w[0]);
+    let ok = cli(&["run", "config/examples/box_rest.yaml", "--duration", "0.5", "--quiet"]);
+    assert!(!stderr_of(&ok).contains("tolerance"), "{}", stderr_of(&ok));
+}
+
+/// `compare` against a hardware bag with one stamp 10⁶ s off (83 s and 1.5 GB before) warns
+/// about the outlier by topic and compares the 0.2 s the data covers.
+#[test]
+fn compare_with_an_outlier_stamp_is_bounded() {
+    let d = tmp("cmp_outlier");
+    let write = |dir: &Path, outlier: bool| {
+        let mut w = BagWriter::create(dir, &WriterOptions::default()).unwrap();
+        let a = w.add_topic("/joint_states", MsgType::JointState).unwrap();
+        for i in 0..200u64 {
+            let t = if outlier && i == 77 { 1_000_000 * 1_000_000_000u64 } else { i * 1_000_000 };
+            let Msg::JointState(mut m) = js(i) else { unreachable!() };
+            m.header = Header::new(t as i64, "");
+            w.write(a, t, &Msg::JointState(m)).unwrap();
+        }
+        w.finish().unwrap();
+    };
+    write(&d.join("sim"), false);
+    write(&d.join("hw"), true);
+    let json = d.join("compare.json");
+    let t0 = std::time::Instant::now();
+    let out = cli(&["compare", d.join("sim").to_str().unwrap(), d.join("hw").to_str().unwrap(), "--json", json.to_str().unwrap()]);
+    let err = stderr_of(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(t0.elapsed().as_secs_f64() < 30.0);
+    assert!(err.contains("'/joint_states'") && err.contains("1 message(s) with an outlier time") && err.contains("skipped"), "{err}");
+    assert!(json.exists());
     let _ = std::fs::remove_dir_all(&d);
 }

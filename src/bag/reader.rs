@@ -147,13 +147,13 @@ pub fn read_bag(path: &Path) -> Result<Bag, BagError> {
     let mut files_read = 0usize;
     let mut first_refusal: Option<BagError> = None;
     for (fi, file) in files.iter().enumerate() {
-        let data = match std::fs::read(file) {
+        let data = match crate::validate::read_bounded(file, crate::validate::MAX_BAG_FILE_BYTES) {
             Ok(d) => d,
             Err(e) if files.len() > 1 => {
-                bag.warnings.push(format!("{}: cannot read ({e}); skipped", file.display()));
+                bag.warnings.push(format!("{}: {e}; skipped", file.display()));
                 continue;
             }
-            Err(e) => return Err(BagError::io(file, e)),
+            Err(reason) => return Err(BagError::Invalid { path: file.display().to_string(), reason }),
         };
         if data.len() < 8 || &data[..8] != mcap::MAGIC {
             let err = BagError::Invalid { path: file.display().to_string(), reason: "not an MCAP file (bad magic)".into() };
@@ -463,10 +463,10 @@ struct Metadata {
 
 fn read_metadata(dir: &Path, warnings: &mut Vec<String>) -> Option<Metadata> {
     let p = dir.join("metadata.yaml");
-    let text = match std::fs::read_to_string(&p) {
+    let text = match crate::validate::read_text_bounded(&p, crate::validate::MAX_TEXT_FILE_BYTES) {
         Ok(t) => t,
         Err(e) => {
-            warnings.push(format!("{}: cannot read ({e}); reading the .mcap files of the directory", p.display()));
+            warnings.push(format!("{}: {e}; reading the .mcap files of the directory", p.display()));
             return None;
         }
     };

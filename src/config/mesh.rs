@@ -32,6 +32,7 @@ impl UpAxis {
 
 /// The `<asset><up_axis>` of Collada text (Y up when absent, as the COLLADA specification says).
 pub fn collada_up_axis(text: &str) -> Result<UpAxis, String> {
+    crate::validate::xml_depth_within(text, crate::validate::MAX_XML_DEPTH)?;
     let doc = roxmltree::Document::parse(text).map_err(|e| format!("not well-formed XML: {e}"))?;
     let asset = doc.root_element().children().find(|n| n.is_element() && n.tag_name().name() == "asset");
     let up = asset.and_then(|a| a.children().find(|n| n.is_element() && n.tag_name().name() == "up_axis")).and_then(|n| n.text()).map(str::trim);
@@ -47,7 +48,7 @@ pub fn collada_up_axis(text: &str) -> Result<UpAxis, String> {
 /// axis it was rotated from.
 pub fn read_mesh_vertices(path: &Path) -> Result<(Vec<Vec3>, Option<UpAxis>), String> {
     let ext = path.extension().map(|e| e.to_string_lossy().to_lowercase()).unwrap_or_default();
-    let bytes: Vec<u8> = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let bytes: Vec<u8> = crate::validate::read_bounded(path, crate::validate::MAX_MESH_FILE_BYTES).map_err(|e| format!("{}: {e}", path.display()))?;
     let loader = mesh_loader::Loader::default();
     // a binary STL whose 80-byte header starts with "solid" (common exporter output) is taken for
     // ASCII by the reader: blank the header of a file whose size is that of a binary STL

@@ -82,7 +82,7 @@ pub fn load_scene(path: &Path) -> Result<Scene, InputError> {
 
 /// Reads and validates a scene file with command-line overrides.
 pub fn load_scene_with(path: &Path, opts: &LoadOptions) -> Result<Scene, InputError> {
-    let text = std::fs::read_to_string(path).map_err(|e| InputError::Io { file: path.display().to_string(), reason: e.to_string() })?;
+    let text = crate::validate::read_text_bounded(path, crate::validate::MAX_TEXT_FILE_BYTES).map_err(|reason| InputError::Io { file: path.display().to_string(), reason })?;
     load_scene_str_with(&text, path, opts)
 }
 
@@ -157,6 +157,7 @@ fn build_scene(cfg: SceneFile, file: &str, base_dir: &Path, path: &Path, opts: &
     let mut warnings = std::mem::take(&mut b.warnings);
     let mut model = b.finalize()?;
     warnings.extend(deep_overlaps(&model, file));
+    warnings.extend(mass_ratio_warning(&model, file));
     model.sensors = crate::sensors::build_sensors(&cfg.sensors, &model, file)?;
     for (i, name) in cfg.contact_wrench_links.iter().enumerate() {
         let body = model.body_id(name).ok_or_else(|| InputError::invalid(file, format!("contact_wrench_links[{i}]"), format!("no link or object named '{name}' in the scene")))?;
@@ -325,6 +326,56 @@ fn deep_overlaps(model: &Model, file: &str) -> Vec<LoadWarning> {
         .collect()
 }
 
+/// One warning when two bodies that can touch (a collision pair, the ground and bodies fixed to
+/// the world left out) differ in mass by more than [`crate::validate::MASS_RATIO_WARN`], naming
+/// the pair with the largest ratio, both masses and how many pairs are above the threshold.
+/// A body counts with the bodies welded to it (the same moving body).
+fn mass_ratio_warning(model: &Model, file: &str) -> Option<LoadWarning> {
+    let group_mass = |b: usize| {
+        let m = model.bodies[b].moving_body;
+        model.bodies.iter().filter(|x| x.moving_body == m).map(|x| x.mass).sum::<f64>()
+    };
+    let fixed_to_world = |b: usize| {
+        let m = &model.bodies[model.bodies[b].moving_body];
+        m.parent.is_none() && m.joint.kind == crate::model::JointKind::Fixed
+    };
+    let mut worst: Option<(f64, usize, usize)> = None;
+    let mut above = 0usize;
+    for p in model.collision_pairs.iter().filter(|p| !p.with_ground) {
+        let (Some(a), Some(b)) = (model.geoms[p.geom_a].body, model.geoms[p.geom_b].body) else { continue };
+        if fixed_to_world(a) || fixed_to_world(b) {
+            continue;
+        }
+        let (ma, mb) = (group_mass(a), group_mass(b));
+        if !(ma > 0.0 && mb > 0.0) {
+            continue;
+        }
+        let ratio = ma.max(mb) / ma.min(mb);
+        if ratio > crate::validate::MASS_RATIO_WARN {
+            above += 1;
+            if worst.is_none_or(|(r, _, _)| ratio > r) {
+                worst = Some((ratio, a, b));
+            }
+        }
+    }
+    let (ratio, a, b) = worst?;
+    let (a, b) = if group_mass(a) <= group_mass(b) { (a, b) } else { (b, a) };
+    let show = crate::validate::show;
+    Some(LoadWarning {
+        class: WarningClass::MassRatio,
+        file: file.to_string(),
+        element: format!("'{}' and '{}'", model.bodies[a].name, model.bodies[b].name),
+        message: format!(
+            "mass ratio {:.1e} ({} kg against {} kg) between bodies that can touch, above {}: contact results are not to be trusted (light bodies thrown, slow or no solver convergence){}",
+            ratio,
+            show(group_mass(a)),
+            show(group_mass(b)),
+            show(crate::validate::MASS_RATIO_WARN),
+            if above > 1 { format!("; {above} pairs of bodies are above the threshold") } else { String::new() }
+        ),
+    })
+}
+
 /// Checks solver parameters' ranges (each method validates its own, see
 /// [`crate::contact::MethodParams::validate`]).
 pub fn validate_solver(s: &SolverConfig, file: &str) -> Result<(), InputError> {
@@ -415,6 +466,7 @@ pub fn load_robot_with(urdf_path: &Path, r: &RobotConfig, scene_packages: &BTree
                 }
                 let pts: Vec<Vec3> = pts.iter().map(|p| p.component_mul(&s)).collect();
                 let hull = crate::model::convex_hull_vertices(&pts)
+                    .filter(|h| !crate::model::hull_is_flat(h))
                     .ok_or_else(|| InputError::invalid(&file, &element, "mesh is degenerate (flat or fewer than 4 distinct points)"))?;
                 mesh_hulls.insert((link.name.clone(), ci), hull);
             }
@@ -456,7 +508,7 @@ pub fn read_urdf(path: &Path) -> Result<urdf_rs::Robot, InputError> {
 /// with one warning per kind.
 pub fn read_urdf_with_warnings(path: &Path) -> Result<(urdf_rs::Robot, Vec<LoadWarning>), InputError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| InputError::Io { file: file.clone(), reason: e.to_string() })?;
+    let text = crate::validate::read_text_bounded(path, crate::validate::MAX_TEXT_FILE_BYTES).map_err(|reason| InputError::Io { file: file.clone(), reason })?;
     crate::urdf::parse_urdf_str(&text, &file)
 }
 
@@ -529,6 +581,7 @@ fn object_shape(s: &ShapeConfig, base_dir: &Path, file: &str, element: &str) -> 
             let s = Vec3::from(*scale);
             let pts: Vec<Vec3> = pts.iter().map(|p| p.component_mul(&s)).collect();
             let hull = crate::model::convex_hull_vertices(&pts)
+                .filter(|h| !crate::model::hull_is_flat(h))
                 .ok_or_else(|| InputError::invalid(file, format!("{element}.shape.file"), "mesh is degenerate (flat or fewer than 4 points)"))?;
             GeomShape::Convex { vertices: hull }
         }

@@ -46,7 +46,7 @@ pub fn read_tet_mesh(path: &Path) -> Result<TetMesh, InputError> {
 }
 
 fn read(path: &Path) -> Result<String, InputError> {
-    std::fs::read_to_string(path).map_err(|e| InputError::Io { file: path.display().to_string(), reason: e.to_string() })
+    crate::validate::read_text_bounded(path, crate::validate::MAX_TEXT_FILE_BYTES).map_err(|reason| InputError::Io { file: path.display().to_string(), reason })
 }
 
 /// Line-oriented tokenizer that remembers line numbers (1-based) for messages.

@@ -177,6 +177,23 @@ pub fn convex_hull_vertices(points: &[Vec3]) -> Option<Vec<Vec3>> {
     Some(hull.points().iter().map(|p| crate::math::from_parry_vec(*p)).collect())
 }
 
+/// `true` when a convex hull (its vertices, m) encloses no volume: a flat or line-like point set,
+/// whose volume is below 10⁻⁹ of the cube of its largest extent.
+pub fn hull_is_flat(vertices: &[Vec3]) -> bool {
+    if vertices.len() < 4 {
+        return true;
+    }
+    let (mut lo, mut hi) = (vertices[0], vertices[0]);
+    for v in vertices {
+        lo = lo.inf(v);
+        hi = hi.sup(v);
+    }
+    let extent = (hi - lo).max();
+    let pts: Vec<_> = vertices.iter().map(crate::math::to_parry_vec).collect();
+    let volume = parry3d_f64::shape::ConvexPolyhedron::from_convex_hull(&pts).map_or(0.0, |h| parry3d_f64::shape::Shape::mass_properties(&h, 1.0).mass());
+    !(volume > 1e-9 * extent * extent * extent)
+}
+
 /// Mass properties of a solid shape of uniform density: rotational inertia about the centre
 /// (kg·m², geometry axes), for a given mass (kg). The centre of mass is the geometry origin
 /// (for convex hulls: the returned offset).
@@ -848,6 +865,12 @@ impl ModelBuilder {
         crate::validate::finite_in(c.max_depenetration_speed_m_s, crate::validate::DEPENETRATION_SPEED_M_S, "max_depenetration_speed_m_s").map_err(|r| self.err("contact", r))?;
         if c.margin_m < 0.0 || c.slop_m < 0.0 || c.max_contacts == 0 || c.max_points_per_pair == 0 {
             return Err(self.err("contact", "margin_m and slop_m must be ≥ 0, max_contacts and max_points_per_pair ≥ 1"));
+        }
+        if c.max_contacts > crate::validate::MAX_CONTACTS {
+            return Err(self.err("contact.max_contacts", format!("{} is more than the limit of {} contacts per step (the step's buffers are sized from it)", c.max_contacts, crate::validate::MAX_CONTACTS)));
+        }
+        if c.max_points_per_pair > crate::validate::MAX_POINTS_PER_PAIR {
+            return Err(self.err("contact.max_points_per_pair", format!("{} is more than the limit of {}", c.max_points_per_pair, crate::validate::MAX_POINTS_PER_PAIR)));
         }
         let dc = &c.deformable_contact;
         for (key, v) in [("contact.deformable_contact.thickness_m", dc.thickness_m), ("contact.deformable_contact.rest_exclusion_m", dc.rest_exclusion_m)] {

@@ -26,7 +26,7 @@ mod builder;
 pub use crate::fem::DeformableContactOptions;
 pub mod sensor;
 
-pub use builder::{check_inertia, convex_hull_vertices, solid_inertia, BaseMode, ModelBuilder, ObjectSpec, RobotSpec};
+pub use builder::{check_inertia, convex_hull_vertices, hull_is_flat, solid_inertia, BaseMode, ModelBuilder, ObjectSpec, RobotSpec};
 
 use crate::math::{Mat3, Pose, Vec3};
 use parry3d_f64::shape::SharedShape;

@@ -37,7 +37,7 @@ use crate::rt::clock::{monotonic_ns, realtime_ns};
 use crate::rt::messages::*;
 use crate::rt::validate::{CommandGroup, CommandValidator, GroupInterface, LimitPolicy, TrajectoryPointView};
 use crate::rt::*;
-use crate::sim::Simulation;
+use crate::sim::{FailurePolicy, Simulation};
 use anyhow::{anyhow, bail, Context as _, Result};
 use futures::executor::LocalPool;
 use futures::task::LocalSpawnExt;
@@ -443,6 +443,8 @@ struct PublisherCtx {
     stop: Arc<AtomicBool>,
     /// Recording of everything published (`record_bag`).
     bag: Option<(crate::bag::topics::SampleTopics, crate::bag::RecordHandle)>,
+    /// The loop's failure policy (`on_failure`), for messages.
+    on_failure: FailurePolicy,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -529,6 +531,11 @@ fn publisher_loop(mut ctx: PublisherCtx) {
                 ctx.front.trajectories_rejected.load(Ordering::Relaxed),
                 ctx.shared.commands.dropped() + ctx.shared.trajectories.dropped(),
             );
+            if latest.counters.failed_steps > prev.counters.failed_steps {
+                if let Some(text) = failure_text(&latest, &prev, ctx.on_failure) {
+                    r2r::log_error!(&ctx.logger, "{text}");
+                }
+            }
             let mut msg = diagnostics(&ctx, &latest, &prev, front, prev_front);
             if let (Some((_, h)), Some(st)) = (&ctx.bag, msg.status.first_mut()) {
                 st.values.push(r2r::diagnostic_msgs::msg::KeyValue { key: "bag_messages_dropped".into(), value: h.dropped().to_string() });
@@ -551,6 +558,22 @@ fn publisher_loop(mut ctx: PublisherCtx) {
     }
 }
 
+/// The failures since the previous report `p`, with the cause of the last one and the policy
+/// applied: `3 steps failed since the last report; the last: step 812 (t = 0.811000 s) failed:
+/// non-finite state (on_failure: hold: the last good state is kept)`. `None` without failures.
+fn failure_text(l: &Latest, p: &Latest, policy: FailurePolicy) -> Option<String> {
+    let new_failed = l.counters.failed_steps.saturating_sub(p.counters.failed_steps);
+    let last = l.counters.last_failure?;
+    (new_failed > 0).then(|| {
+        let action = match policy {
+            FailurePolicy::Hold => "the last good state is kept, stepping goes on",
+            FailurePolicy::Reset => "the scene was reset to its initial state",
+            FailurePolicy::Stop => "stepping is paused; call ~/reset to go on",
+        };
+        format!("{new_failed} steps failed since the last report; the last: {last} (on_failure: {}: {action})", policy.name())
+    })
+}
+
 fn diagnostics(ctx: &PublisherCtx, l: &Latest, p: &Latest, front: (u64, u64, u64, u64), prev_front: (u64, u64, u64, u64)) -> DiagnosticArray {
     let c = &l.counters;
     let st = &l.stats;
@@ -558,7 +581,7 @@ fn diagnostics(ctx: &PublisherCtx, l: &Latest, p: &Latest, front: (u64, u64, u64
     let f2 = |x: f64| format!("{x:.3}");
     let new_overruns = c.overruns.saturating_sub(p.counters.overruns);
     let loop_level = if new_overruns > 0 { level::WARN } else { level::OK };
-    let loop_msg = if new_overruns > 0 { format!("{new_overruns} overruns since the last report") } else { format!("{} mode, {}", ctx.mode.name(), sched) };
+    let loop_msg = if new_overruns > 0 { format!("{new_overruns} overruns since the last report; worst cycle of the last period: {}", l.step.worst_cycle.describe()) } else { format!("{} mode, {}", ctx.mode.name(), sched) };
     let (received, rejected, traj_rejected, dropped) = front;
     let new_rejected = (rejected + traj_rejected).saturating_sub(prev_front.1 + prev_front.2);
     let new_dropped = dropped.saturating_sub(prev_front.3);
@@ -576,7 +599,7 @@ fn diagnostics(ctx: &PublisherCtx, l: &Latest, p: &Latest, front: (u64, u64, u64
     let new_unconverged = c.unconverged_steps.saturating_sub(p.counters.unconverged_steps);
     let phys_level = if new_failed > 0 { level::ERROR } else if new_unconverged > 0 { level::WARN } else { level::OK };
     let phys_msg = if new_failed > 0 {
-        format!("{new_failed} steps failed (singular mass matrix or non-finite state)")
+        failure_text(l, p, ctx.on_failure).unwrap_or_else(|| format!("{new_failed} steps failed"))
     } else if new_unconverged > 0 {
         format!("solver did not converge in {new_unconverged} steps")
     } else {
@@ -613,6 +636,12 @@ fn diagnostics(ctx: &PublisherCtx, l: &Latest, p: &Latest, front: (u64, u64, u64
                 ("paused", l.paused.to_string()),
                 ("samples_dropped", c.samples_dropped.to_string()),
                 ("resets", c.resets.to_string()),
+                ("worst_cycle", l.step.worst_cycle.describe()),
+                ("worst_cycle_us", f2(l.step.worst_cycle.total_us)),
+                ("worst_cycle_stage", l.step.worst_cycle.stage.to_string()),
+                ("worst_cycle_stage_us", f2(l.step.worst_cycle.stage_us)),
+                ("worst_cycle_contacts", l.step.worst_cycle.contacts.to_string()),
+                ("worst_cycle_iterations", l.step.worst_cycle.iterations.to_string()),
             ],
         ),
         convert::status(
@@ -649,6 +678,9 @@ fn diagnostics(ctx: &PublisherCtx, l: &Latest, p: &Latest, front: (u64, u64, u64
                 ("solver_converged", l.step.converged.to_string()),
                 ("unconverged_steps", c.unconverged_steps.to_string()),
                 ("failed_steps", c.failed_steps.to_string()),
+                ("on_failure", ctx.on_failure.name().to_string()),
+                ("first_failure", c.first_failure.map_or_else(|| "none".to_string(), |f| f.to_string())),
+                ("last_failure", c.last_failure.map_or_else(|| "none".to_string(), |f| f.to_string())),
                 ("contacts", l.step.contacts.to_string()),
                 ("saturated_joints", l.step.saturated_joints.to_string()),
                 ("max_penetration_m", format!("{:e}", l.step.max_penetration_m)),
@@ -789,7 +821,8 @@ fn run_node(cli: CliArgs) -> Result<()> {
 
     // ---- the RT loop --------------------------------------------------------------------
     let rt_cfg = cfg.rt.clone();
-    let rt = RtLoop::new(sim, rt_cfg);
+    let mut rt = RtLoop::new(sim, rt_cfg);
+    rt.set_failure_policy(cfg.on_failure);
     let shared = rt.shared().clone();
     let front = Arc::new(FrontCounters::default());
 
@@ -1020,6 +1053,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
         logger: logger.clone(),
         stop: pub_stop.clone(),
         bag: bag_sample,
+        on_failure: cfg.on_failure,
     };
     let publisher = std::thread::Builder::new().name("contact_sim_pub".into()).spawn(move || publisher_loop(pctx))?;
     let mut rt = rt;
@@ -1128,6 +1162,8 @@ pub struct NodeConfig {
     pub ros_thread_priority: i32,
     /// Bag directory to record into (empty = no recording).
     pub record_bag: String,
+    /// What the loop does after a failed step (default hold: keep the last good state).
+    pub on_failure: FailurePolicy,
 }
 
 impl NodeConfig {
@@ -1177,6 +1213,7 @@ impl NodeConfig {
             contact_marker_scale: s.f64("contact_marker_scale"),
             ros_thread_priority: s.i64("ros_thread_priority") as i32,
             record_bag: s.str("record_bag").to_string(),
+            on_failure: s.str("on_failure").parse().unwrap_or(FailurePolicy::Hold),
         })
     }
 }
@@ -1198,5 +1235,35 @@ mod tests {
         assert_eq!(c.scene, Some(PathBuf::from("t.yaml")));
         assert!(parse_cli(&a(&["x", "--bogus"])).is_err());
         assert!(parse_cli(&a(&["x", "--scene"])).is_err());
+    }
+
+    /// The failure line of the log and of `/diagnostics`: the count since the last report, the
+    /// last failed step with its time and cause, the policy and what it did; nothing without
+    /// new failures.
+    #[test]
+    fn failure_text_names_the_step_cause_and_policy() {
+        let f = crate::sim::StepFailure { step: 812, time_s: 0.811, cause: "the state became non-finite" };
+        let mut l = Latest::default();
+        l.counters.failed_steps = 3;
+        l.counters.first_failure = Some(f);
+        l.counters.last_failure = Some(f);
+        let p = Latest::default();
+        let t = failure_text(&l, &p, FailurePolicy::Hold).unwrap();
+        assert_eq!(t, "3 steps failed since the last report; the last: step 812 (t = 0.811000 s) failed: the state became non-finite (on_failure: hold: the last good state is kept, stepping goes on)");
+        assert!(failure_text(&l, &p, FailurePolicy::Stop).unwrap().contains("on_failure: stop: stepping is paused; call ~/reset to go on"));
+        assert!(failure_text(&l, &l, FailurePolicy::Hold).is_none(), "no new failures");
+        assert!(failure_text(&p, &p, FailurePolicy::Hold).is_none());
+    }
+
+    /// `on_failure` is a read-only parameter, `hold` by default, refused outside its choices.
+    #[test]
+    fn on_failure_parameter_defaults_to_hold() {
+        assert_eq!(crate::ros::params::default_value("on_failure", 1, 1.0), ParameterValue::String("hold".into()));
+        let row = crate::ros::params::STATIC_PARAMS.iter().find(|r| r.0 == "on_failure").expect("declared");
+        assert!(row.2, "read-only");
+        match row.1 {
+            crate::ros::params::Kind::Str { choices } => assert_eq!(choices, &["hold", "reset", "stop"]),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -424,6 +424,45 @@ pub struct StepSummary {
     pub saturated_joints: usize,
     /// Deepest penetration (m).
     pub max_penetration_m: f64,
+    /// The slowest cycle of the last complete statistics window and where its time went.
+    pub worst_cycle: WorstCycle,
+}
+
+/// The slowest loop cycle of a statistics window, broken down by stage, to name what made it
+/// slow: the physics steps (with their contact and iteration counts), the control requests
+/// (resets, pauses, parameter changes), the commands (joint commands, trajectories, the
+/// watchdog) or publishing the sample.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct WorstCycle {
+    /// Work time of the cycle (µs, wake-up to end of work).
+    pub total_us: f64,
+    /// The stage that took most of it: `"steps"`, `"control"`, `"commands"` or `"publish"`
+    /// (empty before the first window).
+    pub stage: &'static str,
+    /// Time of that stage (µs).
+    pub stage_us: f64,
+    /// Physics steps taken in the cycle.
+    pub steps: u32,
+    /// Most contacts in one of the cycle's steps.
+    pub contacts: usize,
+    /// Most solver iterations in one of the cycle's steps.
+    pub iterations: u32,
+    /// Control requests applied in the cycle (reset, pause, step, parameter changes).
+    pub control_requests: u32,
+}
+
+impl WorstCycle {
+    /// One line for logs and diagnostics: `812.4 µs, mostly steps (790.1 µs: 1 step, 44
+    /// contacts, 200 iterations)`; `none` before the first window.
+    pub fn describe(&self) -> String {
+        if self.stage.is_empty() {
+            return "none".into();
+        }
+        format!(
+            "{:.1} µs, mostly {} ({:.1} µs: {} step(s), {} contacts, {} iterations, {} control request(s))",
+            self.total_us, self.stage, self.stage_us, self.steps, self.contacts, self.iterations, self.control_requests
+        )
+    }
 }
 
 /// One F/T sensor reading in a [`Sample`] (sensor frame, `[fx fy fz tx ty tz]`, N and N·m; the

@@ -210,6 +210,13 @@ pub struct RtLoop {
     last: StepReport,
     window_iterations_max: u32,
     window_residual_max: f64,
+    /// The slowest cycle of the current statistics window, and of the last complete one.
+    window_worst: WorstCycle,
+    last_worst: WorstCycle,
+    /// Steps, most contacts and most iterations of the current cycle.
+    cycle_steps: u32,
+    cycle_contacts: usize,
+    cycle_iterations: u32,
     stats: LoopStats,
     paused: bool,
     pending_steps: u64,
@@ -306,6 +313,11 @@ impl RtLoop {
             last: StepReport::default(),
             window_iterations_max: 0,
             window_residual_max: 0.0,
+            window_worst: WorstCycle::default(),
+            last_worst: WorstCycle::default(),
+            cycle_steps: 0,
+            cycle_contacts: 0,
+            cycle_iterations: 0,
             stats: LoopStats::default(),
             paused: cfg.start_paused,
             pending_steps: 0,
@@ -417,9 +429,12 @@ impl RtLoop {
             let cycle_start = monotonic_ns();
             self.counters.cycles += 1;
             tick += 1;
+            (self.cycle_steps, self.cycle_contacts, self.cycle_iterations) = (0, 0, 0);
 
             // ---- inputs ------------------------------------------------------------------
+            let acks_before = self.ack_pending;
             running = self.drain_control();
+            let t_control = monotonic_ns();
             if self.shared.stop.load(Ordering::Acquire) {
                 running = false;
             }
@@ -452,6 +467,7 @@ impl RtLoop {
             }
 
             // ---- steps -------------------------------------------------------------------
+            let t_commands = monotonic_ns();
             let free_running = !self.paused && self.cfg.time_mode != TimeMode::Lockstep;
             if free_running {
                 for _ in 0..steps_per_cycle {
@@ -470,6 +486,7 @@ impl RtLoop {
 
             // ---- statistics and samples ---------------------------------------------------
             let now = monotonic_ns();
+            let t_steps = now;
             if now >= next_stats {
                 let wall = (now - window_start.0) as f64 / NS_PER_S as f64;
                 let rtf = if wall > 0.0 { (self.sim.state.time_s - window_start.1) / wall } else { 0.0 };
@@ -478,6 +495,7 @@ impl RtLoop {
                 next_stats = now + (self.cfg.stats_interval_s.max(0.01) * NS_PER_S as f64) as i64;
                 self.window_iterations_max = 0;
                 self.window_residual_max = 0.0;
+                self.last_worst = std::mem::take(&mut self.window_worst);
             }
             let publish_every = self.publish_every(steps_per_cycle);
             let due = match self.cfg.time_mode {
@@ -497,6 +515,20 @@ impl RtLoop {
             // ---- timing ------------------------------------------------------------------
             let end = monotonic_ns();
             self.timer.work(end - cycle_start);
+            let total_us = (end - cycle_start) as f64 * 1e-3;
+            if total_us > self.window_worst.total_us {
+                let stages = [("control", t_control - cycle_start), ("commands", t_commands - t_control), ("steps", t_steps - t_commands), ("publish", end - t_steps)];
+                let (stage, ns) = stages.into_iter().fold(("control", i64::MIN), |a, b| if b.1 > a.1 { b } else { a });
+                self.window_worst = WorstCycle {
+                    total_us,
+                    stage,
+                    stage_us: ns as f64 * 1e-3,
+                    steps: self.cycle_steps,
+                    contacts: self.cycle_contacts,
+                    iterations: self.cycle_iterations,
+                    control_requests: self.ack_pending.saturating_sub(acks_before) as u32,
+                };
+            }
             if paced {
                 next += period_ns;
                 if end > next {
@@ -591,6 +623,9 @@ impl RtLoop {
             }
         }
         self.window_iterations_max = self.window_iterations_max.max(r.solve.iterations);
+        self.cycle_steps += 1;
+        self.cycle_contacts = self.cycle_contacts.max(r.contacts);
+        self.cycle_iterations = self.cycle_iterations.max(r.solve.iterations);
         if r.solve.residual.is_finite() {
             self.window_residual_max = self.window_residual_max.max(r.solve.residual);
         }
@@ -759,6 +794,7 @@ impl RtLoop {
             residual_max_window: self.window_residual_max,
             saturated_joints: self.last.saturated_joints,
             max_penetration_m: self.last.max_penetration_m,
+            worst_cycle: self.last_worst,
         };
         s.stats = self.stats;
         s.counters = self.counters_now();

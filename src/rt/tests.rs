@@ -370,3 +370,28 @@ fn failed_steps_apply_the_failure_policy_and_are_reported() {
     assert_eq!(s.counters.first_failure.unwrap().step, 1);
     assert!(s.counters.last_failure.unwrap().step >= 20);
 }
+
+/// After a statistics window, samples carry the window's slowest cycle: its work time, the
+/// stage that took most of it, and the step and contact counts of that cycle. A cycle that
+/// applied a reset counts its control request.
+#[test]
+fn the_worst_cycle_of_a_window_is_reported_with_its_stage_and_contacts() {
+    let mut c = cfg(TimeMode::Realtime);
+    c.rate_hz = 1000.0;
+    c.stats_interval_s = 0.05;
+    let mut r = Running::start("bag_push.yaml", c);
+    let s = r.wait_sample("a complete window", |s| !s.step.worst_cycle.stage.is_empty() && s.counters.steps > 100);
+    let w = s.step.worst_cycle;
+    assert!(["control", "commands", "steps", "publish"].contains(&w.stage), "{w:?}");
+    assert!(w.total_us > 0.0 && w.stage_us > 0.0 && w.stage_us <= w.total_us, "{w:?}");
+    assert!(w.steps >= 1, "every realtime cycle steps: {w:?}");
+    assert!(w.contacts >= 1, "the box rests on the floor: {w:?}");
+    assert!(w.describe().contains(w.stage) && w.describe().contains(&format!("{} contacts", w.contacts)), "{}", w.describe());
+    assert_eq!(messages::WorstCycle::default().describe(), "none");
+    // a reset is a control request of its cycle; a later window's worst cycle may or may not be it
+    let seq = r.control(ControlRequest::Reset);
+    r.wait_ack(seq);
+    let after = r.wait_sample("a window after the reset", |s| s.counters.resets >= 1 && !s.step.worst_cycle.stage.is_empty());
+    assert!(after.step.worst_cycle.total_us > 0.0);
+    r.stop();
+}

@@ -28,8 +28,8 @@ struct SweepRow {
 pub fn dof_sweep(steps: usize, pgs_max_dof: usize, threads: usize, json: bool) -> Result<()> {
     use contact_sim::contact::{ContactProblem, ImpulseSolver, PgsParams, PgsSolver};
     use nalgebra_sparse::{factorization::CscCholesky, CscMatrix};
-    let dir = std::env::temp_dir().join(format!("contact_sim_sweep_{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
+    let dir = TempDir::create(std::env::temp_dir().join(format!("contact_sim_sweep_{}", std::process::id())))?;
+    let dir = &dir.0;
     let mut rows = vec![];
     for cells in [12usize, 18, 26, 36, 50, 70] {
         let size = 0.0125 * cells as f64;
@@ -141,6 +141,40 @@ pub fn dof_sweep(steps: usize, pgs_max_dof: usize, threads: usize, json: bool) -
     } else {
         println!("growth exponent (time ∝ DOF^k, first to last row): V-FPI k = {:.2}, PGS (Cholesky + Delassus + sweeps) k = {:.2}", slope(&v), slope(&p));
     }
-    std::fs::remove_dir_all(&dir).ok();
+
     Ok(())
+}
+
+/// A temporary directory removed when dropped: on success, on an error returned with `?` and
+/// on a panic that unwinds.
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn create(path: std::path::PathBuf) -> std::io::Result<Self> {
+        std::fs::create_dir_all(&path)?;
+        Ok(TempDir(path))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The directory is removed when a step after its creation fails.
+    #[test]
+    fn temp_dir_is_removed_on_error() {
+        let path = std::env::temp_dir().join(format!("contact_sim_sweep_test_{}", std::process::id()));
+        let run = || -> std::io::Result<()> {
+            let dir = super::TempDir::create(path.clone())?;
+            std::fs::write(dir.0.join("sheet.msh"), "x")?;
+            assert!(dir.0.join("sheet.msh").exists());
+            Err(std::io::Error::other("a failed sweep"))
+        };
+        assert!(run().is_err());
+        assert!(!path.exists(), "{} left behind", path.display());
+    }
 }

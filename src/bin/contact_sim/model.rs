@@ -75,19 +75,19 @@ pub fn model(urdf: &Path, floating: bool, q: Option<Vec<f64>>, v: Option<Vec<f64
         );
     }
     println!("\njoints{:<20} {:<10} {:<22} {:>20} {:>9} {:>9} {:>8} {:>8}", "", "type", "parent", "limits", "vel lim", "effort", "damping", "friction");
-    let opt = |x: Option<f64>| x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".into());
+    let opt = |x: Option<f64>| x.map(fixed3).unwrap_or_else(|| "-".into());
     for j in &summary.joints {
-        let lim = j.limits.map(|(l, u)| format!("[{l:.3}, {u:.3}]")).unwrap_or_else(|| "-".into());
+        let lim = j.limits.map(|(l, u)| format!("[{}, {}]", fixed3(l), fixed3(u))).unwrap_or_else(|| "-".into());
         println!(
-            "  {:<24} {:<10} {:<22} {:>20} {:>9} {:>9} {:>8.3} {:>8.3}{}",
+            "  {:<24} {:<10} {:<22} {:>20} {:>9} {:>9} {:>8} {:>8}{}",
             j.name,
             format!("{:?}", j.kind).to_lowercase(),
             j.parent,
             lim,
             opt(j.velocity_limit),
             opt(j.effort_limit),
-            j.damping,
-            j.friction,
+            fixed3(j.damping),
+            fixed3(j.friction),
             j.mimics.as_ref().map(|m| format!("   mimic: {m}")).unwrap_or_default()
         );
     }
@@ -117,4 +117,14 @@ pub fn model(urdf: &Path, floating: bool, q: Option<Vec<f64>>, v: Option<Vec<f64
         println!("\n(give --q/--v/--a to print M(q), h(q,v) and inverse-dynamics torques)");
     }
     Ok(())
+}
+
+/// A table number with 3 decimals, or in scientific notation (`1.000e300`) when its magnitude
+/// is 10⁶ or more, so that huge but finite values do not print hundreds of digits.
+fn fixed3(x: f64) -> String {
+    if x.is_finite() && x.abs() >= 1e6 {
+        format!("{x:.3e}")
+    } else {
+        format!("{x:.3}")
+    }
 }

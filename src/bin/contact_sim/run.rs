@@ -1,5 +1,8 @@
 //! `contact_sim run`: a scene headless, with a summary, CSV time series and bag recording.
 
+/// Most steps one `run` may simulate (10¹⁰: about 115 days of simulated time at 1 kHz).
+const MAX_RUN_STEPS: u64 = 10_000_000_000;
+
 use super::*;
 
 use contact_sim::bag::run::RunRecorder;
@@ -126,7 +129,11 @@ pub fn run(
     }
     let mut sim = Simulation::from_scene(&scene, Some(&solver_cfg));
     let mut csv_writer = CsvWriter::new(&csv, &sim)?;
-    let steps = (duration / sim.model.timestep_s).round() as u64;
+    let steps = (duration / sim.model.timestep_s).round();
+    if steps > MAX_RUN_STEPS as f64 {
+        bail!("--duration: {} s is {} steps of {} s, more than the {MAX_RUN_STEPS} steps a run may take", contact_sim::validate::show(duration), contact_sim::validate::show(steps), sim.model.timestep_s);
+    }
+    let steps = steps as u64;
     let mut recorder = match &record {
         Some((dir, rate)) => Some(RunRecorder::start(dir, *rate, &sim).with_context(|| "--record")?),
         None => None,
@@ -237,6 +244,10 @@ pub fn run(
         let text = serde_json::to_string_pretty(&s)?;
         std::fs::write(&out, text).with_context(|| format!("--summary: cannot write {}", out.display()))?;
         println!("summary written to {}", out.display());
+    }
+    let tol = sim.workspace.solver.config().tolerance();
+    if let Some(w) = s.stats.unconverged_warning(report::residual_scale(&sim.model, tol.unit), tol.unit) {
+        eprintln!("warning: {}: {w}", path.display());
     }
     match (first_failure, policy) {
         (Some(f), FailurePolicy::Stop) => {
