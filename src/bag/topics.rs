@@ -9,12 +9,14 @@ use super::recorder::{BagRecorder, RecordHandle};
 use super::writer::TopicId;
 use crate::rt::messages::{JointLayout, Sample};
 
-/// `/joint_states` (sensor_msgs/JointState): positions, velocities, measured efforts.
-pub const JOINT_STATES: &str = "/joint_states";
+/// `joint_states` (sensor_msgs/JointState): positions, velocities, measured efforts (relative:
+/// `/joint_states` in the root namespace).
+pub const JOINT_STATES: &str = "joint_states";
 /// `/clock` (rosgraph_msgs/Clock).
 pub const CLOCK: &str = "/clock";
-/// `/diagnostics` (diagnostic_msgs/DiagnosticArray).
-pub const DIAGNOSTICS: &str = "/diagnostics";
+/// `diagnostics` (diagnostic_msgs/DiagnosticArray; relative: `/diagnostics` in the root
+/// namespace).
+pub const DIAGNOSTICS: &str = "diagnostics";
 /// `joint_commands` (sensor_msgs/JointState), input.
 pub const JOINT_COMMANDS: &str = "joint_commands";
 /// `joint_trajectory` (trajectory_msgs/JointTrajectory), input.

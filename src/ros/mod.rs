@@ -7,8 +7,10 @@
 //! | [`node`] | the node: threads, topics, services, signal handling, shutdown |
 //! | [`params`] | parameter declarations, validation, read-only rules (r2r `RosParams`) |
 //! | [`convert`] | samples → JointState / Odometry / Clock / DiagnosticStatus |
+//! | [`graph`] | `robot_description` and TF (`tf`, `tf_static`) of the scene's robots |
 
 pub mod convert;
+pub mod graph;
 pub mod node;
 pub mod params;
 

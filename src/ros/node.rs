@@ -29,6 +29,7 @@
 //! thread has acknowledged the request (its effect is visible in the next state).
 
 use super::convert::{self, level};
+use super::graph::{self, RobotDescription};
 use super::params::ParamStore;
 use crate::config::load_scene;
 use crate::contact::SolverConfig;
@@ -48,7 +49,8 @@ use r2r::visualization_msgs::msg::MarkerArray;
 use r2r::nav_msgs::msg::Odometry;
 use r2r::rosgraph_msgs::msg::Clock;
 use r2r::sensor_msgs::msg::JointState;
-use r2r::std_msgs::msg::Float64MultiArray;
+use r2r::std_msgs::msg::{Float64MultiArray, String as StringMsg};
+use r2r::tf2_msgs::msg::TFMessage;
 use r2r::std_srvs::srv::{SetBool, Trigger};
 use r2r::trajectory_msgs::msg::JointTrajectory;
 use r2r::{ParameterValue, QosProfile};
@@ -71,16 +73,21 @@ pub struct CliArgs {
     pub help: bool,
     /// `--list-parameters`: print the declared parameter names (for the scene) and exit.
     pub list_parameters: bool,
+    /// `--print-robot-description [ROBOT]`: print the URDF of the scene's robot (the named one,
+    /// or the only one) and exit, without starting ROS (the launch files hand it to
+    /// `robot_state_publisher`). `Some("")`: no robot named.
+    pub print_description: Option<String>,
 }
 
 /// Usage text.
 pub const USAGE: &str = "contact_sim_node: the contact_sim ROS 2 node
 
-usage: contact_sim_node [--scene PATH] [--list-parameters] [--ros-args -p scene:=PATH -p time_mode:=realtime|sim_time|lockstep ... --params-file FILE]
+usage: contact_sim_node [--scene PATH] [--list-parameters] [--print-robot-description [ROBOT]] [--ros-args -p scene:=PATH -p time_mode:=realtime|sim_time|lockstep ... --params-file FILE]
 
-Topics: joint_commands (sensor_msgs/JointState), <group>/commands (std_msgs/Float64MultiArray),
-joint_trajectory (trajectory_msgs/JointTrajectory) in; /joint_states, odom, /diagnostics, /clock,
-<sensor>/wrench, <sensor>/wrench_ideal, contact_wrenches/<link>[/local], contact_markers out.
+Topics (in the node's namespace): joint_commands (sensor_msgs/JointState), <group>/commands
+(std_msgs/Float64MultiArray), joint_trajectory (trajectory_msgs/JointTrajectory) in; joint_states,
+odom, diagnostics, tf, tf_static, robot_description, <sensor>/wrench, <sensor>/wrench_ideal,
+contact_wrenches/<link>[/local], contact_markers out; /clock (global) in sim_time and lockstep.
 Services: ~/reset, ~/pause, ~/step. Parameters: see config/contact_sim_node.params.yaml.";
 
 /// Parses the arguments before `--ros-args` (and after a closing `--`).
@@ -101,6 +108,13 @@ pub fn parse_cli(args: &[String]) -> Result<CliArgs> {
             "--ros-args" => in_ros = true,
             "-h" | "--help" => out.help = true,
             "--list-parameters" => out.list_parameters = true,
+            "--print-robot-description" => {
+                let name = args.get(i + 1).filter(|n| !n.starts_with("--"));
+                out.print_description = Some(name.cloned().unwrap_or_default());
+                if name.is_some() {
+                    i += 1;
+                }
+            }
             "--scene" => {
                 i += 1;
                 let p = args.get(i).ok_or_else(|| anyhow!("--scene needs a path"))?;
@@ -431,6 +445,8 @@ struct PublisherCtx {
     /// Per contact wrench link: (world axes, link axes).
     wrench_pubs: Vec<(WrenchPub, WrenchPub)>,
     markers: Option<r2r::Publisher<MarkerArray>>,
+    /// `tf`: the floating bases' transforms (reusable message; sample base index of each).
+    tf: Option<(r2r::Publisher<TFMessage>, TFMessage, Vec<usize>)>,
     marker_period: Duration,
     marker_scale: f64,
     world_frame: String,
@@ -483,6 +499,10 @@ fn publisher_loop(mut ctx: PublisherCtx) {
                 ok &= c.publish(&clock).is_ok();
             }
             let stamp = convert::stamp(&s, ctx.mode);
+            if let Some((p, msg, bases)) = &mut ctx.tf {
+                graph::fill_dynamic(msg, bases, &s, &stamp);
+                ok &= p.publish(msg).is_ok();
+            }
             for (((p, msg), (pi, msg_i)), r) in ctx.sensor_pubs.iter_mut().zip(&s.sensors) {
                 convert::fill_wrench(msg, &r.measured, &stamp);
                 convert::fill_wrench(msg_i, &r.ideal, &stamp);
@@ -672,6 +692,15 @@ pub fn run() -> i32 {
         println!("{USAGE}");
         return 0;
     }
+    if let Some(robot) = &cli.print_description {
+        return match print_robot_description(cli.scene.clone().unwrap_or_else(default_scene_path).as_path(), robot) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("contact_sim_node: error: {e:#}");
+                1
+            }
+        };
+    }
     crate::rt::stop_signal::install();
     crate::rt::stop_signal::stop_with_parent();
     match run_node(cli) {
@@ -681,6 +710,25 @@ pub fn run() -> i32 {
             1
         }
     }
+}
+
+/// `--print-robot-description [ROBOT]`: writes the URDF of `robot` (empty: the scene's only
+/// robot) in the scene `scene` to stdout.
+fn print_robot_description(scene: &Path, robot: &str) -> Result<()> {
+    let scene = load_scene(scene).map_err(|e| anyhow!("{e}"))?;
+    let robots = super::graph::RobotDescription::from_model(&scene.model)?;
+    let names = || robots.iter().map(|r| r.robot.as_str()).collect::<Vec<_>>().join(", ");
+    let r = if robot.is_empty() {
+        match robots.len() {
+            0 => bail!("the scene has no robot"),
+            1 => &robots[0],
+            _ => bail!("the scene has several robots ({}): name one (--print-robot-description ROBOT)", names()),
+        }
+    } else {
+        robots.iter().find(|r| r.robot == robot).ok_or_else(|| anyhow!("no robot '{robot}' in the scene (robots: {})", names()))?
+    };
+    print!("{}", r.urdf);
+    Ok(())
 }
 
 fn run_node(cli: CliArgs) -> Result<()> {
@@ -795,7 +843,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
 
     // ---- publishers ---------------------------------------------------------------------
     let qos = QosProfile::default();
-    let joint_states = node.create_publisher::<JointState>("/joint_states", qos.clone())?;
+    let joint_states = node.create_publisher::<JointState>("joint_states", qos.clone())?;
     let mut odom = Vec::new();
     for b in &layout.bases {
         let topic = if layout.bases.len() == 1 { "odom".to_string() } else { format!("{}/odom", b.robot) };
@@ -805,7 +853,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
         odom.push((p, msg));
     }
     let clock = if cfg.rt.time_mode != TimeMode::Realtime { Some(node.create_publisher::<Clock>("/clock", qos.clone())?) } else { None };
-    let diagnostics = node.create_publisher::<DiagnosticArray>("/diagnostics", qos.clone())?;
+    let diagnostics = node.create_publisher::<DiagnosticArray>("diagnostics", qos.clone())?;
     let mut sensor_pubs = Vec::new();
     for sensor in &layout.sensors {
         let mut make = |suffix: &str| -> Result<(r2r::Publisher<WrenchStamped>, WrenchStamped)> {
@@ -828,6 +876,35 @@ fn run_node(cli: CliArgs) -> Result<()> {
         wrench_pubs.push((make(format!("contact_wrenches/{}", link.name), &cfg.odom_frame)?, make(format!("contact_wrenches/{}/local", link.name), &link.name)?));
     }
     let markers = if cfg.contact_markers_rate_hz > 0.0 { Some(node.create_publisher::<MarkerArray>("contact_markers", qos.clone())?) } else { None };
+
+    // ---- robot_description and TF ---------------------------------------------------------
+    // latched: reliable, transient local, depth 1 (as robot_state_publisher and tf2's static
+    // broadcaster); published once here, kept alive with the node
+    let latched = QosProfile::default().keep_last(1).reliable().transient_local();
+    let robots = RobotDescription::from_model(&scene.model)?;
+    let mut description_pubs = Vec::new();
+    for r in &robots {
+        let topic = graph::description_topic(&r.robot, robots.len());
+        let p = node.create_publisher::<StringMsg>(&topic, latched.clone()).with_context(|| format!("robot description topic '{topic}'"))?;
+        p.publish(&StringMsg { data: r.urdf.clone() }).with_context(|| format!("publishing {topic}"))?;
+        description_pubs.push(p);
+    }
+    let start_stamp = match cfg.rt.time_mode {
+        TimeMode::Realtime => convert::time_from_ns(realtime_ns()),
+        _ => convert::time_from_s(0.0),
+    };
+    let static_tf = graph::static_transforms(&robots, &cfg.odom_frame, &start_stamp);
+    let _static_tf_pub = if static_tf.transforms.is_empty() {
+        None
+    } else {
+        let p = node.create_publisher::<TFMessage>("tf_static", latched.clone()).context("tf_static")?;
+        p.publish(&static_tf).context("publishing tf_static")?;
+        Some(p)
+    };
+    let tf = match graph::dynamic_transforms(&robots, &cfg.odom_frame) {
+        Some((msg, bases)) => Some((node.create_publisher::<TFMessage>("tf", qos.clone()).context("tf")?, msg, bases)),
+        None => None,
+    };
 
     // ---- bag recording (record_bag) -------------------------------------------------------
     let mut bag_recorder = None;
@@ -1009,6 +1086,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
         sensor_pubs,
         wrench_pubs,
         markers,
+        tf,
         marker_period: Duration::from_secs_f64(if cfg.contact_markers_rate_hz > 0.0 { 1.0 / cfg.contact_markers_rate_hz } else { 1.0 }),
         marker_scale: cfg.contact_marker_scale,
         world_frame: cfg.odom_frame.clone(),
