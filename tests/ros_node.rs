@@ -66,6 +66,9 @@ impl NodeProc {
                 if let Some(v) = it.next() {
                     cmd.arg(v);
                 }
+            } else if p.starts_with("__ns:=") {
+                // the node's namespace (a remapping)
+                cmd.args(["-r", p]);
             } else {
                 cmd.args(["-p", p]);
             }
@@ -591,4 +594,122 @@ fn use_sim_time_in_realtime_mode_is_warned_about() {
     let d = domain();
     let node = NodeProc::start("tests/data/ros_pendulum_position.yaml", &["use_sim_time:=true"], &d);
     assert!(node.wait_log("use_sim_time is true but time_mode is realtime", Duration::from_secs(30)), "{}", node.log());
+}
+
+/// `robot_description` is latched (transient local): a subscriber that joins long after the
+/// node published it gets the URDF, byte for byte; `tf_static` has the fixed base where the scene
+/// welds it (odom → pivot_base at z = 2 m), and no `tf` publisher exists without a floating base.
+#[test]
+fn robot_description_and_tf_static_reach_a_late_subscriber() {
+    let _g = lock();
+    let d = domain();
+    let mut node = NodeProc::start("tests/data/ros_pendulum_position.yaml", &[], &d);
+    let r = peer(&mut node, "description", &d);
+    let urdf = std::fs::read_to_string(repo().join("urdf/pendulum.urdf")).unwrap();
+    assert_eq!(r["urdf"].as_str().unwrap(), urdf, "robot_description is the scene's URDF");
+    assert_eq!(f(&r, "description_publishers"), 1.0);
+    assert_eq!(f(&r, "tf_publishers"), 0.0, "no floating base: no tf publisher");
+    let st = r["static"].as_array().unwrap();
+    assert_eq!(st.len(), 1, "{st:?}");
+    let t = &st[0];
+    assert_eq!((t[0].as_str().unwrap(), t[1].as_str().unwrap()), ("odom", "pivot_base"));
+    let v: Vec<f64> = (2..9).map(|k| t[k].as_f64().unwrap()).collect();
+    assert_eq!(v, vec![0.0, 0.0, 2.0, 0.0, 0.0, 0.0, 1.0], "base welded at (0, 0, 2), unrotated");
+}
+
+/// The default scene (floating quadruped, arm welded at (0, 1.2, 0)): `tf` carries odom → the
+/// quadruped's root link with exactly the pose `odom` has at the same stamp, every `tf` stamp is
+/// a `joint_states` stamp, `tf_static` has the arm's base, each robot has its
+/// `<robot>/robot_description` and the joint states name exactly the URDFs' movable joints.
+#[test]
+fn tf_follows_odom_and_joint_states_for_a_floating_base() {
+    let _g = lock();
+    let d = domain();
+    let mut node = NodeProc::start("config/default.yaml", &["time_mode:=sim_time", "real_time_factor:=1.0", "publish_rate_hz:=100.0", "contact_markers_rate_hz:=0.0"], &d);
+    let r = peer(&mut node, "tf", &d);
+    let desc = r["descriptions"].as_object().unwrap();
+    let mut topics: Vec<&str> = desc.keys().map(|s| s.as_str()).collect();
+    topics.sort();
+    assert_eq!(topics, vec!["/arm7/robot_description", "/quadruped/robot_description"]);
+    assert_eq!(desc["/quadruped/robot_description"]["root_link"], serde_json::json!(["base"]));
+    assert_eq!(desc["/arm7/robot_description"]["root_link"], serde_json::json!(["arm_base"]));
+    assert_eq!(r["tf_frames"], serde_json::json!([["odom", "base"]]), "tf: the floating base only");
+    assert_eq!(r["odom_frames"], serde_json::json!([["odom", "base"]]));
+    assert!(f(&r, "matched") >= 100.0, "tf and odom with equal stamps: {}", f(&r, "matched"));
+    assert_eq!(f(&r, "max_abs_diff"), 0.0, "tf is the odom pose");
+    assert_eq!(f(&r, "tf_stamps_in_joint_states"), f(&r, "tf_count"), "every tf stamp is a joint_states stamp");
+    let z = f(&r, "base_z");
+    assert!(z > 0.2 && z < 0.6, "the quadruped stands: base at z = {z} m");
+    let st = r["static"].as_array().unwrap();
+    assert_eq!(st.len(), 1);
+    assert_eq!((st[0][0].as_str().unwrap(), st[0][1].as_str().unwrap()), ("odom", "arm_base"));
+    assert_eq!((st[0][2].as_f64().unwrap(), st[0][3].as_f64().unwrap(), st[0][4].as_f64().unwrap()), (0.0, 1.2, 0.0));
+    let mut names: Vec<String> = r["joint_names"].as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_string()).collect();
+    let mut movable: Vec<String> = desc.values().flat_map(|d| d["movable_joints"].as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_string())).collect();
+    names.sort();
+    movable.sort();
+    assert_eq!(names, movable, "joint_states names the URDFs' movable joints");
+}
+
+/// Two simulators side by side in one domain, namespaces `/sim_a` and `/sim_b`: every topic,
+/// service and latched message sits in its namespace, nothing on `/joint_states`, and an effort
+/// sent to `/sim_b` moves only sim_b's pendulum.
+#[test]
+fn two_namespaced_nodes_run_side_by_side_without_crosstalk() {
+    let _g = lock();
+    let d = domain();
+    let params = ["watchdog_timeout_s:=0.0", "publish_rate_hz:=200.0"];
+    let _a = NodeProc::start("tests/data/ros_pendulum_effort.yaml", &[&params[..], &["__ns:=/sim_a"]].concat(), &d);
+    let mut b = NodeProc::start("tests/data/ros_pendulum_effort.yaml", &[&params[..], &["__ns:=/sim_b"]].concat(), &d);
+    let r = peer(&mut b, "namespaces", &d);
+    assert!(f(&r, "q_b_max") > 0.05, "sim_b moved: {}", f(&r, "q_b_max"));
+    assert!(f(&r, "q_a_max") < 1e-9, "sim_a stayed at rest: {}", f(&r, "q_a_max"));
+    assert_eq!(f(&r, "root_joint_states_publishers"), 0.0);
+    assert_eq!((f(&r, "a_publishers"), f(&r, "b_publishers")), (1.0, 1.0));
+    let urdf = std::fs::read_to_string(repo().join("urdf/pendulum.urdf")).unwrap();
+    assert_eq!(r["desc_a"].as_str().unwrap(), urdf);
+    assert_eq!(r["desc_b"].as_str().unwrap(), urdf);
+    assert_eq!(r["static_a"].as_array().unwrap().len(), 1);
+    let topics: Vec<&str> = r["topics"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+    for ns in ["/sim_a", "/sim_b"] {
+        for t in ["joint_states", "diagnostics", "robot_description", "tf_static", "joint_commands", "pendulum/commands"] {
+            let name = format!("{ns}/{t}");
+            assert!(topics.contains(&name.as_str()), "{name} in {topics:?}");
+        }
+    }
+    for (t, n) in r["root_publishers"].as_object().unwrap() {
+        assert_eq!(n.as_f64().unwrap(), 0.0, "no publisher on {t}");
+    }
+    let services: Vec<&str> = r["services"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+    for s in ["/sim_a/contact_sim_node/reset", "/sim_b/contact_sim_node/step", "/sim_a/contact_sim_node/describe_parameters"] {
+        assert!(services.contains(&s), "{s} in {services:?}");
+    }
+}
+
+/// Logging and parameters as an rclcpp node: the start-up line reaches `/rosout` (INFO, logger
+/// `contact_sim_node`), an accepted change is announced on `/parameter_events` (a refused one is
+/// not) and logged, and `describe_parameters` gives read-only flags, ranges and choices.
+#[test]
+fn rosout_parameter_events_and_descriptors() {
+    let _g = lock();
+    let d = domain();
+    let mut node = NodeProc::start("tests/data/ros_pendulum_position.yaml", &["watchdog_timeout_s:=0.0"], &d);
+    let r = peer(&mut node, "rosout_params", &d);
+    let line = r["startup_line"].as_str().unwrap();
+    assert!(line.contains("scene 'ros_pendulum_position'") && line.contains("1 joints"), "{line}");
+    assert_eq!(f(&r, "startup_level"), 20.0, "INFO");
+    assert_eq!(r["set"][0], true, "{}", r["set"]);
+    assert_eq!(r["refused"][0], false, "{}", r["refused"]);
+    assert_eq!(r["event_node"], "/contact_sim_node");
+    assert_eq!(f(&r, "event_value"), 250.0);
+    assert_eq!(f(&r, "event_type"), 3.0, "PARAMETER_DOUBLE");
+    assert_eq!(f(&r, "changes_for_refused"), 0.0, "a refused change is not announced");
+    let ds = &r["descriptors"];
+    assert_eq!(ds["time_mode"]["read_only"], true);
+    assert_eq!(ds["time_mode"]["constraints"], "one of: realtime, sim_time, lockstep");
+    assert_eq!(ds["publish_rate_hz"]["read_only"], false);
+    assert_eq!(ds["publish_rate_hz"]["fp_range"], serde_json::json!([[0.1, 100000.0]]));
+    assert!(ds["publish_rate_hz"]["description"].as_str().unwrap().contains("Hz"));
+    assert_eq!(ds["rt_priority"]["int_range"], serde_json::json!([[1, 99]]));
+    assert_eq!(ds["watchdog_timeout_s"]["constraints"], ">= 0");
 }

@@ -262,7 +262,7 @@ impl Frontend {
             _ => {
                 let more = std::mem::take(&mut self.throttle.suppressed);
                 let tail = if more > 0 { format!(" ({more} more rejected since the last warning)") } else { String::new() };
-                r2r::log_warn!(&self.logger, "rejected command on {topic}: {why}{tail}");
+                crate::ros_warn!(&self.logger, "rejected command on {topic}: {why}{tail}");
                 self.throttle.last = Some(now);
             }
         }
@@ -360,7 +360,7 @@ impl Frontend {
             Ok(()) => Some(self.control_seq),
             Err(_) => {
                 self.counters.control_refused.fetch_add(1, Ordering::Relaxed);
-                r2r::log_warn!(&self.logger, "control queue full: {r:?} refused");
+                crate::ros_warn!(&self.logger, "control queue full: {r:?} refused");
                 None
             }
         }
@@ -424,7 +424,7 @@ impl Frontend {
         if let Some(r) = req {
             self.control(r);
         }
-        r2r::log_info!(&self.logger, "parameter {name} changed");
+        crate::ros_info!(&self.logger, "parameter {name} changed");
     }
 }
 
@@ -523,7 +523,7 @@ fn publisher_loop(mut ctx: PublisherCtx) {
             if !ok {
                 errors += 1;
                 if last_error_log.map(|t| t.elapsed() > Duration::from_secs(5)).unwrap_or(true) {
-                    r2r::log_error!(&ctx.logger, "publishing failed ({errors} times so far)");
+                    crate::ros_error!(&ctx.logger, "publishing failed ({errors} times so far)");
                     last_error_log = Some(Instant::now());
                 }
             }
@@ -747,6 +747,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
     };
     let mut node = r2r::Node::create(ctx, NODE_NAME, "").context("creating the node")?;
     let logger = node.logger().to_string();
+    super::rosout::init(&mut node).context("the /rosout publisher")?;
 
     // ---- scene and solver ---------------------------------------------------------------
     let scene_path = match (&cli.scene, param_string(&node, "scene").filter(|s| !s.is_empty())) {
@@ -776,15 +777,12 @@ fn run_node(cli: CliArgs) -> Result<()> {
         }
         return Ok(());
     }
-    let dyn_store: Arc<Mutex<dyn r2r::RosParams + Send>> = store.clone();
-    let (param_handler, param_events) = match node.make_derived_parameter_handler(dyn_store) {
-        Ok(x) => x,
-        Err(e) => bail!("invalid parameters: {e}"),
-    };
+    // the standard parameter services with full descriptors, and /parameter_events
+    let (param_handler, param_events) = super::param_services::start(&mut node, store.clone()).map_err(|e| anyhow!("invalid parameters: {e:#}"))?;
     let cfg = {
         let mut s = store.lock().map_err(|_| anyhow!("poisoned"))?;
         if !s.unknown.is_empty() {
-            r2r::log_warn!(&logger, "ignoring parameters this node does not declare: {}", s.unknown.join(", "));
+            crate::ros_warn!(&logger, "ignoring parameters this node does not declare: {}", s.unknown.join(", "));
         }
         s.lock();
         NodeConfig::from_store(&s)?
@@ -922,7 +920,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
         let topics = crate::bag::topics::SampleTopics::register(&mut rec, &layout, &opts);
         bag_commands = Some(CommandRecording { handle: rec.handle(), joint_commands: topics.joint_commands, joint_trajectory: topics.joint_trajectory, groups: topics.group_commands.clone() });
         bag_sample = Some((topics, rec.handle()));
-        r2r::log_info!(&logger, "recording a rosbag2 (MCAP) bag into {}", dir.display());
+        crate::ros_info!(&logger, "recording a rosbag2 (MCAP) bag into {}", dir.display());
         bag_recorder = Some((dir, rec));
     }
 
@@ -934,7 +932,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
         let topic = format!("{}/commands", g.name);
         match node.subscribe::<Float64MultiArray>(&topic, qos.clone()) {
             Ok(s) => group_streams.push((i, s)),
-            Err(e) => r2r::log_warn!(&logger, "command group '{}': cannot subscribe to '{topic}' ({e}); group disabled", g.name),
+            Err(e) => crate::ros_warn!(&logger, "command group '{}': cannot subscribe to '{topic}' ({e}); group disabled", g.name),
         }
     }
     let reset_srv = node.create_service::<Trigger::Service>("~/reset", qos.clone())?;
@@ -1010,7 +1008,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
                     Box::new(move |ok| {
                         let message = if ok { "reset to the initial state".to_string() } else { "the simulation loop did not acknowledge the reset".to_string() };
                         if req.respond(Trigger::Response { success: ok, message }).is_err() {
-                            r2r::log_warn!(&log, "could not respond to ~/reset");
+                            crate::ros_warn!(&log, "could not respond to ~/reset");
                         }
                     }),
                 );
@@ -1036,7 +1034,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
                             (false, _) => "the simulation loop did not acknowledge".to_string(),
                         };
                         if req.respond(SetBool::Response { success: ok, message }).is_err() {
-                            r2r::log_warn!(&log, "could not respond to ~/pause");
+                            crate::ros_warn!(&log, "could not respond to ~/pause");
                         }
                     }),
                 );
@@ -1054,7 +1052,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
                 if !fe.paused && fe.mode != TimeMode::Lockstep {
                     let r = Trigger::Response { success: false, message: "the simulation is running: call ~/pause with data=true first".into() };
                     if req.respond(r).is_err() {
-                        r2r::log_warn!(&log, "could not respond to ~/step");
+                        crate::ros_warn!(&log, "could not respond to ~/step");
                     }
                 } else {
                     fe.control_then(
@@ -1062,7 +1060,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
                         Box::new(move |ok| {
                             let message = if ok { "stepped once".to_string() } else { "the simulation loop did not acknowledge".to_string() };
                             if req.respond(Trigger::Response { success: ok, message }).is_err() {
-                                r2r::log_warn!(&log, "could not respond to ~/step");
+                                crate::ros_warn!(&log, "could not respond to ~/step");
                             }
                         }),
                     );
@@ -1111,25 +1109,25 @@ fn run_node(cli: CliArgs) -> Result<()> {
                 *d = desc.clone();
             }
             if let Some(w) = r.warning {
-                r2r::log_warn!(&logger, "{w}");
+                crate::ros_warn!(&logger, "{w}");
             } else {
-                r2r::log_info!(&logger, "real-time loop: {desc}");
+                crate::ros_info!(&logger, "real-time loop: {desc}");
             }
             if cfg.ros_thread_priority > 0 {
                 match crate::rt::sched::elevate_other_threads(cfg.ros_thread_priority, r.thread_id) {
-                    Ok(n) => r2r::log_info!(&logger, "{n} ROS / DDS threads at SCHED_FIFO priority {}", cfg.ros_thread_priority),
-                    Err(e) => r2r::log_warn!(&logger, "ros_thread_priority {} not applied ({e}); the ROS / DDS threads keep normal scheduling", cfg.ros_thread_priority),
+                    Ok(n) => crate::ros_info!(&logger, "{n} ROS / DDS threads at SCHED_FIFO priority {}", cfg.ros_thread_priority),
+                    Err(e) => crate::ros_warn!(&logger, "ros_thread_priority {} not applied ({e}); the ROS / DDS threads keep normal scheduling", cfg.ros_thread_priority),
                 }
             }
         }
-        None => r2r::log_warn!(&logger, "the real-time thread did not report its scheduling"),
+        None => crate::ros_warn!(&logger, "the real-time thread did not report its scheduling"),
     }
     let rate = match cfg.rt.time_mode {
         TimeMode::Realtime => format!("{:.1} Hz ({} step(s) of {} ms per cycle)", 1e9 / period_ns as f64, steps_per_cycle, scene.model.timestep_s * 1e3),
         TimeMode::SimTime => format!("real-time factor {}", if cfg.rt.real_time_factor > 0.0 { cfg.rt.real_time_factor.to_string() } else { "unlimited".into() }),
         TimeMode::Lockstep => "one step per command".into(),
     };
-    r2r::log_info!(
+    crate::ros_info!(
         &logger,
         "scene '{}' ({}): {} joints, {} floating base(s), solver {} (solver_tolerance in {}); {} mode, {}; /joint_states at {} Hz; command groups: {}",
         scene.name,
@@ -1146,10 +1144,10 @@ fn run_node(cli: CliArgs) -> Result<()> {
 
     let use_sim_time = store.lock().map(|s| s.bool("use_sim_time")).unwrap_or(false);
     if use_sim_time && cfg.rt.time_mode == TimeMode::Realtime {
-        r2r::log_warn!(&logger, "use_sim_time is true but time_mode is realtime: this node publishes no /clock and stamps its messages with the wall clock; use time_mode:=sim_time (or lockstep) for simulated time");
+        crate::ros_warn!(&logger, "use_sim_time is true but time_mode is realtime: this node publishes no /clock and stamps its messages with the wall clock; use time_mode:=sim_time (or lockstep) for simulated time");
     }
     if cfg!(debug_assertions) && cfg.rt.time_mode == TimeMode::Realtime {
-        r2r::log_warn!(&logger, "this is a debug build: steps are tens of times slower than in release and realtime mode will overrun on larger scenes (cargo build --release --features ros; colcon build --cargo-args --release --features ros)");
+        crate::ros_warn!(&logger, "this is a debug build: steps are tens of times slower than in release and realtime mode will overrun on larger scenes (cargo build --release --features ros; colcon build --cargo-args --release --features ros)");
     }
 
     // ---- spin ---------------------------------------------------------------------------
@@ -1163,7 +1161,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
             break;
         }
     }
-    r2r::log_info!(&logger, "shutting down");
+    crate::ros_info!(&logger, "shutting down");
     let exit = rt_handle.stop();
     pub_stop.store(true, Ordering::Release);
     publisher.thread().unpark();
@@ -1174,13 +1172,14 @@ fn run_node(cli: CliArgs) -> Result<()> {
     }
     if let Some((dir, rec)) = bag_recorder {
         match rec.finish() {
-            Ok(s) => r2r::log_info!(&logger, "bag {} closed: {} messages on {} topics, {} dropped (queue full)", dir.display(), s.bag.messages, s.bag.topics.len(), s.dropped),
-            Err(e) => r2r::log_error!(&logger, "bag {}: {e}", dir.display()),
+            Ok(s) => crate::ros_info!(&logger, "bag {} closed: {} messages on {} topics, {} dropped (queue full)", dir.display(), s.bag.messages, s.bag.topics.len(), s.dropped),
+            Err(e) => crate::ros_error!(&logger, "bag {}: {e}", dir.display()),
         }
     }
     if let Some(x) = exit {
-        r2r::log_info!(&logger, "stopped after {} steps ({} overruns, {} watchdog trips)", x.counters.steps, x.counters.overruns, x.counters.watchdog_trips);
+        crate::ros_info!(&logger, "stopped after {} steps ({} overruns, {} watchdog trips)", x.counters.steps, x.counters.overruns, x.counters.watchdog_trips);
     }
+    super::rosout::shutdown();
     match failure {
         Some(e) => Err(e),
         None => Ok(()),
