@@ -449,9 +449,18 @@ fn launch_and_parameter_files_name_only_declared_parameters() {
     // Python launch file
     let py = &r["py"];
     let args: Vec<&str> = py["arguments"].as_object().unwrap().keys().map(|s| s.as_str()).collect();
-    for a in ["scene", "solver", "time_mode", "use_sim_time", "params_file"] {
+    for a in ["scene", "solver", "time_mode", "use_sim_time", "params_file", "namespace", "robot_state_publisher"] {
         assert!(args.contains(&a), "launch argument {a}: {args:?}");
     }
+    // the node follows the namespace argument; robot_state_publisher is started by a function
+    assert_eq!(py["node"]["namespace"], "LaunchConfiguration('namespace',)");
+    assert_eq!(py["opaque_functions"], serde_json::json!(["_robot_state_publishers"]));
+    assert_eq!(r["xml"]["node"]["namespace"], "$(var namespace)");
+    let rsp = &r["xml"]["robot_state_publisher"][0];
+    assert_eq!(rsp["if"], "$(var robot_state_publisher)");
+    assert_eq!(rsp["namespace"], "$(var namespace)");
+    assert!(rsp["params"]["robot_description"].as_str().unwrap().contains("--print-robot-description"), "{rsp}");
+    assert_eq!(rsp["remaps"][0], serde_json::json!(["robot_description", "robot_state_publisher/robot_description"]));
     assert_eq!(py["node"]["package"], "contact_sim");
     assert_eq!(py["node"]["executable"], "contact_sim_node");
     assert_eq!(py["node"]["name"], "contact_sim_node");
@@ -471,7 +480,7 @@ fn launch_and_parameter_files_name_only_declared_parameters() {
     // both end the launch when the node exits, and validate the same choices
     assert_eq!(py["node"]["on_exit"], "Shutdown");
     assert_eq!(xml["node"]["on_exit"], "shutdown");
-    for a in ["solver", "time_mode", "use_sim_time"] {
+    for a in ["solver", "time_mode", "use_sim_time", "robot_state_publisher"] {
         assert_eq!(xml["choices"][a], py["arguments"][a]["choices"], "choices of launch argument {a}");
     }
     let mut xml_params: Vec<&str> = xml["parameter_names"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();

@@ -77,12 +77,14 @@ pub struct CliArgs {
     /// or the only one) and exit, without starting ROS (the launch files hand it to
     /// `robot_state_publisher`). `Some("")`: no robot named.
     pub print_description: Option<String>,
+    /// `--list-robots`: print the scene's robot names, one a line, and exit (without ROS).
+    pub list_robots: bool,
 }
 
 /// Usage text.
 pub const USAGE: &str = "contact_sim_node: the contact_sim ROS 2 node
 
-usage: contact_sim_node [--scene PATH] [--list-parameters] [--print-robot-description [ROBOT]] [--ros-args -p scene:=PATH -p time_mode:=realtime|sim_time|lockstep ... --params-file FILE]
+usage: contact_sim_node [--scene PATH] [--list-parameters] [--print-robot-description [ROBOT]] [--list-robots] [--ros-args -p scene:=PATH -p time_mode:=realtime|sim_time|lockstep ... --params-file FILE]
 
 Topics (in the node's namespace): joint_commands (sensor_msgs/JointState), <group>/commands
 (std_msgs/Float64MultiArray), joint_trajectory (trajectory_msgs/JointTrajectory) in; joint_states,
@@ -108,6 +110,7 @@ pub fn parse_cli(args: &[String]) -> Result<CliArgs> {
             "--ros-args" => in_ros = true,
             "-h" | "--help" => out.help = true,
             "--list-parameters" => out.list_parameters = true,
+            "--list-robots" => out.list_robots = true,
             "--print-robot-description" => {
                 let name = args.get(i + 1).filter(|n| !n.starts_with("--"));
                 out.print_description = Some(name.cloned().unwrap_or_default());
@@ -691,6 +694,21 @@ pub fn run() -> i32 {
     if cli.help {
         println!("{USAGE}");
         return 0;
+    }
+    if cli.list_robots {
+        let scene = cli.scene.clone().unwrap_or_else(default_scene_path);
+        return match load_scene(&scene) {
+            Ok(s) => {
+                for r in &s.model.robots {
+                    println!("{}", r.name);
+                }
+                0
+            }
+            Err(e) => {
+                eprintln!("contact_sim_node: error: {e}");
+                1
+            }
+        };
     }
     if let Some(robot) = &cli.print_description {
         return match print_robot_description(cli.scene.clone().unwrap_or_else(default_scene_path).as_path(), robot) {
