@@ -226,6 +226,39 @@ pub struct JointTrajectory {
     pub points: Vec<JointTrajectoryPoint>,
 }
 
+/// `geometry_msgs/TransformStamped`: the pose of `child_frame_id` in `header.frame_id`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TransformStamped {
+    /// Header: stamp and the parent frame.
+    pub header: Header,
+    /// The child frame.
+    pub child_frame_id: String,
+    /// Translation (m), parent axes.
+    pub translation: [f64; 3],
+    /// Rotation quaternion `[x y z w]`.
+    pub rotation_xyzw: [f64; 4],
+}
+
+impl Default for TransformStamped {
+    fn default() -> Self {
+        TransformStamped { header: Header::default(), child_frame_id: String::new(), translation: [0.0; 3], rotation_xyzw: [0.0, 0.0, 0.0, 1.0] }
+    }
+}
+
+/// `tf2_msgs/TFMessage` (the type of `/tf` and `/tf_static`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TFMessage {
+    /// The transforms.
+    pub transforms: Vec<TransformStamped>,
+}
+
+/// `std_msgs/String` (e.g. `robot_description`: a URDF).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StringMsg {
+    /// The text.
+    pub data: String,
+}
+
 /// The message types contact_sim reads and writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum MsgType {
@@ -243,6 +276,10 @@ pub enum MsgType {
     Float64MultiArray,
     /// `trajectory_msgs/msg/JointTrajectory`.
     JointTrajectory,
+    /// `tf2_msgs/msg/TFMessage`.
+    TFMessage,
+    /// `std_msgs/msg/String`.
+    String,
 }
 
 /// A decoded message.
@@ -262,6 +299,10 @@ pub enum Msg {
     Float64MultiArray(Float64MultiArray),
     /// `trajectory_msgs/msg/JointTrajectory`.
     JointTrajectory(JointTrajectory),
+    /// `tf2_msgs/msg/TFMessage`.
+    TFMessage(TFMessage),
+    /// `std_msgs/msg/String`.
+    String(StringMsg),
 }
 
 const SEP: &str = "================================================================================\n";
@@ -283,7 +324,7 @@ fn schema(main: &str, deps: &[(&str, &str)]) -> String {
 
 impl MsgType {
     /// All types.
-    pub const ALL: [MsgType; 7] = [
+    pub const ALL: [MsgType; 9] = [
         MsgType::JointState,
         MsgType::WrenchStamped,
         MsgType::Odometry,
@@ -291,6 +332,8 @@ impl MsgType {
         MsgType::Clock,
         MsgType::Float64MultiArray,
         MsgType::JointTrajectory,
+        MsgType::TFMessage,
+        MsgType::String,
     ];
 
     /// The ROS 2 type name, e.g. `sensor_msgs/msg/JointState`.
@@ -303,6 +346,8 @@ impl MsgType {
             MsgType::Clock => "rosgraph_msgs/msg/Clock",
             MsgType::Float64MultiArray => "std_msgs/msg/Float64MultiArray",
             MsgType::JointTrajectory => "trajectory_msgs/msg/JointTrajectory",
+            MsgType::TFMessage => "tf2_msgs/msg/TFMessage",
+            MsgType::String => "std_msgs/msg/String",
         }
     }
 
@@ -375,6 +420,18 @@ impl MsgType {
                     ("builtin_interfaces/Duration", TIME),
                 ],
             ),
+            MsgType::TFMessage => schema(
+                "geometry_msgs/TransformStamped[] transforms\n",
+                &[
+                    ("geometry_msgs/TransformStamped", "std_msgs/Header header\nstring child_frame_id\ngeometry_msgs/Transform transform\n"),
+                    ("std_msgs/Header", HEADER),
+                    ("builtin_interfaces/Time", TIME),
+                    ("geometry_msgs/Transform", "geometry_msgs/Vector3 translation\ngeometry_msgs/Quaternion rotation\n"),
+                    ("geometry_msgs/Vector3", VECTOR3),
+                    ("geometry_msgs/Quaternion", "float64 x 0\nfloat64 y 0\nfloat64 z 0\nfloat64 w 1\n"),
+                ],
+            ),
+            MsgType::String => schema("string data\n", &[]),
         }
     }
 
@@ -455,6 +512,20 @@ impl MsgType {
                 }
                 Msg::JointTrajectory(JointTrajectory { header, joint_names, points })
             }
+            MsgType::TFMessage => {
+                let n = r.seq_len("TFMessage.transforms", 64)?;
+                let mut transforms = Vec::with_capacity(n);
+                for _ in 0..n {
+                    transforms.push(TransformStamped {
+                        header: Header::read(r)?,
+                        child_frame_id: r.string("TransformStamped.child_frame_id")?,
+                        translation: r.f64_array("TransformStamped.transform.translation")?,
+                        rotation_xyzw: r.f64_array("TransformStamped.transform.rotation")?,
+                    });
+                }
+                Msg::TFMessage(TFMessage { transforms })
+            }
+            MsgType::String => Msg::String(StringMsg { data: r.string("String.data")? }),
         })
     }
 }
@@ -470,6 +541,8 @@ impl Msg {
             Msg::Clock(_) => MsgType::Clock,
             Msg::Float64MultiArray(_) => MsgType::Float64MultiArray,
             Msg::JointTrajectory(_) => MsgType::JointTrajectory,
+            Msg::TFMessage(_) => MsgType::TFMessage,
+            Msg::String(_) => MsgType::String,
         }
     }
 
@@ -482,7 +555,8 @@ impl Msg {
             Msg::DiagnosticArray(m) => Some(m.header.stamp.to_ns()),
             Msg::Clock(m) => Some(m.clock.to_ns()),
             Msg::JointTrajectory(m) => Some(m.header.stamp.to_ns()),
-            Msg::Float64MultiArray(_) => None,
+            Msg::TFMessage(m) => m.transforms.first().map(|t| t.header.stamp.to_ns()),
+            Msg::Float64MultiArray(_) | Msg::String(_) => None,
         }
     }
 
@@ -550,6 +624,16 @@ impl Msg {
                     p.time_from_start.write(&mut w);
                 }
             }
+            Msg::TFMessage(m) => {
+                w.u32(m.transforms.len() as u32);
+                for t in &m.transforms {
+                    t.header.write(&mut w);
+                    w.string(&t.child_frame_id);
+                    w.f64_array(&t.translation);
+                    w.f64_array(&t.rotation_xyzw);
+                }
+            }
+            Msg::String(m) => w.string(&m.data),
         }
         w.finish()
     }
@@ -581,6 +665,13 @@ mod tests {
                 joint_names: vec!["a".into()],
                 points: vec![JointTrajectoryPoint { positions: vec![1.0], time_from_start: Time { sec: 1, nanosec: 0 }, ..Default::default() }],
             }),
+            Msg::TFMessage(TFMessage {
+                transforms: vec![
+                    TransformStamped { header: Header::new(5, "odom"), child_frame_id: "base".into(), translation: [1.0, 2.0, 3.0], rotation_xyzw: [0.0, 0.0, 0.6, 0.8] },
+                    TransformStamped { header: Header::new(5, "odom"), child_frame_id: "arm_base".into(), ..Default::default() },
+                ],
+            }),
+            Msg::String(StringMsg { data: "<robot name=\"r\"/>".into() }),
         ]
     }
 

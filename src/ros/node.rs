@@ -934,8 +934,24 @@ fn run_node(cli: CliArgs) -> Result<()> {
             clock: cfg.rt.time_mode != TimeMode::Realtime,
             odom_frame: cfg.odom_frame.clone(),
             groups: groups.iter().map(|g| g.name.clone()).collect(),
+            tf: true,
         };
         let topics = crate::bag::topics::SampleTopics::register(&mut rec, &layout, &opts);
+        // the latched messages, once at the start: robot_description per robot, tf_static
+        let start_ns = (start_stamp.sec as i64) * 1_000_000_000 + start_stamp.nanosec as i64;
+        let mut latched_msgs: Vec<(String, crate::bag::msgs::Msg)> = robots.iter().map(|r| (graph::description_topic(&r.robot, robots.len()), crate::bag::topics::description_msg(&r.urdf))).collect();
+        if !static_tf.transforms.is_empty() {
+            let frames: Vec<(String, [f64; 3], [f64; 4])> = static_tf
+                .transforms
+                .iter()
+                .map(|t| {
+                    let (p, q) = (&t.transform.translation, &t.transform.rotation);
+                    (t.child_frame_id.clone(), [p.x, p.y, p.z], [q.x, q.y, q.z, q.w])
+                })
+                .collect();
+            latched_msgs.push(("tf_static".into(), crate::bag::topics::static_tf_msg(&cfg.odom_frame, start_ns, &frames)));
+        }
+        crate::bag::topics::record_latched(&mut rec, &opts.namespace, start_ns, latched_msgs);
         bag_commands = Some(CommandRecording { handle: rec.handle(), joint_commands: topics.joint_commands, joint_trajectory: topics.joint_trajectory, groups: topics.group_commands.clone() });
         bag_sample = Some((topics, rec.handle()));
         crate::ros_info!(&logger, "recording a rosbag2 (MCAP) bag into {}", dir.display());
