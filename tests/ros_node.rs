@@ -532,6 +532,11 @@ fn record_bag_records_topics_and_commands_and_replays() {
     assert!(count("/diagnostics") >= 30, "diagnostics: {}", count("/diagnostics"));
     assert!(count("/pendulum/commands") >= 100, "group commands: {}", count("/pendulum/commands"));
     assert_eq!(count("/joint_trajectory"), 1);
+    // contact_markers at their rate (30 Hz, wall clock): DELETEALL first, then the points
+    assert!(count("/contact_markers") >= 30, "contact_markers: {}", count("/contact_markers"));
+    let mk = bag.messages_on(bag.topic_index("/contact_markers").unwrap()).next().unwrap();
+    let contact_sim::bag::msgs::Msg::MarkerArray(mk) = &mk.msg else { panic!("{mk:?}") };
+    assert_eq!((mk.markers[0].action, mk.markers[1].ns.as_str(), mk.markers[1].header.frame_id.as_str()), (3, "contact_points", "odom"));
     // the latched messages: robot_description (the URDF) and tf_static (the welded base)
     assert_eq!((count("/robot_description"), count("/tf_static")), (1, 1));
     let urdf = std::fs::read_to_string(repo().join("urdf/pendulum.urdf")).unwrap();
@@ -545,14 +550,14 @@ fn record_bag_records_topics_and_commands_and_replays() {
     let contact_sim::bag::msgs::Msg::DiagnosticArray(da) = &diag.msg else { panic!("{diag:?}") };
     assert!(da.status.iter().flat_map(|s| &s.values).any(|kv| kv.key == "bag_messages_dropped"), "{da:?}");
     // rosbags reads it
-    let script = "import sys\nfrom pathlib import Path\nfrom rosbags.rosbag2 import Reader\nfrom rosbags.typesys import Stores, get_typestore\nts = get_typestore(Stores.ROS2_JAZZY)\nn = 0\nwith Reader(Path(sys.argv[1])) as r:\n    for c, t, raw in r.messages():\n        m = ts.deserialize_cdr(raw, c.msgtype)\n        if c.topic == '/joint_states':\n            n += 1\n        if c.topic == '/tf_static':\n            print('TF', m.transforms[0].child_frame_id, m.transforms[0].transform.translation.z)\n        if c.topic == '/robot_description':\n            print('RD', len(m.data.encode()))\nprint('JS', n)\n";
+    let script = "import sys\nfrom pathlib import Path\nfrom rosbags.rosbag2 import Reader\nfrom rosbags.typesys import Stores, get_typestore\nts = get_typestore(Stores.ROS2_JAZZY)\nn = 0\nwith Reader(Path(sys.argv[1])) as r:\n    for c, t, raw in r.messages():\n        m = ts.deserialize_cdr(raw, c.msgtype)\n        if c.topic == '/joint_states':\n            n += 1\n        if c.topic == '/tf_static':\n            print('TF', m.transforms[0].child_frame_id, m.transforms[0].transform.translation.z)\n        if c.topic == '/robot_description':\n            print('RD', len(m.data.encode()))\n        if c.topic == '/contact_markers':\n            mk = m.markers[1].ns\nprint('JS', n)\nprint('MK', mk)\n";
     let out = Command::new(python()).args(["-c", script]).arg(&dir).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let urdf_len = std::fs::read_to_string(repo().join("urdf/pendulum.urdf")).unwrap().len();
     let mut lines: Vec<&str> = stdout.lines().collect();
     lines.sort();
-    assert_eq!(lines, vec![format!("JS {}", count("/joint_states")), format!("RD {urdf_len}"), "TF pivot_base 2.0".to_string()], "rosbags decodes every message, tf_static and robot_description included");
+    assert_eq!(lines, vec![format!("JS {}", count("/joint_states")), "MK contact_points".to_string(), format!("RD {urdf_len}"), "TF pivot_base 2.0".to_string()], "rosbags decodes every message, tf_static, robot_description and contact_markers included");
     // replay the recorded commands headless and compare with what the node did
     let scene = contact_sim::config::load_scene(&repo().join("tests/data/ros_pendulum_position.yaml")).unwrap();
     let sim_dir = dir.with_extension("replayed");

@@ -28,6 +28,8 @@ pub const ODOM: &str = "odom";
 pub const TF: &str = "tf";
 /// `tf_static` (tf2_msgs/TFMessage): odom → root link of every fixed base.
 pub const TF_STATIC: &str = "tf_static";
+/// `contact_markers` (visualization_msgs/MarkerArray): contact points and force arrows.
+pub const CONTACT_MARKERS: &str = "contact_markers";
 
 /// `ns` + `name` for a relative name (`ns` `/` or `/robot1`), `name` for an absolute one.
 pub fn qualify(ns: &str, name: &str) -> String {
@@ -82,11 +84,14 @@ pub struct SampleTopicOptions {
     pub groups: Vec<String>,
     /// Record `tf` (odom → root link of each floating base, as the node publishes it).
     pub tf: bool,
+    /// Register `contact_markers` (visualization_msgs/MarkerArray), recorded by
+    /// [`SampleTopics::record_markers`] when the node publishes them.
+    pub contact_markers: bool,
 }
 
 impl Default for SampleTopicOptions {
     fn default() -> Self {
-        SampleTopicOptions { namespace: "/".into(), clock: true, odom_frame: "odom".into(), groups: vec![], tf: true }
+        SampleTopicOptions { namespace: "/".into(), clock: true, odom_frame: "odom".into(), groups: vec![], tf: true, contact_markers: false }
     }
 }
 
@@ -134,6 +139,7 @@ pub struct SampleTopics {
     pub group_commands: Vec<TopicId>,
     odom: Vec<(TopicId, String)>,
     tf: Option<TopicId>,
+    markers: Option<TopicId>,
     sensors: Vec<(TopicId, TopicId, String)>,
     wrenches: Vec<(TopicId, TopicId, String)>,
     odom_frame: String,
@@ -151,6 +157,7 @@ impl SampleTopics {
         let group_commands = opts.groups.iter().map(|g| rec.add_topic(&q(&group_commands(g)), MsgType::Float64MultiArray)).collect();
         let odom = layout.bases.iter().map(|b| (rec.add_topic(&q(&odom_topic(&b.robot, layout.bases.len())), MsgType::Odometry), b.root_link.clone())).collect();
         let tf = (opts.tf && !layout.bases.is_empty()).then(|| rec.add_topic(&q(TF), MsgType::TFMessage));
+        let markers = opts.contact_markers.then(|| rec.add_topic(&q(CONTACT_MARKERS), MsgType::MarkerArray));
         let sensors = layout
             .sensors
             .iter()
@@ -171,6 +178,7 @@ impl SampleTopics {
             group_commands,
             odom,
             tf,
+            markers,
             sensors,
             wrenches,
             odom_frame: opts.odom_frame.clone(),
@@ -226,6 +234,15 @@ impl SampleTopics {
             rec(*local, Msg::WrenchStamped(WrenchStamped { header: Header::new(stamp_ns, link), wrench: Wrench::from_array(&w.local) }));
         }
         dropped
+    }
+
+    /// Records a `contact_markers` message (no-op unless registered with
+    /// [`SampleTopicOptions::contact_markers`]).
+    pub fn record_markers(&self, h: &RecordHandle, stamp_ns: i64, msg: Msg) -> bool {
+        match self.markers {
+            Some(t) => h.record(t, stamp_ns.max(0) as u64, msg),
+            None => true,
+        }
     }
 
     /// Records a diagnostics message.

@@ -521,6 +521,10 @@ fn publisher_loop(mut ctx: PublisherCtx) {
                     next_markers = Instant::now() + ctx.marker_period;
                     let msg = convert::contact_markers(&s.contact_points[..s.num_contact_points], &ctx.world_frame, &stamp, ctx.marker_scale);
                     ok &= m.publish(&msg).is_ok();
+                    if let Some((topics, h)) = &ctx.bag {
+                        let ns = (stamp.sec as i64) * 1_000_000_000 + stamp.nanosec as i64;
+                        topics.record_markers(h, ns, convert::to_bag::marker_array(&msg));
+                    }
                 }
             }
             if !ok {
@@ -935,6 +939,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
             odom_frame: cfg.odom_frame.clone(),
             groups: groups.iter().map(|g| g.name.clone()).collect(),
             tf: true,
+            contact_markers: cfg.contact_markers_rate_hz > 0.0,
         };
         let topics = crate::bag::topics::SampleTopics::register(&mut rec, &layout, &opts);
         // the latched messages, once at the start: robot_description per robot, tf_static
