@@ -1,24 +1,81 @@
-"""Start the contact_sim ROS 2 node.
+"""Start the contact_sim ROS 2 node (and robot_state_publisher for its robots).
 
     ros2 launch contact_sim sim.launch.py
     ros2 launch contact_sim sim.launch.py scene:=/path/scene.yaml time_mode:=sim_time use_sim_time:=true
     ros2 launch contact_sim sim.launch.py solver:=bisection params_file:=/path/params.yaml
+    ros2 launch contact_sim sim.launch.py namespace:=sim_a      # every topic under /sim_a
 
 Arguments: scene (scene YAML), solver (scene | pgs | bisection | vfpi | lstable | ecp | newton), time_mode (realtime | sim_time |
 lockstep), use_sim_time (for the node; controllers that follow /clock set it themselves),
 params_file (a `contact_sim_node: ros__parameters:` file, default config/contact_sim_node.params.yaml),
-record_bag (a new directory: record a rosbag2 MCAP bag of every topic and command; empty = off).
+record_bag (a new directory: record a rosbag2 MCAP bag of every topic and command; empty = off),
+namespace (the node's namespace: its topics, services, robot_description and tf follow it),
+robot_state_publisher (true: start one per robot of the scene, when the package is installed).
 The launch arguments override the parameter file. When the node exits (e.g. on a bad scene or
 parameter) the launch shuts down; when launch is killed the node stops too (it asks the kernel for
 SIGTERM on its parent's death).
+
+robot_state_publisher gets each robot's URDF from `contact_sim_node --print-robot-description`
+and publishes the links' TF from the node's joint_states; the node itself publishes odom → base
+(tf, tf_static) and robot_description. With one robot it runs in the node's namespace; with
+several, one per robot in `<namespace>/<robot>`. Its own copy of robot_description is moved to
+`robot_state_publisher/robot_description` (the node's is the one to use) and its /tf and
+/tf_static follow the namespace like the node's.
 """
 
+import subprocess
+
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, Shutdown
+from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, Shutdown
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
-from launch_ros.substitutions import FindPackageShare
+from launch_ros.substitutions import ExecutableInPackage, FindPackageShare
+
+
+def _robot_state_publishers(context):
+    """One robot_state_publisher per robot of the scene (when asked for and installed)."""
+    if LaunchConfiguration("robot_state_publisher").perform(context) != "true":
+        return []
+    try:
+        from ament_index_python.packages import get_package_share_directory
+
+        get_package_share_directory("robot_state_publisher")
+    except Exception:  # noqa: BLE001 - not installed (or no ament index)
+        return [LogInfo(msg="robot_state_publisher is not installed: not started (the links have no TF; install ros-$ROS_DISTRO-robot-state-publisher)")]
+    exe = ExecutableInPackage("contact_sim_node", "contact_sim").perform(context)
+    scene = LaunchConfiguration("scene").perform(context)
+    ns = LaunchConfiguration("namespace").perform(context).strip("/")
+    sim_time = LaunchConfiguration("use_sim_time").perform(context) == "true"
+
+    def run(*args):
+        r = subprocess.run([exe, "--scene", scene, *args], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"contact_sim_node {' '.join(args)}: {r.stderr.strip()}")
+        return r.stdout
+
+    robots = run("--list-robots").split()
+    joint_states = f"/{ns}/joint_states" if ns else "/joint_states"
+    actions = []
+    for robot in robots:
+        robot_ns = ns if len(robots) == 1 else f"{ns}/{robot}".strip("/")
+        actions.append(
+            Node(
+                package="robot_state_publisher",
+                executable="robot_state_publisher",
+                name="robot_state_publisher",
+                namespace=robot_ns,
+                output="screen",
+                parameters=[{"robot_description": ParameterValue(run("--print-robot-description", robot), value_type=str), "use_sim_time": sim_time}],
+                remappings=[
+                    ("robot_description", "robot_state_publisher/robot_description"),
+                    ("joint_states", joint_states),
+                    ("/tf", "tf" if len(robots) == 1 else f"/{ns}/tf" if ns else "/tf"),
+                    ("/tf_static", "tf_static" if len(robots) == 1 else f"/{ns}/tf_static" if ns else "/tf_static"),
+                ],
+            )
+        )
+    return actions
 
 
 def generate_launch_description():
@@ -57,11 +114,23 @@ def generate_launch_description():
             default_value=PathJoinSubstitution([share, "config", "contact_sim_node.params.yaml"]),
             description="Parameter file (contact_sim_node: ros__parameters: ...)",
         ),
+        DeclareLaunchArgument(
+            "namespace",
+            default_value="",
+            description="Namespace of the node (its topics, services, robot_description and tf); empty = the root namespace",
+        ),
+        DeclareLaunchArgument(
+            "robot_state_publisher",
+            default_value="true",
+            choices=["true", "false"],
+            description="Start robot_state_publisher for the scene's robots (when it is installed)",
+        ),
     ]
     node = Node(
         package="contact_sim",
         executable="contact_sim_node",
         name="contact_sim_node",
+        namespace=LaunchConfiguration("namespace"),
         output="screen",
         emulate_tty=True,
         # the node failing (bad scene, bad parameters) ends the launch instead of leaving it idle
@@ -77,4 +146,4 @@ def generate_launch_description():
             },
         ],
     )
-    return LaunchDescription(arguments + [node])
+    return LaunchDescription(arguments + [node, OpaqueFunction(function=_robot_state_publishers)])

@@ -50,7 +50,7 @@ export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
 # dependencies too: r2r does not follow them). r2r always adds rcl_interfaces,
 # builtin_interfaces, unique_identifier_msgs and action_msgs itself (it needs them for
 # parameters and actions). Changing this string rebuilds r2r (about 2 minutes).
-export IDL_PACKAGE_FILTER="std_msgs;builtin_interfaces;sensor_msgs;geometry_msgs;trajectory_msgs;rosgraph_msgs;visualization_msgs;diagnostic_msgs;std_srvs;nav_msgs;rcl_interfaces"
+export IDL_PACKAGE_FILTER="std_msgs;builtin_interfaces;sensor_msgs;geometry_msgs;trajectory_msgs;rosgraph_msgs;visualization_msgs;diagnostic_msgs;std_srvs;nav_msgs;rcl_interfaces;tf2_msgs"
 
 # libpython: rcl from the wheels loads a Python type-support library at run time and needs
 # libpython's symbols (else "undefined symbol: PyExc_RuntimeError"). build.rs links this file.

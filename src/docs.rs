@@ -17,6 +17,7 @@
 //! | [`ft_sensors`] | `docs/ft-sensors.md` |
 //! | [`time_stepping`] | `docs/time-stepping.md` |
 //! | [`bags`] | `docs/bags.md` |
+//! | [`ros_graph`] | `docs/ros-graph.md` |
 //! | [`configuration`] | `docs/configuration.md` |
 //! | [`ecp`] | `docs/ecp.md` |
 //! | [`newton`] | `docs/newton.md` |
@@ -60,3 +61,6 @@ pub mod configuration {}
 
 #[doc = include_str!("../docs/adding-a-contact-method.md")]
 pub mod adding_a_contact_method {}
+
+#[doc = include_str!("../docs/ros-graph.md")]
+pub mod ros_graph {}

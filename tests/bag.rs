@@ -61,7 +61,9 @@ fn shift_stamp(msg: &Msg, dt_ns: i64) -> Msg {
         Msg::DiagnosticArray(x) => sh(&mut x.header),
         Msg::JointTrajectory(x) => sh(&mut x.header),
         Msg::Clock(x) => x.clock = Time::from_ns(x.clock.to_ns() + dt_ns),
-        Msg::Float64MultiArray(_) => {}
+        Msg::TFMessage(x) => x.transforms.iter_mut().for_each(|t| sh(&mut t.header)),
+        Msg::MarkerArray(x) => x.markers.iter_mut().for_each(|k| sh(&mut k.header)),
+        Msg::Float64MultiArray(_) | Msg::String(_) => {}
     }
     m
 }
@@ -92,6 +94,13 @@ fn all_messages() -> Vec<Msg> {
             joint_names: vec!["a".into()],
             points: vec![JointTrajectoryPoint { positions: vec![1.0], velocities: vec![0.0], time_from_start: Time { sec: 1, nanosec: 500 }, ..Default::default() }],
         }),
+        Msg::TFMessage(TFMessage {
+            transforms: vec![TransformStamped { header: Header::new(6_000_000, "odom"), child_frame_id: "base".into(), translation: [0.1, -0.2, 0.45], rotation_xyzw: [0.0, 0.0, 0.6, 0.8] }],
+        }),
+        Msg::String(StringMsg { data: "<robot name=\"r\"><link name=\"base\"/></robot>".into() }),
+        Msg::MarkerArray(MarkerArray {
+            markers: vec![Marker { header: Header::new(7_000_000, "odom"), ns: "contact_points".into(), type_: 7, scale: [0.015; 3], color: [0.9, 0.1, 0.1, 1.0], points: vec![[0.1, 0.2, 0.0]], ..Default::default() }],
+        }),
     ]
 }
 
@@ -115,11 +124,11 @@ fn round_trip_message_for_message() {
     // a bag is never overwritten; the same name with another type is refused
     assert!(w.add_topic("/topic_0", MsgType::Clock).is_err());
     let s = w.finish().unwrap();
-    assert_eq!(s.messages, 350);
+    assert_eq!(s.messages, 50 * msgs.len() as u64);
     assert!(BagWriter::create(&d, &WriterOptions::default()).is_err());
     assert!(d.join("bag_0.mcap").exists());
     let meta = std::fs::read_to_string(d.join("metadata.yaml")).unwrap();
-    assert!(meta.contains("version: 9") && meta.contains("storage_identifier: mcap") && meta.contains("sensor_msgs/msg/JointState") && meta.contains("message_count: 350"), "{meta}");
+    assert!(meta.contains("version: 9") && meta.contains("storage_identifier: mcap") && meta.contains("sensor_msgs/msg/JointState") && meta.contains(&format!("message_count: {}", 50 * msgs.len())), "{meta}");
 
     let bag = read_bag(&d).unwrap();
     assert!(bag.warnings.is_empty(), "{:?}", bag.warnings);
@@ -153,6 +162,27 @@ fn headless_recording_has_the_node_topics() {
     let Msg::WrenchStamped(w) = &bag.messages_on(bi).nth(20).unwrap().msg else { panic!() };
     assert!((w.wrench.force[2] - 0.5 * 9.81).abs() < 0.05, "{:?}", w.wrench);
     assert_eq!(w.header.frame_id, "odom");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A floating base's `tf` is in the bag (so a bag opens in Foxglove with the robot moving): one
+/// TFMessage per odometry message, same stamp, odom → root link, the odometry pose exactly.
+#[test]
+fn headless_recording_has_tf_of_the_floating_base() {
+    let root = tmp("tf");
+    let d = root.join("bag");
+    let scene = load_scene(&repo("config/default.yaml")).unwrap();
+    let bag = record(&scene, &d, 0.1);
+    let (tf, odom) = (bag.topic_index("/tf").expect("/tf recorded"), bag.topic_index("/odom").unwrap());
+    assert_eq!(bag.topics[tf].count, bag.topics[odom].count);
+    for (t, o) in bag.messages_on(tf).zip(bag.messages_on(odom)) {
+        let (Msg::TFMessage(t), Msg::Odometry(o)) = (&t.msg, &o.msg) else { panic!() };
+        assert_eq!(t.transforms.len(), 1, "the arm's base is fixed: only the quadruped's is on tf");
+        let x = &t.transforms[0];
+        assert_eq!((x.header.frame_id.as_str(), x.child_frame_id.as_str()), ("odom", "base"));
+        assert_eq!(x.header.stamp, o.header.stamp);
+        assert_eq!((x.translation, x.rotation_xyzw), (o.position, o.orientation_xyzw));
+    }
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -416,7 +446,7 @@ fn unknown_topics_wrong_types_and_garbage_are_reported() {
         let f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
         let mut w = mcap::WriteOptions::new().profile("ros2").create(f).unwrap();
         let meta = Default::default();
-        let s_str = w.add_schema("std_msgs/msg/String", "ros2msg", b"string data\n").unwrap();
+        let s_str = w.add_schema("std_msgs/msg/Int32", "ros2msg", b"int32 data\n").unwrap();
         let c_str = w.add_channel(s_str, "/chatter", "cdr", &meta).unwrap();
         let s_ws = w.add_schema("geometry_msgs/msg/WrenchStamped", "ros2msg", MsgType::WrenchStamped.schema().as_bytes()).unwrap();
         let c_wrong = w.add_channel(s_ws, "/joint_states", "cdr", &meta).unwrap();
@@ -435,7 +465,7 @@ fn unknown_topics_wrong_types_and_garbage_are_reported() {
     }
     let bag = read_bag(&path).unwrap();
     let text = bag.warnings.join("\n");
-    assert!(text.contains("'/chatter'") && text.contains("std_msgs/msg/String") && text.contains("skipped"), "{text}");
+    assert!(text.contains("'/chatter'") && text.contains("std_msgs/msg/Int32") && text.contains("skipped"), "{text}");
     assert!(text.contains("'/garbage'") && text.contains("10 of 10"), "{text}");
     assert_eq!(bag.messages_on(bag.topic_index("/joint_commands").unwrap()).count(), 10);
     // compare names the mistyped topic and does not panic

@@ -66,6 +66,9 @@ impl NodeProc {
                 if let Some(v) = it.next() {
                     cmd.arg(v);
                 }
+            } else if p.starts_with("__ns:=") {
+                // the node's namespace (a remapping)
+                cmd.args(["-r", p]);
             } else {
                 cmd.args(["-p", p]);
             }
@@ -446,9 +449,18 @@ fn launch_and_parameter_files_name_only_declared_parameters() {
     // Python launch file
     let py = &r["py"];
     let args: Vec<&str> = py["arguments"].as_object().unwrap().keys().map(|s| s.as_str()).collect();
-    for a in ["scene", "solver", "time_mode", "use_sim_time", "params_file"] {
+    for a in ["scene", "solver", "time_mode", "use_sim_time", "params_file", "namespace", "robot_state_publisher"] {
         assert!(args.contains(&a), "launch argument {a}: {args:?}");
     }
+    // the node follows the namespace argument; robot_state_publisher is started by a function
+    assert_eq!(py["node"]["namespace"], "LaunchConfiguration('namespace',)");
+    assert_eq!(py["opaque_functions"], serde_json::json!(["_robot_state_publishers"]));
+    assert_eq!(r["xml"]["node"]["namespace"], "$(var namespace)");
+    let rsp = &r["xml"]["robot_state_publisher"][0];
+    assert_eq!(rsp["if"], "$(var robot_state_publisher)");
+    assert_eq!(rsp["namespace"], "$(var namespace)");
+    assert!(rsp["params"]["robot_description"].as_str().unwrap().contains("--print-robot-description"), "{rsp}");
+    assert_eq!(rsp["remaps"][0], serde_json::json!(["robot_description", "robot_state_publisher/robot_description"]));
     assert_eq!(py["node"]["package"], "contact_sim");
     assert_eq!(py["node"]["executable"], "contact_sim_node");
     assert_eq!(py["node"]["name"], "contact_sim_node");
@@ -468,7 +480,7 @@ fn launch_and_parameter_files_name_only_declared_parameters() {
     // both end the launch when the node exits, and validate the same choices
     assert_eq!(py["node"]["on_exit"], "Shutdown");
     assert_eq!(xml["node"]["on_exit"], "shutdown");
-    for a in ["solver", "time_mode", "use_sim_time"] {
+    for a in ["solver", "time_mode", "use_sim_time", "robot_state_publisher"] {
         assert_eq!(xml["choices"][a], py["arguments"][a]["choices"], "choices of launch argument {a}");
     }
     let mut xml_params: Vec<&str> = xml["parameter_names"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
@@ -520,15 +532,32 @@ fn record_bag_records_topics_and_commands_and_replays() {
     assert!(count("/diagnostics") >= 30, "diagnostics: {}", count("/diagnostics"));
     assert!(count("/pendulum/commands") >= 100, "group commands: {}", count("/pendulum/commands"));
     assert_eq!(count("/joint_trajectory"), 1);
+    // contact_markers at their rate (30 Hz, wall clock): DELETEALL first, then the points
+    assert!(count("/contact_markers") >= 30, "contact_markers: {}", count("/contact_markers"));
+    let mk = bag.messages_on(bag.topic_index("/contact_markers").unwrap()).next().unwrap();
+    let contact_sim::bag::msgs::Msg::MarkerArray(mk) = &mk.msg else { panic!("{mk:?}") };
+    assert_eq!((mk.markers[0].action, mk.markers[1].ns.as_str(), mk.markers[1].header.frame_id.as_str()), (3, "contact_points", "odom"));
+    // the latched messages: robot_description (the URDF) and tf_static (the welded base)
+    assert_eq!((count("/robot_description"), count("/tf_static")), (1, 1));
+    let urdf = std::fs::read_to_string(repo().join("urdf/pendulum.urdf")).unwrap();
+    let desc = bag.messages_on(bag.topic_index("/robot_description").unwrap()).next().unwrap();
+    assert_eq!(desc.msg, contact_sim::bag::msgs::Msg::String(contact_sim::bag::msgs::StringMsg { data: urdf }));
+    let st = bag.messages_on(bag.topic_index("/tf_static").unwrap()).next().unwrap();
+    let contact_sim::bag::msgs::Msg::TFMessage(st) = &st.msg else { panic!("{st:?}") };
+    assert_eq!((st.transforms[0].child_frame_id.as_str(), st.transforms[0].translation), ("pivot_base", [0.0, 0.0, 2.0]));
     // the recorder's drop count is in /diagnostics (and so in the bag)
     let diag = bag.messages_on(bag.topic_index("/diagnostics").unwrap()).last().unwrap();
     let contact_sim::bag::msgs::Msg::DiagnosticArray(da) = &diag.msg else { panic!("{diag:?}") };
     assert!(da.status.iter().flat_map(|s| &s.values).any(|kv| kv.key == "bag_messages_dropped"), "{da:?}");
     // rosbags reads it
-    let script = "import sys\nfrom pathlib import Path\nfrom rosbags.rosbag2 import Reader\nfrom rosbags.typesys import Stores, get_typestore\nts = get_typestore(Stores.ROS2_JAZZY)\nn = 0\nwith Reader(Path(sys.argv[1])) as r:\n    for c, t, raw in r.messages():\n        if c.topic == '/joint_states':\n            m = ts.deserialize_cdr(raw, c.msgtype); n += 1\nprint('JS', n)\n";
+    let script = "import sys\nfrom pathlib import Path\nfrom rosbags.rosbag2 import Reader\nfrom rosbags.typesys import Stores, get_typestore\nts = get_typestore(Stores.ROS2_JAZZY)\nn = 0\nwith Reader(Path(sys.argv[1])) as r:\n    for c, t, raw in r.messages():\n        m = ts.deserialize_cdr(raw, c.msgtype)\n        if c.topic == '/joint_states':\n            n += 1\n        if c.topic == '/tf_static':\n            print('TF', m.transforms[0].child_frame_id, m.transforms[0].transform.translation.z)\n        if c.topic == '/robot_description':\n            print('RD', len(m.data.encode()))\n        if c.topic == '/contact_markers':\n            mk = m.markers[1].ns\nprint('JS', n)\nprint('MK', mk)\n";
     let out = Command::new(python()).args(["-c", script]).arg(&dir).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("JS {}", count("/joint_states")));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let urdf_len = std::fs::read_to_string(repo().join("urdf/pendulum.urdf")).unwrap().len();
+    let mut lines: Vec<&str> = stdout.lines().collect();
+    lines.sort();
+    assert_eq!(lines, vec![format!("JS {}", count("/joint_states")), "MK contact_points".to_string(), format!("RD {urdf_len}"), "TF pivot_base 2.0".to_string()], "rosbags decodes every message, tf_static, robot_description and contact_markers included");
     // replay the recorded commands headless and compare with what the node did
     let scene = contact_sim::config::load_scene(&repo().join("tests/data/ros_pendulum_position.yaml")).unwrap();
     let sim_dir = dir.with_extension("replayed");
@@ -591,4 +620,122 @@ fn use_sim_time_in_realtime_mode_is_warned_about() {
     let d = domain();
     let node = NodeProc::start("tests/data/ros_pendulum_position.yaml", &["use_sim_time:=true"], &d);
     assert!(node.wait_log("use_sim_time is true but time_mode is realtime", Duration::from_secs(30)), "{}", node.log());
+}
+
+/// `robot_description` is latched (transient local): a subscriber that joins long after the
+/// node published it gets the URDF, byte for byte; `tf_static` has the fixed base where the scene
+/// welds it (odom → pivot_base at z = 2 m), and no `tf` publisher exists without a floating base.
+#[test]
+fn robot_description_and_tf_static_reach_a_late_subscriber() {
+    let _g = lock();
+    let d = domain();
+    let mut node = NodeProc::start("tests/data/ros_pendulum_position.yaml", &[], &d);
+    let r = peer(&mut node, "description", &d);
+    let urdf = std::fs::read_to_string(repo().join("urdf/pendulum.urdf")).unwrap();
+    assert_eq!(r["urdf"].as_str().unwrap(), urdf, "robot_description is the scene's URDF");
+    assert_eq!(f(&r, "description_publishers"), 1.0);
+    assert_eq!(f(&r, "tf_publishers"), 0.0, "no floating base: no tf publisher");
+    let st = r["static"].as_array().unwrap();
+    assert_eq!(st.len(), 1, "{st:?}");
+    let t = &st[0];
+    assert_eq!((t[0].as_str().unwrap(), t[1].as_str().unwrap()), ("odom", "pivot_base"));
+    let v: Vec<f64> = (2..9).map(|k| t[k].as_f64().unwrap()).collect();
+    assert_eq!(v, vec![0.0, 0.0, 2.0, 0.0, 0.0, 0.0, 1.0], "base welded at (0, 0, 2), unrotated");
+}
+
+/// The default scene (floating quadruped, arm welded at (0, 1.2, 0)): `tf` carries odom → the
+/// quadruped's root link with exactly the pose `odom` has at the same stamp, every `tf` stamp is
+/// a `joint_states` stamp, `tf_static` has the arm's base, each robot has its
+/// `<robot>/robot_description` and the joint states name exactly the URDFs' movable joints.
+#[test]
+fn tf_follows_odom_and_joint_states_for_a_floating_base() {
+    let _g = lock();
+    let d = domain();
+    let mut node = NodeProc::start("config/default.yaml", &["time_mode:=sim_time", "real_time_factor:=1.0", "publish_rate_hz:=100.0", "contact_markers_rate_hz:=0.0"], &d);
+    let r = peer(&mut node, "tf", &d);
+    let desc = r["descriptions"].as_object().unwrap();
+    let mut topics: Vec<&str> = desc.keys().map(|s| s.as_str()).collect();
+    topics.sort();
+    assert_eq!(topics, vec!["/arm7/robot_description", "/quadruped/robot_description"]);
+    assert_eq!(desc["/quadruped/robot_description"]["root_link"], serde_json::json!(["base"]));
+    assert_eq!(desc["/arm7/robot_description"]["root_link"], serde_json::json!(["arm_base"]));
+    assert_eq!(r["tf_frames"], serde_json::json!([["odom", "base"]]), "tf: the floating base only");
+    assert_eq!(r["odom_frames"], serde_json::json!([["odom", "base"]]));
+    assert!(f(&r, "matched") >= 100.0, "tf and odom with equal stamps: {}", f(&r, "matched"));
+    assert_eq!(f(&r, "max_abs_diff"), 0.0, "tf is the odom pose");
+    assert_eq!(f(&r, "tf_stamps_in_joint_states"), f(&r, "tf_count"), "every tf stamp is a joint_states stamp");
+    let z = f(&r, "base_z");
+    assert!(z > 0.2 && z < 0.6, "the quadruped stands: base at z = {z} m");
+    let st = r["static"].as_array().unwrap();
+    assert_eq!(st.len(), 1);
+    assert_eq!((st[0][0].as_str().unwrap(), st[0][1].as_str().unwrap()), ("odom", "arm_base"));
+    assert_eq!((st[0][2].as_f64().unwrap(), st[0][3].as_f64().unwrap(), st[0][4].as_f64().unwrap()), (0.0, 1.2, 0.0));
+    let mut names: Vec<String> = r["joint_names"].as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_string()).collect();
+    let mut movable: Vec<String> = desc.values().flat_map(|d| d["movable_joints"].as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_string())).collect();
+    names.sort();
+    movable.sort();
+    assert_eq!(names, movable, "joint_states names the URDFs' movable joints");
+}
+
+/// Two simulators side by side in one domain, namespaces `/sim_a` and `/sim_b`: every topic,
+/// service and latched message sits in its namespace, nothing on `/joint_states`, and an effort
+/// sent to `/sim_b` moves only sim_b's pendulum.
+#[test]
+fn two_namespaced_nodes_run_side_by_side_without_crosstalk() {
+    let _g = lock();
+    let d = domain();
+    let params = ["watchdog_timeout_s:=0.0", "publish_rate_hz:=200.0"];
+    let _a = NodeProc::start("tests/data/ros_pendulum_effort.yaml", &[&params[..], &["__ns:=/sim_a"]].concat(), &d);
+    let mut b = NodeProc::start("tests/data/ros_pendulum_effort.yaml", &[&params[..], &["__ns:=/sim_b"]].concat(), &d);
+    let r = peer(&mut b, "namespaces", &d);
+    assert!(f(&r, "q_b_max") > 0.05, "sim_b moved: {}", f(&r, "q_b_max"));
+    assert!(f(&r, "q_a_max") < 1e-9, "sim_a stayed at rest: {}", f(&r, "q_a_max"));
+    assert_eq!(f(&r, "root_joint_states_publishers"), 0.0);
+    assert_eq!((f(&r, "a_publishers"), f(&r, "b_publishers")), (1.0, 1.0));
+    let urdf = std::fs::read_to_string(repo().join("urdf/pendulum.urdf")).unwrap();
+    assert_eq!(r["desc_a"].as_str().unwrap(), urdf);
+    assert_eq!(r["desc_b"].as_str().unwrap(), urdf);
+    assert_eq!(r["static_a"].as_array().unwrap().len(), 1);
+    let topics: Vec<&str> = r["topics"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+    for ns in ["/sim_a", "/sim_b"] {
+        for t in ["joint_states", "diagnostics", "robot_description", "tf_static", "joint_commands", "pendulum/commands"] {
+            let name = format!("{ns}/{t}");
+            assert!(topics.contains(&name.as_str()), "{name} in {topics:?}");
+        }
+    }
+    for (t, n) in r["root_publishers"].as_object().unwrap() {
+        assert_eq!(n.as_f64().unwrap(), 0.0, "no publisher on {t}");
+    }
+    let services: Vec<&str> = r["services"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+    for s in ["/sim_a/contact_sim_node/reset", "/sim_b/contact_sim_node/step", "/sim_a/contact_sim_node/describe_parameters"] {
+        assert!(services.contains(&s), "{s} in {services:?}");
+    }
+}
+
+/// Logging and parameters as an rclcpp node: the start-up line reaches `/rosout` (INFO, logger
+/// `contact_sim_node`), an accepted change is announced on `/parameter_events` (a refused one is
+/// not) and logged, and `describe_parameters` gives read-only flags, ranges and choices.
+#[test]
+fn rosout_parameter_events_and_descriptors() {
+    let _g = lock();
+    let d = domain();
+    let mut node = NodeProc::start("tests/data/ros_pendulum_position.yaml", &["watchdog_timeout_s:=0.0"], &d);
+    let r = peer(&mut node, "rosout_params", &d);
+    let line = r["startup_line"].as_str().unwrap();
+    assert!(line.contains("scene 'ros_pendulum_position'") && line.contains("1 joints"), "{line}");
+    assert_eq!(f(&r, "startup_level"), 20.0, "INFO");
+    assert_eq!(r["set"][0], true, "{}", r["set"]);
+    assert_eq!(r["refused"][0], false, "{}", r["refused"]);
+    assert_eq!(r["event_node"], "/contact_sim_node");
+    assert_eq!(f(&r, "event_value"), 250.0);
+    assert_eq!(f(&r, "event_type"), 3.0, "PARAMETER_DOUBLE");
+    assert_eq!(f(&r, "changes_for_refused"), 0.0, "a refused change is not announced");
+    let ds = &r["descriptors"];
+    assert_eq!(ds["time_mode"]["read_only"], true);
+    assert_eq!(ds["time_mode"]["constraints"], "one of: realtime, sim_time, lockstep");
+    assert_eq!(ds["publish_rate_hz"]["read_only"], false);
+    assert_eq!(ds["publish_rate_hz"]["fp_range"], serde_json::json!([[0.1, 100000.0]]));
+    assert!(ds["publish_rate_hz"]["description"].as_str().unwrap().contains("Hz"));
+    assert_eq!(ds["rt_priority"]["int_range"], serde_json::json!([[1, 99]]));
+    assert_eq!(ds["watchdog_timeout_s"]["constraints"], ">= 0");
 }

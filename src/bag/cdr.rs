@@ -51,6 +51,16 @@ impl CdrWriter {
         self.align(8);
         self.buf.extend_from_slice(&v.to_le_bytes());
     }
+    /// `float32`.
+    pub fn f32(&mut self, v: f32) {
+        self.align(4);
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+    /// `uint8[]`.
+    pub fn u8_seq(&mut self, v: &[u8]) {
+        self.u32(v.len() as u32);
+        self.buf.extend_from_slice(v);
+    }
     /// `string`: length including the terminating NUL, the bytes, the NUL.
     pub fn string(&mut self, s: &str) {
         self.u32(s.len() as u32 + 1);
@@ -143,6 +153,15 @@ impl<'a> CdrReader<'a> {
     /// `float64`.
     pub fn f64(&mut self, what: &'static str) -> Result<f64, CdrError> {
         Ok(f64::from_le_bytes(self.take(8, 8, what)?.try_into().unwrap()))
+    }
+    /// `float32`.
+    pub fn f32(&mut self, what: &'static str) -> Result<f32, CdrError> {
+        Ok(f32::from_le_bytes(self.take(4, 4, what)?.try_into().unwrap()))
+    }
+    /// `uint8[]`.
+    pub fn u8_seq(&mut self, what: &'static str) -> Result<Vec<u8>, CdrError> {
+        let n = self.seq_len(what, 1)?;
+        Ok(self.take(n, 1, what)?.to_vec())
     }
     /// A sequence length, checked against the bytes left (each element takes ≥ `min_elem` bytes).
     pub fn seq_len(&mut self, what: &'static str, min_elem: usize) -> Result<usize, CdrError> {

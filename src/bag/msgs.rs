@@ -226,6 +226,104 @@ pub struct JointTrajectory {
     pub points: Vec<JointTrajectoryPoint>,
 }
 
+/// `geometry_msgs/TransformStamped`: the pose of `child_frame_id` in `header.frame_id`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TransformStamped {
+    /// Header: stamp and the parent frame.
+    pub header: Header,
+    /// The child frame.
+    pub child_frame_id: String,
+    /// Translation (m), parent axes.
+    pub translation: [f64; 3],
+    /// Rotation quaternion `[x y z w]`.
+    pub rotation_xyzw: [f64; 4],
+}
+
+impl Default for TransformStamped {
+    fn default() -> Self {
+        TransformStamped { header: Header::default(), child_frame_id: String::new(), translation: [0.0; 3], rotation_xyzw: [0.0, 0.0, 0.0, 1.0] }
+    }
+}
+
+/// `tf2_msgs/TFMessage` (the type of `/tf` and `/tf_static`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TFMessage {
+    /// The transforms.
+    pub transforms: Vec<TransformStamped>,
+}
+
+/// `std_msgs/String` (e.g. `robot_description`: a URDF).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StringMsg {
+    /// The text.
+    pub data: String,
+}
+
+/// `visualization_msgs/Marker`, the fields contact_sim uses; the texture, UV, mesh-file and mesh
+/// fields of the ROS 2 definition are written empty and skipped when read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Marker {
+    /// Header: stamp and frame.
+    pub header: Header,
+    /// Namespace.
+    pub ns: String,
+    /// Id within the namespace.
+    pub id: i32,
+    /// Type (ARROW 0, SPHERE_LIST 7, ...).
+    pub type_: i32,
+    /// Action (ADD 0, DELETE 2, DELETEALL 3).
+    pub action: i32,
+    /// Pose position (m).
+    pub position: [f64; 3],
+    /// Pose orientation `[x y z w]`.
+    pub orientation_xyzw: [f64; 4],
+    /// Scale (m; meaning per type).
+    pub scale: [f64; 3],
+    /// Colour `[r g b a]`, 0–1.
+    pub color: [f32; 4],
+    /// Lifetime (0 = forever).
+    pub lifetime: Time,
+    /// Keep the marker in its frame as the frame moves.
+    pub frame_locked: bool,
+    /// Points (m).
+    pub points: Vec<[f64; 3]>,
+    /// Per-point colours.
+    pub colors: Vec<[f32; 4]>,
+    /// Text (TEXT_VIEW_FACING).
+    pub text: String,
+    /// Mesh resource URI (MESH_RESOURCE).
+    pub mesh_resource: String,
+}
+
+impl Default for Marker {
+    fn default() -> Self {
+        Marker {
+            header: Header::default(),
+            ns: String::new(),
+            id: 0,
+            type_: 0,
+            action: 0,
+            position: [0.0; 3],
+            orientation_xyzw: [0.0, 0.0, 0.0, 1.0],
+            scale: [0.0; 3],
+            color: [0.0; 4],
+            lifetime: Time::default(),
+            frame_locked: false,
+            points: vec![],
+            colors: vec![],
+            text: String::new(),
+            mesh_resource: String::new(),
+        }
+    }
+}
+
+/// `visualization_msgs/MarkerArray` (the type of `contact_markers`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MarkerArray {
+    /// The markers.
+    pub markers: Vec<Marker>,
+}
+
 /// The message types contact_sim reads and writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum MsgType {
@@ -243,6 +341,12 @@ pub enum MsgType {
     Float64MultiArray,
     /// `trajectory_msgs/msg/JointTrajectory`.
     JointTrajectory,
+    /// `tf2_msgs/msg/TFMessage`.
+    TFMessage,
+    /// `std_msgs/msg/String`.
+    String,
+    /// `visualization_msgs/msg/MarkerArray`.
+    MarkerArray,
 }
 
 /// A decoded message.
@@ -262,12 +366,84 @@ pub enum Msg {
     Float64MultiArray(Float64MultiArray),
     /// `trajectory_msgs/msg/JointTrajectory`.
     JointTrajectory(JointTrajectory),
+    /// `tf2_msgs/msg/TFMessage`.
+    TFMessage(TFMessage),
+    /// `std_msgs/msg/String`.
+    String(StringMsg),
+    /// `visualization_msgs/msg/MarkerArray`.
+    MarkerArray(MarkerArray),
 }
 
 const SEP: &str = "================================================================================\n";
 const TIME: &str = "int32 sec\nuint32 nanosec\n";
 const HEADER: &str = "builtin_interfaces/Time stamp\nstring frame_id\n";
 const VECTOR3: &str = "float64 x\nfloat64 y\nfloat64 z\n";
+const MARKER: &str = "int32 ARROW=0\nint32 CUBE=1\nint32 SPHERE=2\nint32 CYLINDER=3\nint32 LINE_STRIP=4\nint32 LINE_LIST=5\nint32 CUBE_LIST=6\nint32 SPHERE_LIST=7\nint32 POINTS=8\nint32 TEXT_VIEW_FACING=9\nint32 MESH_RESOURCE=10\nint32 TRIANGLE_LIST=11\nint32 ARROW_STRIP=12\nint32 ADD=0\nint32 MODIFY=0\nint32 DELETE=2\nint32 DELETEALL=3\nstd_msgs/Header header\nstring ns\nint32 id\nint32 type\nint32 action\ngeometry_msgs/Pose pose\ngeometry_msgs/Vector3 scale\nstd_msgs/ColorRGBA color\nbuiltin_interfaces/Duration lifetime\nbool frame_locked\ngeometry_msgs/Point[] points\nstd_msgs/ColorRGBA[] colors\nstring texture_resource\nsensor_msgs/CompressedImage texture\nUVCoordinate[] uv_coordinates\nstring text\nstring mesh_resource\nMeshFile mesh_file\nbool mesh_use_embedded_materials\n";
+
+fn read_rgba(r: &mut CdrReader) -> Result<[f32; 4], CdrError> {
+    Ok([r.f32("ColorRGBA.r")?, r.f32("ColorRGBA.g")?, r.f32("ColorRGBA.b")?, r.f32("ColorRGBA.a")?])
+}
+
+fn read_marker(r: &mut CdrReader) -> Result<Marker, CdrError> {
+    let header = Header::read(r)?;
+    let ns = r.string("Marker.ns")?;
+    let id = r.i32("Marker.id")?;
+    let type_ = r.i32("Marker.type")?;
+    let action = r.i32("Marker.action")?;
+    let position = r.f64_array("Marker.pose.position")?;
+    let orientation_xyzw = r.f64_array("Marker.pose.orientation")?;
+    let scale = r.f64_array("Marker.scale")?;
+    let color = read_rgba(r)?;
+    let lifetime = Time::read(r)?;
+    let frame_locked = r.u8("Marker.frame_locked")? != 0;
+    let n = r.seq_len("Marker.points", 24)?;
+    let points = (0..n).map(|_| r.f64_array("Marker.points")).collect::<Result<Vec<_>, _>>()?;
+    let n = r.seq_len("Marker.colors", 16)?;
+    let colors = (0..n).map(|_| read_rgba(r)).collect::<Result<Vec<_>, _>>()?;
+    let _texture_resource = r.string("Marker.texture_resource")?;
+    let _texture_header = Header::read(r)?;
+    let _texture_format = r.string("Marker.texture.format")?;
+    let _texture_data = r.u8_seq("Marker.texture.data")?;
+    let n = r.seq_len("Marker.uv_coordinates", 8)?;
+    for _ in 0..n {
+        r.f32("UVCoordinate.u")?;
+        r.f32("UVCoordinate.v")?;
+    }
+    let text = r.string("Marker.text")?;
+    let mesh_resource = r.string("Marker.mesh_resource")?;
+    let _mesh_filename = r.string("Marker.mesh_file.filename")?;
+    let _mesh_data = r.u8_seq("Marker.mesh_file.data")?;
+    let _embedded = r.u8("Marker.mesh_use_embedded_materials")?;
+    Ok(Marker { header, ns, id, type_, action, position, orientation_xyzw, scale, color, lifetime, frame_locked, points, colors, text, mesh_resource })
+}
+
+fn write_marker(w: &mut CdrWriter, m: &Marker) {
+    m.header.write(w);
+    w.string(&m.ns);
+    w.i32(m.id);
+    w.i32(m.type_);
+    w.i32(m.action);
+    w.f64_array(&m.position);
+    w.f64_array(&m.orientation_xyzw);
+    w.f64_array(&m.scale);
+    m.color.iter().for_each(|&c| w.f32(c));
+    m.lifetime.write(w);
+    w.u8(m.frame_locked as u8);
+    w.u32(m.points.len() as u32);
+    m.points.iter().for_each(|p| w.f64_array(p));
+    w.u32(m.colors.len() as u32);
+    m.colors.iter().for_each(|c| c.iter().for_each(|&x| w.f32(x)));
+    w.string(""); // texture_resource
+    Header::default().write(w); // texture (sensor_msgs/CompressedImage): header, format, data
+    w.string("");
+    w.u8_seq(&[]);
+    w.u32(0); // uv_coordinates
+    w.string(&m.text);
+    w.string(&m.mesh_resource);
+    w.string(""); // mesh_file: filename, data
+    w.u8_seq(&[]);
+    w.u8(0); // mesh_use_embedded_materials
+}
 
 fn schema(main: &str, deps: &[(&str, &str)]) -> String {
     let mut s = main.to_string();
@@ -283,7 +459,7 @@ fn schema(main: &str, deps: &[(&str, &str)]) -> String {
 
 impl MsgType {
     /// All types.
-    pub const ALL: [MsgType; 7] = [
+    pub const ALL: [MsgType; 10] = [
         MsgType::JointState,
         MsgType::WrenchStamped,
         MsgType::Odometry,
@@ -291,6 +467,9 @@ impl MsgType {
         MsgType::Clock,
         MsgType::Float64MultiArray,
         MsgType::JointTrajectory,
+        MsgType::TFMessage,
+        MsgType::String,
+        MsgType::MarkerArray,
     ];
 
     /// The ROS 2 type name, e.g. `sensor_msgs/msg/JointState`.
@@ -303,6 +482,9 @@ impl MsgType {
             MsgType::Clock => "rosgraph_msgs/msg/Clock",
             MsgType::Float64MultiArray => "std_msgs/msg/Float64MultiArray",
             MsgType::JointTrajectory => "trajectory_msgs/msg/JointTrajectory",
+            MsgType::TFMessage => "tf2_msgs/msg/TFMessage",
+            MsgType::String => "std_msgs/msg/String",
+            MsgType::MarkerArray => "visualization_msgs/msg/MarkerArray",
         }
     }
 
@@ -373,6 +555,35 @@ impl MsgType {
                         "float64[] positions\nfloat64[] velocities\nfloat64[] accelerations\nfloat64[] effort\nbuiltin_interfaces/Duration time_from_start\n",
                     ),
                     ("builtin_interfaces/Duration", TIME),
+                ],
+            ),
+            MsgType::TFMessage => schema(
+                "geometry_msgs/TransformStamped[] transforms\n",
+                &[
+                    ("geometry_msgs/TransformStamped", "std_msgs/Header header\nstring child_frame_id\ngeometry_msgs/Transform transform\n"),
+                    ("std_msgs/Header", HEADER),
+                    ("builtin_interfaces/Time", TIME),
+                    ("geometry_msgs/Transform", "geometry_msgs/Vector3 translation\ngeometry_msgs/Quaternion rotation\n"),
+                    ("geometry_msgs/Vector3", VECTOR3),
+                    ("geometry_msgs/Quaternion", "float64 x 0\nfloat64 y 0\nfloat64 z 0\nfloat64 w 1\n"),
+                ],
+            ),
+            MsgType::String => schema("string data\n", &[]),
+            MsgType::MarkerArray => schema(
+                "visualization_msgs/Marker[] markers\n",
+                &[
+                    ("visualization_msgs/Marker", MARKER),
+                    ("std_msgs/Header", HEADER),
+                    ("builtin_interfaces/Time", TIME),
+                    ("geometry_msgs/Pose", "geometry_msgs/Point position\ngeometry_msgs/Quaternion orientation\n"),
+                    ("geometry_msgs/Point", VECTOR3),
+                    ("geometry_msgs/Quaternion", "float64 x 0\nfloat64 y 0\nfloat64 z 0\nfloat64 w 1\n"),
+                    ("geometry_msgs/Vector3", VECTOR3),
+                    ("std_msgs/ColorRGBA", "float32 r\nfloat32 g\nfloat32 b\nfloat32 a\n"),
+                    ("builtin_interfaces/Duration", TIME),
+                    ("sensor_msgs/CompressedImage", "std_msgs/Header header\nstring format\nuint8[] data\n"),
+                    ("visualization_msgs/UVCoordinate", "float32 u\nfloat32 v\n"),
+                    ("visualization_msgs/MeshFile", "string filename\nuint8[] data\n"),
                 ],
             ),
         }
@@ -455,6 +666,25 @@ impl MsgType {
                 }
                 Msg::JointTrajectory(JointTrajectory { header, joint_names, points })
             }
+            MsgType::TFMessage => {
+                let n = r.seq_len("TFMessage.transforms", 64)?;
+                let mut transforms = Vec::with_capacity(n);
+                for _ in 0..n {
+                    transforms.push(TransformStamped {
+                        header: Header::read(r)?,
+                        child_frame_id: r.string("TransformStamped.child_frame_id")?,
+                        translation: r.f64_array("TransformStamped.transform.translation")?,
+                        rotation_xyzw: r.f64_array("TransformStamped.transform.rotation")?,
+                    });
+                }
+                Msg::TFMessage(TFMessage { transforms })
+            }
+            MsgType::String => Msg::String(StringMsg { data: r.string("String.data")? }),
+            MsgType::MarkerArray => {
+                let n = r.seq_len("MarkerArray.markers", 100)?;
+                let markers = (0..n).map(|_| read_marker(r)).collect::<Result<Vec<_>, _>>()?;
+                Msg::MarkerArray(MarkerArray { markers })
+            }
         })
     }
 }
@@ -470,6 +700,9 @@ impl Msg {
             Msg::Clock(_) => MsgType::Clock,
             Msg::Float64MultiArray(_) => MsgType::Float64MultiArray,
             Msg::JointTrajectory(_) => MsgType::JointTrajectory,
+            Msg::TFMessage(_) => MsgType::TFMessage,
+            Msg::String(_) => MsgType::String,
+            Msg::MarkerArray(_) => MsgType::MarkerArray,
         }
     }
 
@@ -482,7 +715,9 @@ impl Msg {
             Msg::DiagnosticArray(m) => Some(m.header.stamp.to_ns()),
             Msg::Clock(m) => Some(m.clock.to_ns()),
             Msg::JointTrajectory(m) => Some(m.header.stamp.to_ns()),
-            Msg::Float64MultiArray(_) => None,
+            Msg::TFMessage(m) => m.transforms.first().map(|t| t.header.stamp.to_ns()),
+            Msg::MarkerArray(m) => m.markers.first().map(|x| x.header.stamp.to_ns()),
+            Msg::Float64MultiArray(_) | Msg::String(_) => None,
         }
     }
 
@@ -550,6 +785,22 @@ impl Msg {
                     p.time_from_start.write(&mut w);
                 }
             }
+            Msg::TFMessage(m) => {
+                w.u32(m.transforms.len() as u32);
+                for t in &m.transforms {
+                    t.header.write(&mut w);
+                    w.string(&t.child_frame_id);
+                    w.f64_array(&t.translation);
+                    w.f64_array(&t.rotation_xyzw);
+                }
+            }
+            Msg::String(m) => w.string(&m.data),
+            Msg::MarkerArray(m) => {
+                w.u32(m.markers.len() as u32);
+                for x in &m.markers {
+                    write_marker(&mut w, x);
+                }
+            }
         }
         w.finish()
     }
@@ -580,6 +831,19 @@ mod tests {
                 header: Header::new(0, ""),
                 joint_names: vec!["a".into()],
                 points: vec![JointTrajectoryPoint { positions: vec![1.0], time_from_start: Time { sec: 1, nanosec: 0 }, ..Default::default() }],
+            }),
+            Msg::TFMessage(TFMessage {
+                transforms: vec![
+                    TransformStamped { header: Header::new(5, "odom"), child_frame_id: "base".into(), translation: [1.0, 2.0, 3.0], rotation_xyzw: [0.0, 0.0, 0.6, 0.8] },
+                    TransformStamped { header: Header::new(5, "odom"), child_frame_id: "arm_base".into(), ..Default::default() },
+                ],
+            }),
+            Msg::String(StringMsg { data: "<robot name=\"r\"/>".into() }),
+            Msg::MarkerArray(MarkerArray {
+                markers: vec![
+                    Marker { action: 3, ..Default::default() },
+                    Marker { header: Header::new(5, "odom"), ns: "contact_forces".into(), id: 2, type_: 0, scale: [0.005, 0.01, 0.01], color: [0.1, 0.8, 0.2, 1.0], points: vec![[0.0, 0.0, 0.0], [0.0, 0.0, 0.04]], colors: vec![[1.0, 0.0, 0.0, 1.0]], ..Default::default() },
+                ],
             }),
         ]
     }

@@ -4,23 +4,32 @@
 //! Bags store fully qualified names; the node publishes its relative names (`odom`,
 //! `<sensor>/wrench`, ...) in its namespace, `/` by default, so the bag has `/odom`, ...
 
-use super::msgs::{DiagnosticArray, DiagnosticStatus, Header, JointState, KeyValue, Msg, MsgType, Odometry, Wrench, WrenchStamped};
+use super::msgs::{DiagnosticArray, DiagnosticStatus, Header, JointState, KeyValue, Msg, MsgType, Odometry, StringMsg, TFMessage, TransformStamped, Wrench, WrenchStamped};
 use super::recorder::{BagRecorder, RecordHandle};
 use super::writer::TopicId;
 use crate::rt::messages::{JointLayout, Sample};
 
-/// `/joint_states` (sensor_msgs/JointState): positions, velocities, measured efforts.
-pub const JOINT_STATES: &str = "/joint_states";
+/// `joint_states` (sensor_msgs/JointState): positions, velocities, measured efforts (relative:
+/// `/joint_states` in the root namespace).
+pub const JOINT_STATES: &str = "joint_states";
 /// `/clock` (rosgraph_msgs/Clock).
 pub const CLOCK: &str = "/clock";
-/// `/diagnostics` (diagnostic_msgs/DiagnosticArray).
-pub const DIAGNOSTICS: &str = "/diagnostics";
+/// `diagnostics` (diagnostic_msgs/DiagnosticArray; relative: `/diagnostics` in the root
+/// namespace).
+pub const DIAGNOSTICS: &str = "diagnostics";
 /// `joint_commands` (sensor_msgs/JointState), input.
 pub const JOINT_COMMANDS: &str = "joint_commands";
 /// `joint_trajectory` (trajectory_msgs/JointTrajectory), input.
 pub const JOINT_TRAJECTORY: &str = "joint_trajectory";
 /// `odom` (nav_msgs/Odometry) with one floating base.
 pub const ODOM: &str = "odom";
+/// `tf` (tf2_msgs/TFMessage): odom → root link of every floating base (relative: `/tf` in the
+/// root namespace).
+pub const TF: &str = "tf";
+/// `tf_static` (tf2_msgs/TFMessage): odom → root link of every fixed base.
+pub const TF_STATIC: &str = "tf_static";
+/// `contact_markers` (visualization_msgs/MarkerArray): contact points and force arrows.
+pub const CONTACT_MARKERS: &str = "contact_markers";
 
 /// `ns` + `name` for a relative name (`ns` `/` or `/robot1`), `name` for an absolute one.
 pub fn qualify(ns: &str, name: &str) -> String {
@@ -73,12 +82,47 @@ pub struct SampleTopicOptions {
     pub odom_frame: String,
     /// Command groups (name → joints) whose `<group>/commands` topics are recorded.
     pub groups: Vec<String>,
+    /// Record `tf` (odom → root link of each floating base, as the node publishes it).
+    pub tf: bool,
+    /// Register `contact_markers` (visualization_msgs/MarkerArray), recorded by
+    /// [`SampleTopics::record_markers`] when the node publishes them.
+    pub contact_markers: bool,
 }
 
 impl Default for SampleTopicOptions {
     fn default() -> Self {
-        SampleTopicOptions { namespace: "/".into(), clock: true, odom_frame: "odom".into(), groups: vec![] }
+        SampleTopicOptions { namespace: "/".into(), clock: true, odom_frame: "odom".into(), groups: vec![], tf: true, contact_markers: false }
     }
+}
+
+/// Records messages that the node publishes once, latched (`robot_description` per robot,
+/// `tf_static`), at `stamp_ns`: each `(relative topic, message)` gets its topic in `rec`'s bag.
+/// Returns how many were dropped (queue full).
+pub fn record_latched(rec: &mut BagRecorder, namespace: &str, stamp_ns: i64, messages: Vec<(String, Msg)>) -> usize {
+    let h = rec.handle();
+    let mut dropped = 0;
+    for (topic, msg) in messages {
+        let id = rec.add_topic(&qualify(namespace, &topic), msg.msg_type());
+        if !h.record(id, stamp_ns.max(0) as u64, msg) {
+            dropped += 1;
+        }
+    }
+    dropped
+}
+
+/// A `robot_description` message (the URDF text).
+pub fn description_msg(urdf: &str) -> Msg {
+    Msg::String(StringMsg { data: urdf.to_string() })
+}
+
+/// A `tf_static` message: `(child frame, translation m, rotation [x y z w])` in `parent`.
+pub fn static_tf_msg(parent: &str, stamp_ns: i64, frames: &[(String, [f64; 3], [f64; 4])]) -> Msg {
+    Msg::TFMessage(TFMessage {
+        transforms: frames
+            .iter()
+            .map(|(child, t, q)| TransformStamped { header: Header::new(stamp_ns, parent), child_frame_id: child.clone(), translation: *t, rotation_xyzw: *q })
+            .collect(),
+    })
 }
 
 /// The recorded topics of a [`JointLayout`] and the reusable messages they are filled from.
@@ -94,6 +138,8 @@ pub struct SampleTopics {
     /// `<group>/commands` per group of [`SampleTopicOptions::groups`].
     pub group_commands: Vec<TopicId>,
     odom: Vec<(TopicId, String)>,
+    tf: Option<TopicId>,
+    markers: Option<TopicId>,
     sensors: Vec<(TopicId, TopicId, String)>,
     wrenches: Vec<(TopicId, TopicId, String)>,
     odom_frame: String,
@@ -110,6 +156,8 @@ impl SampleTopics {
         let joint_trajectory = rec.add_topic(&q(JOINT_TRAJECTORY), MsgType::JointTrajectory);
         let group_commands = opts.groups.iter().map(|g| rec.add_topic(&q(&group_commands(g)), MsgType::Float64MultiArray)).collect();
         let odom = layout.bases.iter().map(|b| (rec.add_topic(&q(&odom_topic(&b.robot, layout.bases.len())), MsgType::Odometry), b.root_link.clone())).collect();
+        let tf = (opts.tf && !layout.bases.is_empty()).then(|| rec.add_topic(&q(TF), MsgType::TFMessage));
+        let markers = opts.contact_markers.then(|| rec.add_topic(&q(CONTACT_MARKERS), MsgType::MarkerArray));
         let sensors = layout
             .sensors
             .iter()
@@ -129,6 +177,8 @@ impl SampleTopics {
             joint_trajectory,
             group_commands,
             odom,
+            tf,
+            markers,
             sensors,
             wrenches,
             odom_frame: opts.odom_frame.clone(),
@@ -136,7 +186,7 @@ impl SampleTopics {
     }
 
     /// Records one sample as the node publishes it, stamped `stamp_ns` (also the log time):
-    /// joint states, odometry, F/T readings, contact wrenches and (if enabled) the clock at
+    /// joint states, odometry, `tf` of the floating bases, F/T readings, contact wrenches and (if enabled) the clock at
     /// `sample.sim_time_s`. Returns how many messages were dropped (queue full).
     pub fn record_sample(&self, h: &RecordHandle, sample: &Sample, stamp_ns: i64) -> usize {
         let t = stamp_ns.max(0) as u64;
@@ -166,6 +216,15 @@ impl SampleTopics {
             };
             rec(*topic, Msg::Odometry(Box::new(m)));
         }
+        if let Some(tf) = self.tf {
+            let transforms = self
+                .odom
+                .iter()
+                .zip(&sample.bases)
+                .map(|((_, child), b)| TransformStamped { header: Header::new(stamp_ns, &self.odom_frame), child_frame_id: child.clone(), translation: b.position, rotation_xyzw: b.orientation_xyzw })
+                .collect();
+            rec(tf, Msg::TFMessage(TFMessage { transforms }));
+        }
         for ((measured, ideal, frame), r) in self.sensors.iter().zip(&sample.sensors) {
             rec(*measured, Msg::WrenchStamped(WrenchStamped { header: Header::new(stamp_ns, frame), wrench: Wrench::from_array(&r.measured) }));
             rec(*ideal, Msg::WrenchStamped(WrenchStamped { header: Header::new(stamp_ns, frame), wrench: Wrench::from_array(&r.ideal) }));
@@ -175,6 +234,15 @@ impl SampleTopics {
             rec(*local, Msg::WrenchStamped(WrenchStamped { header: Header::new(stamp_ns, link), wrench: Wrench::from_array(&w.local) }));
         }
         dropped
+    }
+
+    /// Records a `contact_markers` message (no-op unless registered with
+    /// [`SampleTopicOptions::contact_markers`]).
+    pub fn record_markers(&self, h: &RecordHandle, stamp_ns: i64, msg: Msg) -> bool {
+        match self.markers {
+            Some(t) => h.record(t, stamp_ns.max(0) as u64, msg),
+            None => true,
+        }
     }
 
     /// Records a diagnostics message.

@@ -160,6 +160,34 @@ pub mod to_bag {
     fn header(h: &r2r::std_msgs::msg::Header) -> b::Header {
         b::Header { stamp: time(&h.stamp), frame_id: h.frame_id.clone() }
     }
+    /// `visualization_msgs/MarkerArray`.
+    pub fn marker_array(m: &r2r::visualization_msgs::msg::MarkerArray) -> b::Msg {
+        let p3 = |p: &r2r::geometry_msgs::msg::Point| [p.x, p.y, p.z];
+        let rgba = |c: &r2r::std_msgs::msg::ColorRGBA| [c.r, c.g, c.b, c.a];
+        b::Msg::MarkerArray(b::MarkerArray {
+            markers: m
+                .markers
+                .iter()
+                .map(|x| b::Marker {
+                    header: header(&x.header),
+                    ns: x.ns.clone(),
+                    id: x.id,
+                    type_: x.type_,
+                    action: x.action,
+                    position: p3(&x.pose.position),
+                    orientation_xyzw: [x.pose.orientation.x, x.pose.orientation.y, x.pose.orientation.z, x.pose.orientation.w],
+                    scale: [x.scale.x, x.scale.y, x.scale.z],
+                    color: rgba(&x.color),
+                    lifetime: b::Time { sec: x.lifetime.sec, nanosec: x.lifetime.nanosec },
+                    frame_locked: x.frame_locked,
+                    points: x.points.iter().map(p3).collect(),
+                    colors: x.colors.iter().map(rgba).collect(),
+                    text: x.text.clone(),
+                    mesh_resource: x.mesh_resource.clone(),
+                })
+                .collect(),
+        })
+    }
     /// `sensor_msgs/JointState`.
     pub fn joint_state(m: &r2r::sensor_msgs::msg::JointState) -> b::Msg {
         b::Msg::JointState(b::JointState { header: header(&m.header), name: m.name.clone(), position: m.position.clone(), velocity: m.velocity.clone(), effort: m.effort.clone() })

@@ -6,10 +6,16 @@
 //! |---|---|
 //! | [`node`] | the node: threads, topics, services, signal handling, shutdown |
 //! | [`params`] | parameter declarations, validation, read-only rules (r2r `RosParams`) |
+//! | [`rosout`] | the node's log lines on `/rosout` |
+//! | [`param_services`] | the parameter services with full descriptors, `/parameter_events` |
 //! | [`convert`] | samples → JointState / Odometry / Clock / DiagnosticStatus |
+//! | [`graph`] | `robot_description` and TF (`tf`, `tf_static`) of the scene's robots |
 
 pub mod convert;
+pub mod graph;
 pub mod node;
+pub mod param_services;
 pub mod params;
+pub mod rosout;
 
 pub use node::run;

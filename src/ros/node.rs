@@ -29,6 +29,7 @@
 //! thread has acknowledged the request (its effect is visible in the next state).
 
 use super::convert::{self, level};
+use super::graph::{self, RobotDescription};
 use super::params::ParamStore;
 use crate::config::load_scene;
 use crate::contact::SolverConfig;
@@ -48,7 +49,8 @@ use r2r::visualization_msgs::msg::MarkerArray;
 use r2r::nav_msgs::msg::Odometry;
 use r2r::rosgraph_msgs::msg::Clock;
 use r2r::sensor_msgs::msg::JointState;
-use r2r::std_msgs::msg::Float64MultiArray;
+use r2r::std_msgs::msg::{Float64MultiArray, String as StringMsg};
+use r2r::tf2_msgs::msg::TFMessage;
 use r2r::std_srvs::srv::{SetBool, Trigger};
 use r2r::trajectory_msgs::msg::JointTrajectory;
 use r2r::{ParameterValue, QosProfile};
@@ -71,16 +73,23 @@ pub struct CliArgs {
     pub help: bool,
     /// `--list-parameters`: print the declared parameter names (for the scene) and exit.
     pub list_parameters: bool,
+    /// `--print-robot-description [ROBOT]`: print the URDF of the scene's robot (the named one,
+    /// or the only one) and exit, without starting ROS (the launch files hand it to
+    /// `robot_state_publisher`). `Some("")`: no robot named.
+    pub print_description: Option<String>,
+    /// `--list-robots`: print the scene's robot names, one a line, and exit (without ROS).
+    pub list_robots: bool,
 }
 
 /// Usage text.
 pub const USAGE: &str = "contact_sim_node: the contact_sim ROS 2 node
 
-usage: contact_sim_node [--scene PATH] [--list-parameters] [--ros-args -p scene:=PATH -p time_mode:=realtime|sim_time|lockstep ... --params-file FILE]
+usage: contact_sim_node [--scene PATH] [--list-parameters] [--print-robot-description [ROBOT]] [--list-robots] [--ros-args -p scene:=PATH -p time_mode:=realtime|sim_time|lockstep ... --params-file FILE]
 
-Topics: joint_commands (sensor_msgs/JointState), <group>/commands (std_msgs/Float64MultiArray),
-joint_trajectory (trajectory_msgs/JointTrajectory) in; /joint_states, odom, /diagnostics, /clock,
-<sensor>/wrench, <sensor>/wrench_ideal, contact_wrenches/<link>[/local], contact_markers out.
+Topics (in the node's namespace): joint_commands (sensor_msgs/JointState), <group>/commands
+(std_msgs/Float64MultiArray), joint_trajectory (trajectory_msgs/JointTrajectory) in; joint_states,
+odom, diagnostics, tf, tf_static, robot_description, <sensor>/wrench, <sensor>/wrench_ideal,
+contact_wrenches/<link>[/local], contact_markers out; /clock (global) in sim_time and lockstep.
 Services: ~/reset, ~/pause, ~/step. Parameters: see config/contact_sim_node.params.yaml.";
 
 /// Parses the arguments before `--ros-args` (and after a closing `--`).
@@ -101,6 +110,14 @@ pub fn parse_cli(args: &[String]) -> Result<CliArgs> {
             "--ros-args" => in_ros = true,
             "-h" | "--help" => out.help = true,
             "--list-parameters" => out.list_parameters = true,
+            "--list-robots" => out.list_robots = true,
+            "--print-robot-description" => {
+                let name = args.get(i + 1).filter(|n| !n.starts_with("--"));
+                out.print_description = Some(name.cloned().unwrap_or_default());
+                if name.is_some() {
+                    i += 1;
+                }
+            }
             "--scene" => {
                 i += 1;
                 let p = args.get(i).ok_or_else(|| anyhow!("--scene needs a path"))?;
@@ -248,7 +265,7 @@ impl Frontend {
             _ => {
                 let more = std::mem::take(&mut self.throttle.suppressed);
                 let tail = if more > 0 { format!(" ({more} more rejected since the last warning)") } else { String::new() };
-                r2r::log_warn!(&self.logger, "rejected command on {topic}: {why}{tail}");
+                crate::ros_warn!(&self.logger, "rejected command on {topic}: {why}{tail}");
                 self.throttle.last = Some(now);
             }
         }
@@ -346,7 +363,7 @@ impl Frontend {
             Ok(()) => Some(self.control_seq),
             Err(_) => {
                 self.counters.control_refused.fetch_add(1, Ordering::Relaxed);
-                r2r::log_warn!(&self.logger, "control queue full: {r:?} refused");
+                crate::ros_warn!(&self.logger, "control queue full: {r:?} refused");
                 None
             }
         }
@@ -410,7 +427,7 @@ impl Frontend {
         if let Some(r) = req {
             self.control(r);
         }
-        r2r::log_info!(&self.logger, "parameter {name} changed");
+        crate::ros_info!(&self.logger, "parameter {name} changed");
     }
 }
 
@@ -431,6 +448,8 @@ struct PublisherCtx {
     /// Per contact wrench link: (world axes, link axes).
     wrench_pubs: Vec<(WrenchPub, WrenchPub)>,
     markers: Option<r2r::Publisher<MarkerArray>>,
+    /// `tf`: the floating bases' transforms (reusable message; sample base index of each).
+    tf: Option<(r2r::Publisher<TFMessage>, TFMessage, Vec<usize>)>,
     marker_period: Duration,
     marker_scale: f64,
     world_frame: String,
@@ -485,6 +504,10 @@ fn publisher_loop(mut ctx: PublisherCtx) {
                 ok &= c.publish(&clock).is_ok();
             }
             let stamp = convert::stamp(&s, ctx.mode);
+            if let Some((p, msg, bases)) = &mut ctx.tf {
+                graph::fill_dynamic(msg, bases, &s, &stamp);
+                ok &= p.publish(msg).is_ok();
+            }
             for (((p, msg), (pi, msg_i)), r) in ctx.sensor_pubs.iter_mut().zip(&s.sensors) {
                 convert::fill_wrench(msg, &r.measured, &stamp);
                 convert::fill_wrench(msg_i, &r.ideal, &stamp);
@@ -500,12 +523,16 @@ fn publisher_loop(mut ctx: PublisherCtx) {
                     next_markers = Instant::now() + ctx.marker_period;
                     let msg = convert::contact_markers(&s.contact_points[..s.num_contact_points], &ctx.world_frame, &stamp, ctx.marker_scale);
                     ok &= m.publish(&msg).is_ok();
+                    if let Some((topics, h)) = &ctx.bag {
+                        let ns = (stamp.sec as i64) * 1_000_000_000 + stamp.nanosec as i64;
+                        topics.record_markers(h, ns, convert::to_bag::marker_array(&msg));
+                    }
                 }
             }
             if !ok {
                 errors += 1;
                 if last_error_log.map(|t| t.elapsed() > Duration::from_secs(5)).unwrap_or(true) {
-                    r2r::log_error!(&ctx.logger, "publishing failed ({errors} times so far)");
+                    crate::ros_error!(&ctx.logger, "publishing failed ({errors} times so far)");
                     last_error_log = Some(Instant::now());
                 }
             }
@@ -704,6 +731,30 @@ pub fn run() -> i32 {
         println!("{USAGE}");
         return 0;
     }
+    if cli.list_robots {
+        let scene = cli.scene.clone().unwrap_or_else(default_scene_path);
+        return match load_scene(&scene) {
+            Ok(s) => {
+                for r in &s.model.robots {
+                    println!("{}", r.name);
+                }
+                0
+            }
+            Err(e) => {
+                eprintln!("contact_sim_node: error: {e}");
+                1
+            }
+        };
+    }
+    if let Some(robot) = &cli.print_description {
+        return match print_robot_description(cli.scene.clone().unwrap_or_else(default_scene_path).as_path(), robot) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("contact_sim_node: error: {e:#}");
+                1
+            }
+        };
+    }
     crate::rt::stop_signal::install();
     crate::rt::stop_signal::stop_with_parent();
     match run_node(cli) {
@@ -713,6 +764,25 @@ pub fn run() -> i32 {
             1
         }
     }
+}
+
+/// `--print-robot-description [ROBOT]`: writes the URDF of `robot` (empty: the scene's only
+/// robot) in the scene `scene` to stdout.
+fn print_robot_description(scene: &Path, robot: &str) -> Result<()> {
+    let scene = load_scene(scene).map_err(|e| anyhow!("{e}"))?;
+    let robots = super::graph::RobotDescription::from_model(&scene.model)?;
+    let names = || robots.iter().map(|r| r.robot.as_str()).collect::<Vec<_>>().join(", ");
+    let r = if robot.is_empty() {
+        match robots.len() {
+            0 => bail!("the scene has no robot"),
+            1 => &robots[0],
+            _ => bail!("the scene has several robots ({}): name one (--print-robot-description ROBOT)", names()),
+        }
+    } else {
+        robots.iter().find(|r| r.robot == robot).ok_or_else(|| anyhow!("no robot '{robot}' in the scene (robots: {})", names()))?
+    };
+    print!("{}", r.urdf);
+    Ok(())
 }
 
 fn run_node(cli: CliArgs) -> Result<()> {
@@ -731,6 +801,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
     };
     let mut node = r2r::Node::create(ctx, NODE_NAME, "").context("creating the node")?;
     let logger = node.logger().to_string();
+    super::rosout::init(&mut node).context("the /rosout publisher")?;
 
     // ---- scene and solver ---------------------------------------------------------------
     let scene_path = match (&cli.scene, param_string(&node, "scene").filter(|s| !s.is_empty())) {
@@ -760,15 +831,12 @@ fn run_node(cli: CliArgs) -> Result<()> {
         }
         return Ok(());
     }
-    let dyn_store: Arc<Mutex<dyn r2r::RosParams + Send>> = store.clone();
-    let (param_handler, param_events) = match node.make_derived_parameter_handler(dyn_store) {
-        Ok(x) => x,
-        Err(e) => bail!("invalid parameters: {e}"),
-    };
+    // the standard parameter services with full descriptors, and /parameter_events
+    let (param_handler, param_events) = super::param_services::start(&mut node, store.clone()).map_err(|e| anyhow!("invalid parameters: {e:#}"))?;
     let cfg = {
         let mut s = store.lock().map_err(|_| anyhow!("poisoned"))?;
         if !s.unknown.is_empty() {
-            r2r::log_warn!(&logger, "ignoring parameters this node does not declare: {}", s.unknown.join(", "));
+            crate::ros_warn!(&logger, "ignoring parameters this node does not declare: {}", s.unknown.join(", "));
         }
         s.lock();
         NodeConfig::from_store(&s)?
@@ -828,7 +896,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
 
     // ---- publishers ---------------------------------------------------------------------
     let qos = QosProfile::default();
-    let joint_states = node.create_publisher::<JointState>("/joint_states", qos.clone())?;
+    let joint_states = node.create_publisher::<JointState>("joint_states", qos.clone())?;
     let mut odom = Vec::new();
     for b in &layout.bases {
         let topic = if layout.bases.len() == 1 { "odom".to_string() } else { format!("{}/odom", b.robot) };
@@ -838,7 +906,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
         odom.push((p, msg));
     }
     let clock = if cfg.rt.time_mode != TimeMode::Realtime { Some(node.create_publisher::<Clock>("/clock", qos.clone())?) } else { None };
-    let diagnostics = node.create_publisher::<DiagnosticArray>("/diagnostics", qos.clone())?;
+    let diagnostics = node.create_publisher::<DiagnosticArray>("diagnostics", qos.clone())?;
     let mut sensor_pubs = Vec::new();
     for sensor in &layout.sensors {
         let mut make = |suffix: &str| -> Result<(r2r::Publisher<WrenchStamped>, WrenchStamped)> {
@@ -862,6 +930,35 @@ fn run_node(cli: CliArgs) -> Result<()> {
     }
     let markers = if cfg.contact_markers_rate_hz > 0.0 { Some(node.create_publisher::<MarkerArray>("contact_markers", qos.clone())?) } else { None };
 
+    // ---- robot_description and TF ---------------------------------------------------------
+    // latched: reliable, transient local, depth 1 (as robot_state_publisher and tf2's static
+    // broadcaster); published once here, kept alive with the node
+    let latched = QosProfile::default().keep_last(1).reliable().transient_local();
+    let robots = RobotDescription::from_model(&scene.model)?;
+    let mut description_pubs = Vec::new();
+    for r in &robots {
+        let topic = graph::description_topic(&r.robot, robots.len());
+        let p = node.create_publisher::<StringMsg>(&topic, latched.clone()).with_context(|| format!("robot description topic '{topic}'"))?;
+        p.publish(&StringMsg { data: r.urdf.clone() }).with_context(|| format!("publishing {topic}"))?;
+        description_pubs.push(p);
+    }
+    let start_stamp = match cfg.rt.time_mode {
+        TimeMode::Realtime => convert::time_from_ns(realtime_ns()),
+        _ => convert::time_from_s(0.0),
+    };
+    let static_tf = graph::static_transforms(&robots, &cfg.odom_frame, &start_stamp);
+    let _static_tf_pub = if static_tf.transforms.is_empty() {
+        None
+    } else {
+        let p = node.create_publisher::<TFMessage>("tf_static", latched.clone()).context("tf_static")?;
+        p.publish(&static_tf).context("publishing tf_static")?;
+        Some(p)
+    };
+    let tf = match graph::dynamic_transforms(&robots, &cfg.odom_frame) {
+        Some((msg, bases)) => Some((node.create_publisher::<TFMessage>("tf", qos.clone()).context("tf")?, msg, bases)),
+        None => None,
+    };
+
     // ---- bag recording (record_bag) -------------------------------------------------------
     let mut bag_recorder = None;
     let mut bag_sample = None;
@@ -874,11 +971,28 @@ fn run_node(cli: CliArgs) -> Result<()> {
             clock: cfg.rt.time_mode != TimeMode::Realtime,
             odom_frame: cfg.odom_frame.clone(),
             groups: groups.iter().map(|g| g.name.clone()).collect(),
+            tf: true,
+            contact_markers: cfg.contact_markers_rate_hz > 0.0,
         };
         let topics = crate::bag::topics::SampleTopics::register(&mut rec, &layout, &opts);
+        // the latched messages, once at the start: robot_description per robot, tf_static
+        let start_ns = (start_stamp.sec as i64) * 1_000_000_000 + start_stamp.nanosec as i64;
+        let mut latched_msgs: Vec<(String, crate::bag::msgs::Msg)> = robots.iter().map(|r| (graph::description_topic(&r.robot, robots.len()), crate::bag::topics::description_msg(&r.urdf))).collect();
+        if !static_tf.transforms.is_empty() {
+            let frames: Vec<(String, [f64; 3], [f64; 4])> = static_tf
+                .transforms
+                .iter()
+                .map(|t| {
+                    let (p, q) = (&t.transform.translation, &t.transform.rotation);
+                    (t.child_frame_id.clone(), [p.x, p.y, p.z], [q.x, q.y, q.z, q.w])
+                })
+                .collect();
+            latched_msgs.push(("tf_static".into(), crate::bag::topics::static_tf_msg(&cfg.odom_frame, start_ns, &frames)));
+        }
+        crate::bag::topics::record_latched(&mut rec, &opts.namespace, start_ns, latched_msgs);
         bag_commands = Some(CommandRecording { handle: rec.handle(), joint_commands: topics.joint_commands, joint_trajectory: topics.joint_trajectory, groups: topics.group_commands.clone() });
         bag_sample = Some((topics, rec.handle()));
-        r2r::log_info!(&logger, "recording a rosbag2 (MCAP) bag into {}", dir.display());
+        crate::ros_info!(&logger, "recording a rosbag2 (MCAP) bag into {}", dir.display());
         bag_recorder = Some((dir, rec));
     }
 
@@ -890,7 +1004,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
         let topic = format!("{}/commands", g.name);
         match node.subscribe::<Float64MultiArray>(&topic, qos.clone()) {
             Ok(s) => group_streams.push((i, s)),
-            Err(e) => r2r::log_warn!(&logger, "command group '{}': cannot subscribe to '{topic}' ({e}); group disabled", g.name),
+            Err(e) => crate::ros_warn!(&logger, "command group '{}': cannot subscribe to '{topic}' ({e}); group disabled", g.name),
         }
     }
     let reset_srv = node.create_service::<Trigger::Service>("~/reset", qos.clone())?;
@@ -966,7 +1080,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
                     Box::new(move |ok| {
                         let message = if ok { "reset to the initial state".to_string() } else { "the simulation loop did not acknowledge the reset".to_string() };
                         if req.respond(Trigger::Response { success: ok, message }).is_err() {
-                            r2r::log_warn!(&log, "could not respond to ~/reset");
+                            crate::ros_warn!(&log, "could not respond to ~/reset");
                         }
                     }),
                 );
@@ -992,7 +1106,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
                             (false, _) => "the simulation loop did not acknowledge".to_string(),
                         };
                         if req.respond(SetBool::Response { success: ok, message }).is_err() {
-                            r2r::log_warn!(&log, "could not respond to ~/pause");
+                            crate::ros_warn!(&log, "could not respond to ~/pause");
                         }
                     }),
                 );
@@ -1010,7 +1124,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
                 if !fe.paused && fe.mode != TimeMode::Lockstep {
                     let r = Trigger::Response { success: false, message: "the simulation is running: call ~/pause with data=true first".into() };
                     if req.respond(r).is_err() {
-                        r2r::log_warn!(&log, "could not respond to ~/step");
+                        crate::ros_warn!(&log, "could not respond to ~/step");
                     }
                 } else {
                     fe.control_then(
@@ -1018,7 +1132,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
                         Box::new(move |ok| {
                             let message = if ok { "stepped once".to_string() } else { "the simulation loop did not acknowledge".to_string() };
                             if req.respond(Trigger::Response { success: ok, message }).is_err() {
-                                r2r::log_warn!(&log, "could not respond to ~/step");
+                                crate::ros_warn!(&log, "could not respond to ~/step");
                             }
                         }),
                     );
@@ -1042,6 +1156,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
         sensor_pubs,
         wrench_pubs,
         markers,
+        tf,
         marker_period: Duration::from_secs_f64(if cfg.contact_markers_rate_hz > 0.0 { 1.0 / cfg.contact_markers_rate_hz } else { 1.0 }),
         marker_scale: cfg.contact_marker_scale,
         world_frame: cfg.odom_frame.clone(),
@@ -1067,25 +1182,25 @@ fn run_node(cli: CliArgs) -> Result<()> {
                 *d = desc.clone();
             }
             if let Some(w) = r.warning {
-                r2r::log_warn!(&logger, "{w}");
+                crate::ros_warn!(&logger, "{w}");
             } else {
-                r2r::log_info!(&logger, "real-time loop: {desc}");
+                crate::ros_info!(&logger, "real-time loop: {desc}");
             }
             if cfg.ros_thread_priority > 0 {
                 match crate::rt::sched::elevate_other_threads(cfg.ros_thread_priority, r.thread_id) {
-                    Ok(n) => r2r::log_info!(&logger, "{n} ROS / DDS threads at SCHED_FIFO priority {}", cfg.ros_thread_priority),
-                    Err(e) => r2r::log_warn!(&logger, "ros_thread_priority {} not applied ({e}); the ROS / DDS threads keep normal scheduling", cfg.ros_thread_priority),
+                    Ok(n) => crate::ros_info!(&logger, "{n} ROS / DDS threads at SCHED_FIFO priority {}", cfg.ros_thread_priority),
+                    Err(e) => crate::ros_warn!(&logger, "ros_thread_priority {} not applied ({e}); the ROS / DDS threads keep normal scheduling", cfg.ros_thread_priority),
                 }
             }
         }
-        None => r2r::log_warn!(&logger, "the real-time thread did not report its scheduling"),
+        None => crate::ros_warn!(&logger, "the real-time thread did not report its scheduling"),
     }
     let rate = match cfg.rt.time_mode {
         TimeMode::Realtime => format!("{:.1} Hz ({} step(s) of {} ms per cycle)", 1e9 / period_ns as f64, steps_per_cycle, scene.model.timestep_s * 1e3),
         TimeMode::SimTime => format!("real-time factor {}", if cfg.rt.real_time_factor > 0.0 { cfg.rt.real_time_factor.to_string() } else { "unlimited".into() }),
         TimeMode::Lockstep => "one step per command".into(),
     };
-    r2r::log_info!(
+    crate::ros_info!(
         &logger,
         "scene '{}' ({}): {} joints, {} floating base(s), solver {} (solver_tolerance in {}); {} mode, {}; /joint_states at {} Hz; command groups: {}",
         scene.name,
@@ -1102,10 +1217,10 @@ fn run_node(cli: CliArgs) -> Result<()> {
 
     let use_sim_time = store.lock().map(|s| s.bool("use_sim_time")).unwrap_or(false);
     if use_sim_time && cfg.rt.time_mode == TimeMode::Realtime {
-        r2r::log_warn!(&logger, "use_sim_time is true but time_mode is realtime: this node publishes no /clock and stamps its messages with the wall clock; use time_mode:=sim_time (or lockstep) for simulated time");
+        crate::ros_warn!(&logger, "use_sim_time is true but time_mode is realtime: this node publishes no /clock and stamps its messages with the wall clock; use time_mode:=sim_time (or lockstep) for simulated time");
     }
     if cfg!(debug_assertions) && cfg.rt.time_mode == TimeMode::Realtime {
-        r2r::log_warn!(&logger, "this is a debug build: steps are tens of times slower than in release and realtime mode will overrun on larger scenes (cargo build --release --features ros; colcon build --cargo-args --release --features ros)");
+        crate::ros_warn!(&logger, "this is a debug build: steps are tens of times slower than in release and realtime mode will overrun on larger scenes (cargo build --release --features ros; colcon build --cargo-args --release --features ros)");
     }
 
     // ---- spin ---------------------------------------------------------------------------
@@ -1119,7 +1234,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
             break;
         }
     }
-    r2r::log_info!(&logger, "shutting down");
+    crate::ros_info!(&logger, "shutting down");
     let exit = rt_handle.stop();
     pub_stop.store(true, Ordering::Release);
     publisher.thread().unpark();
@@ -1130,13 +1245,14 @@ fn run_node(cli: CliArgs) -> Result<()> {
     }
     if let Some((dir, rec)) = bag_recorder {
         match rec.finish() {
-            Ok(s) => r2r::log_info!(&logger, "bag {} closed: {} messages on {} topics, {} dropped (queue full)", dir.display(), s.bag.messages, s.bag.topics.len(), s.dropped),
-            Err(e) => r2r::log_error!(&logger, "bag {}: {e}", dir.display()),
+            Ok(s) => crate::ros_info!(&logger, "bag {} closed: {} messages on {} topics, {} dropped (queue full)", dir.display(), s.bag.messages, s.bag.topics.len(), s.dropped),
+            Err(e) => crate::ros_error!(&logger, "bag {}: {e}", dir.display()),
         }
     }
     if let Some(x) = exit {
-        r2r::log_info!(&logger, "stopped after {} steps ({} overruns, {} watchdog trips)", x.counters.steps, x.counters.overruns, x.counters.watchdog_trips);
+        crate::ros_info!(&logger, "stopped after {} steps ({} overruns, {} watchdog trips)", x.counters.steps, x.counters.overruns, x.counters.watchdog_trips);
     }
+    super::rosout::shutdown();
     match failure {
         Some(e) => Err(e),
         None => Ok(()),

@@ -45,6 +45,17 @@ def stub_modules(recorded):
     class ParameterValue(Substitution):
         pass
 
+    class ExecutableInPackage(Substitution):
+        pass
+
+    class LogInfo:
+        def __init__(self, **kwargs):
+            pass
+
+    class OpaqueFunction:
+        def __init__(self, function, **kwargs):
+            recorded["opaque_functions"] = recorded.get("opaque_functions", []) + [function.__name__]
+
     class DeclareLaunchArgument:
         def __init__(self, name, default_value=None, description="", choices=None, **kwargs):
             recorded["arguments"][name] = {"default": repr(default_value), "choices": choices, "description": description}
@@ -62,7 +73,7 @@ def stub_modules(recorded):
 
     class NodeAction:
         def __init__(self, *, package, executable, name=None, parameters=(), **kwargs):
-            recorded["node"] = {"package": package, "executable": executable, "name": name, "kwargs": sorted(kwargs), "on_exit": repr(kwargs.get("on_exit"))}
+            recorded["node"] = {"package": package, "executable": executable, "name": name, "kwargs": sorted(kwargs), "on_exit": repr(kwargs.get("on_exit")), "namespace": repr(kwargs.get("namespace"))}
             files, names = [], []
             for p in parameters:
                 if isinstance(p, dict):
@@ -77,6 +88,8 @@ def stub_modules(recorded):
     launch_actions = types.ModuleType("launch.actions")
     launch_actions.DeclareLaunchArgument = DeclareLaunchArgument
     launch_actions.Shutdown = Shutdown
+    launch_actions.LogInfo = LogInfo
+    launch_actions.OpaqueFunction = OpaqueFunction
     launch_subs = types.ModuleType("launch.substitutions")
     launch_subs.LaunchConfiguration = LaunchConfiguration
     launch_subs.PathJoinSubstitution = PathJoinSubstitution
@@ -85,6 +98,7 @@ def stub_modules(recorded):
     lr_actions.Node = NodeAction
     lr_subs = types.ModuleType("launch_ros.substitutions")
     lr_subs.FindPackageShare = FindPackageShare
+    lr_subs.ExecutableInPackage = ExecutableInPackage
     lr_pd = types.ModuleType("launch_ros.parameter_descriptions")
     lr_pd.ParameterValue = ParameterValue
     return {
@@ -117,13 +131,15 @@ def main():
     assert root.tag == "launch", root.tag
     args = {a.get("name"): a.get("default") for a in root.findall("arg")}
     choices = {a.get("name"): [c.get("value") for c in a.findall("choice")] or None for a in root.findall("arg")}
-    nodes = root.findall("node")
-    assert len(nodes) == 1, "one node"
+    nodes = [n for n in root.findall("node") if n.get("pkg") == "contact_sim"]
+    assert len(nodes) == 1, "one contact_sim node"
     n = nodes[0]
+    rsp = [r for r in root.findall("node") if r.get("pkg") == "robot_state_publisher"]
     out["xml"] = {
         "arguments": args,
         "choices": choices,
-        "node": {"pkg": n.get("pkg"), "exec": n.get("exec"), "name": n.get("name"), "on_exit": n.get("on_exit")},
+        "node": {"pkg": n.get("pkg"), "exec": n.get("exec"), "name": n.get("name"), "on_exit": n.get("on_exit"), "namespace": n.get("namespace")},
+        "robot_state_publisher": [{"if": r.get("if"), "namespace": r.get("namespace"), "params": {p.get("name"): p.get("value") for p in r.findall("param")}, "remaps": [[m.get("from"), m.get("to")] for m in r.findall("remap")]} for r in rsp],
         "parameter_names": [p.get("name") for p in n.findall("param") if p.get("name")],
         "parameter_files": [p.get("from") for p in n.findall("param") if p.get("from")],
     }

@@ -18,7 +18,15 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
 
+import xml.etree.ElementTree as ET
+
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
 from builtin_interfaces.msg import Duration as DurationMsg
+from nav_msgs.msg import Odometry
+from rcl_interfaces.msg import Log, ParameterEvent
+from std_msgs.msg import String
+from tf2_msgs.msg import TFMessage
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import WrenchStamped
 from visualization_msgs.msg import MarkerArray
@@ -489,7 +497,171 @@ def scenario_params(p):
     return {"results": results, "rate_after_hz": rate, "q_kp200": q}
 
 
+LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+def tf_row(t):
+    tr, q = t.transform.translation, t.transform.rotation
+    return [t.header.frame_id, t.child_frame_id, tr.x, tr.y, tr.z, q.x, q.y, q.z, q.w, stamp_s(t.header.stamp)]
+
+
+def urdf_summary(text):
+    """Root link and movable joints of a URDF."""
+    root = ET.fromstring(text)
+    links = [l.get("name") for l in root.findall("link")]
+    children = {j.find("child").get("link") for j in root.findall("joint")}
+    movable = [j.get("name") for j in root.findall("joint") if j.get("type") not in ("fixed", "floating")]
+    return {"root_link": [l for l in links if l not in children], "movable_joints": movable}
+
+
+def latched(p, msg_type, topic, timeout=DISCOVERY_TIMEOUT):
+    """Subscribes late (transient local) and returns the first message."""
+    got = []
+    sub = p.create_subscription(msg_type, topic, got.append, LATCHED)
+    p.spin_until(lambda: len(got) > 0, timeout, f"a latched message on {topic}")
+    p.destroy_subscription(sub)
+    return got[0]
+
+
+def scenario_description(p):
+    """Node: position pendulum (one robot, base welded at z = 2 m). Subscribes well after the
+    node published robot_description and tf_static: transient local delivers them."""
+    p.discover(need_commands=False)
+    p.spin_for(1.5)
+    d = latched(p, String, "/robot_description")
+    st = latched(p, TFMessage, "/tf_static")
+    return {"urdf": d.data, "static": [tf_row(t) for t in st.transforms], "description_publishers": p.count_publishers("/robot_description"), "tf_publishers": p.count_publishers("/tf")}
+
+
+def scenario_tf(p):
+    """Node: the default scene (floating quadruped, fixed arm), sim_time. TF of the floating base
+    against odom and joint_states, the fixed base on tf_static, one description per robot."""
+    p.discover(need_commands=False)
+    topics = {}
+    p.spin_until(lambda: len([n for n, _ in p.get_topic_names_and_types() if n.endswith("/robot_description")]) >= 2, DISCOVERY_TIMEOUT, "two robot_description topics")
+    descriptions = {}
+    for n, _ in p.get_topic_names_and_types():
+        if n.endswith("/robot_description"):
+            descriptions[n] = urdf_summary(latched(p, String, n).data)
+    static = [tf_row(t) for t in latched(p, TFMessage, "/tf_static").transforms]
+    tf, odom = [], []
+    p.create_subscription(TFMessage, "/tf", lambda m: tf.extend(tf_row(t) for t in m.transforms), 1000)
+    p.create_subscription(Odometry, "/odom", lambda m: odom.append([m.header.frame_id, m.child_frame_id, m.pose.pose.position.x, m.pose.pose.position.y, m.pose.pose.position.z, m.pose.pose.orientation.x, m.pose.pose.orientation.y, m.pose.pose.orientation.z, m.pose.pose.orientation.w, stamp_s(m.header.stamp)]), 1000)
+    p.spin_until(lambda: len(tf) > 100 and len(odom) > 100, 60.0, "100 tf and odom messages")
+    p.spin_for(0.2)
+    by_stamp = {o[9]: o for o in odom}
+    matched, worst = 0, 0.0
+    for t in tf:
+        o = by_stamp.get(t[9])
+        if o is not None and o[1] == t[1]:
+            matched += 1
+            worst = max(worst, max(abs(a - b) for a, b in zip(t[2:9], o[2:9])))
+    state_stamps = {s[1] for s in p.states}
+    return {
+        "descriptions": descriptions,
+        "static": static,
+        "tf_frames": sorted({(t[0], t[1]) for t in tf}),
+        "odom_frames": sorted({(o[0], o[1]) for o in odom}),
+        "tf_count": len(tf),
+        "matched": matched,
+        "max_abs_diff": worst,
+        "tf_stamps_in_joint_states": sum(1 for t in tf if t[9] in state_stamps),
+        "joint_names": p.states[-1][2],
+        "base_z": [t[4] for t in tf][-1],
+    }
+
+
+def scenario_namespaces(p):
+    """Nodes: two effort pendulums, namespaces /sim_a and /sim_b, same domain. An effort on
+    /sim_b/joint_commands moves only sim_b."""
+    a, b = [], []
+    p.create_subscription(JointState, "/sim_a/joint_states", lambda m: a.append((time.monotonic(), m.position[0])), 100)
+    p.create_subscription(JointState, "/sim_b/joint_states", lambda m: b.append((time.monotonic(), m.position[0])), 100)
+    cmd = p.create_publisher(JointState, "/sim_b/joint_commands", 10)
+    p.spin_until(lambda: len(a) > 0 and len(b) > 0 and cmd.get_subscription_count() > 0, DISCOVERY_TIMEOUT, "both namespaced nodes")
+    t0 = time.monotonic()
+    end = t0 + 1.0
+    while time.monotonic() < end:
+        m = JointState(name=["pendulum_joint"], effort=[2.0])
+        m.header.stamp = p.get_clock().now().to_msg()
+        cmd.publish(m)
+        p.spin_for(0.02)
+    names = dict(p.get_topic_names_and_types())
+    services = sorted(n for n, _ in p.get_service_names_and_types())
+    return {
+        "q_a_max": max(abs(q) for t, q in a if t >= t0),
+        "q_b_max": max(abs(q) for t, q in b if t >= t0),
+        "root_joint_states_publishers": p.count_publishers("/joint_states"),
+        "root_publishers": {t: p.count_publishers(t) for t in ["/joint_states", "/diagnostics", "/robot_description", "/tf_static", "/tf"]},
+        "a_publishers": p.count_publishers("/sim_a/joint_states"),
+        "b_publishers": p.count_publishers("/sim_b/joint_states"),
+        "desc_a": latched(p, String, "/sim_a/robot_description").data,
+        "desc_b": latched(p, String, "/sim_b/robot_description").data,
+        "static_a": [tf_row(t) for t in latched(p, TFMessage, "/sim_a/tf_static").transforms],
+        "topics": sorted(names),
+        "services": services,
+    }
+
+
+def scenario_rosout_params(p):
+    """Node: position pendulum. Its log lines on /rosout, a parameter change on
+    /parameter_events (and in the log), descriptors from describe_parameters."""
+    logs, events = [], []
+    p.create_subscription(Log, "/rosout", logs.append, QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+    p.create_subscription(ParameterEvent, "/parameter_events", events.append, QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
+    p.discover(need_commands=False)
+    mine = lambda: [l for l in logs if l.name == "contact_sim_node"]
+    p.spin_until(lambda: any("scene '" in l.msg for l in mine()), DISCOVERY_TIMEOUT, "the start-up line on /rosout")
+    startup = next(l for l in mine() if "scene '" in l.msg)
+    result = p.set_parameters([Parameter("publish_rate_hz", value=250.0)])[0]
+    refused = p.set_parameters([Parameter("time_mode", value="lockstep")])[0]
+
+    def change():
+        for e in events:
+            for c in e.changed_parameters:
+                if e.node == NODE and c.name == "publish_rate_hz":
+                    return e, c
+        return None
+
+    p.spin_until(lambda: change() is not None, 20.0, "the publish_rate_hz change on /parameter_events")
+    p.spin_until(lambda: any("parameter publish_rate_hz changed" in l.msg for l in mine()), 20.0, "the change's log line on /rosout")
+    e, c = change()
+    pc = p.params_client()
+    names = ["time_mode", "publish_rate_hz", "rt_priority", "watchdog_timeout_s"]
+    f = pc.describe_parameters(names)
+    p.spin_until(f.done, 20.0, "describe_parameters")
+    descriptors = {}
+    for n, d in zip(names, f.result().descriptors):
+        descriptors[n] = {
+            "name": d.name,
+            "type": d.type,
+            "read_only": d.read_only,
+            "description": d.description,
+            "constraints": d.additional_constraints,
+            "fp_range": [[r.from_value, r.to_value] for r in d.floating_point_range],
+            "int_range": [[r.from_value, r.to_value] for r in d.integer_range],
+        }
+    startup_events = [ev for ev in events if ev.node == NODE and ev.new_parameters]
+    return {
+        "startup_line": startup.msg,
+        "startup_level": int(startup.level if isinstance(startup.level, int) else int.from_bytes(startup.level, "little")),
+        "set": result,
+        "refused": refused,
+        "event_node": e.node,
+        "event_value": c.value.double_value,
+        "event_type": c.value.type,
+        "changes_for_refused": sum(1 for ev in events for ch in ev.changed_parameters if ch.name == "time_mode"),
+        "startup_event_params": len(startup_events[0].new_parameters) if startup_events else 0,
+        "descriptors": descriptors,
+        "log_names": sorted({l.name for l in logs}),
+    }
+
+
 SCENARIOS = {
+    "description": scenario_description,
+    "tf": scenario_tf,
+    "namespaces": scenario_namespaces,
+    "rosout_params": scenario_rosout_params,
     "up": scenario_up,
     "effort": scenario_effort,
     "position": scenario_position,
