@@ -32,6 +32,7 @@ PACKAGES=(
   rosbags==0.11.9
   # to build interface packages that have no wheel (scripts/ros-interfaces: tf2_msgs)
   cmake==3.31.6
+  catkin_pkg==1.1.1
   ros-ament-package==0.17.2
   ros-ament-cmake==2.7.3
   ros-ament-cmake-core==2.7.3
