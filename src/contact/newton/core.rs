@@ -274,11 +274,19 @@ pub struct NewtonScratch {
     /// unconverged).
     best_impulse: Vec<f64>,
     best_velocity_impulse: Vec<f64>,
+    /// The dedicated pool of the Delassus products (`None`: serial).
+    pool: Option<rayon::ThreadPool>,
 }
 
 impl NewtonScratch {
-    /// Scratch for up to `capacity` rows.
+    /// Scratch for up to `capacity` rows, serial.
     pub fn new(capacity: usize) -> Self {
+        Self::with_threads(capacity, 1)
+    }
+
+    /// Scratch for up to `capacity` rows; with `threads > 1` a dedicated rayon pool of that size
+    /// runs the Delassus products of problems with at least [`PARALLEL_ROWS`] rows.
+    pub fn with_threads(capacity: usize, threads: usize) -> Self {
         let v = || vec![0.0; capacity];
         NewtonScratch {
             row_velocity: v(),
@@ -294,23 +302,29 @@ impl NewtonScratch {
             trial_velocity_impulse: v(),
             best_impulse: v(),
             best_velocity_impulse: v(),
+            pool: if threads > 1 { rayon::ThreadPoolBuilder::new().num_threads(threads).thread_name(|i| format!("newton-{i}")).build().ok() } else { None },
         }
     }
 }
 
-/// Row count from which the Delassus products run in parallel (rayon, one task per block of
-/// rows; every row's sum stays sequential, so results do not depend on the thread count).
-const PARALLEL_ROWS: usize = 192;
+/// Row count from which the Delassus products run on the method's own thread pool when it has
+/// one (`threads > 1`; one task per block of 32 rows, every row's sum sequential, so results do
+/// not depend on the thread count).
+pub const PARALLEL_ROWS: usize = 192;
 
-/// `out = D x` for a row-major `m × m` matrix.
-pub fn delassus_product(d: &[f64], m: usize, x: &[f64], out: &mut [f64]) {
+/// `out = D x` for a row-major `m × m` matrix; on `pool` when given and `m ≥` [`PARALLEL_ROWS`]
+/// (rayon allocates and synchronises inside its pool: the serial path is the allocation- and
+/// lock-free one).
+pub fn delassus_product(d: &[f64], m: usize, x: &[f64], out: &mut [f64], pool: Option<&rayon::ThreadPool>) {
     let row = |i: usize| -> f64 { d[i * m..(i + 1) * m].iter().zip(&x[..m]).map(|(a, b)| a * b).sum() };
-    if m >= PARALLEL_ROWS {
+    if let Some(pool) = pool.filter(|_| m >= PARALLEL_ROWS) {
         use rayon::prelude::*;
-        out[..m].par_chunks_mut(32).enumerate().for_each(|(c, chunk)| {
-            for (k, o) in chunk.iter_mut().enumerate() {
-                *o = row(c * 32 + k);
-            }
+        pool.install(|| {
+            out[..m].par_chunks_mut(32).enumerate().for_each(|(c, chunk)| {
+                for (k, o) in chunk.iter_mut().enumerate() {
+                    *o = row(c * 32 + k);
+                }
+            })
         });
     } else {
         for (i, o) in out[..m].iter_mut().enumerate() {
@@ -389,7 +403,7 @@ fn evaluate_rows(prob: &NewtonProblem, opts: &NewtonOptions, impulse: &[f64], ve
     let m = prob.dim();
     let h = opts.timestep_s;
     let d = prob.delassus;
-    delassus_product(d, m, velocity_impulse, &mut scr.row_velocity);
+    delassus_product(d, m, velocity_impulse, &mut scr.row_velocity, scr.pool.as_ref());
     for i in 0..m {
         scr.row_velocity[i] += free_weight * prob.free_row_velocity[i];
     }
@@ -484,8 +498,8 @@ fn evaluate_rows(prob: &NewtonProblem, opts: &NewtonOptions, impulse: &[f64], ve
 }
 
 /// Runs the Newton iteration on `prob` from `it` (see the module docs); leaves the solution in
-/// `it`. Allocation-free (for `m ≥` the parallel threshold, the Delassus products run on
-/// rayon's pool).
+/// `it`. Allocation- and lock-free on a serial scratch ([`NewtonScratch::new`]); with a pool
+/// the Delassus products of large problems run on it.
 pub fn solve(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScratch, it: &mut NewtonIterate) -> NewtonStats {
     let m = prob.dim();
     let mut stats = NewtonStats::default();
@@ -516,7 +530,7 @@ pub fn solve(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScratch
         for i in 0..m {
             scr.increment[i] = it.velocity_impulse[i] - scr.alpha[i] * it.impulse[i];
         }
-        delassus_product(d, m, &scr.increment, &mut scr.rhs);
+        delassus_product(d, m, &scr.increment, &mut scr.rhs, scr.pool.as_ref());
         for i in 0..m {
             scr.rhs[i] = scr.alpha[i] * ((it.free_weight - 1.0) * prob.free_row_velocity[i] + scr.rhs[i]) - scr.residual[i];
         }
@@ -549,13 +563,13 @@ pub fn solve(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScratch
                     scr.trial_impulse[i] = 1.0 / (scr.alpha[i] * scr.alpha[i] * d[i * m + i] + scr.compliance[i] + eps);
                 }
                 scr.increment[..m].fill(0.0);
-                let (alpha, compliance) = (&scr.alpha[..m], &scr.compliance[..m]);
+                let (alpha, compliance, pool) = (&scr.alpha[..m], &scr.compliance[..m], scr.pool.as_ref());
                 let scaled = &mut scr.trial_velocity_impulse;
                 let mut apply = |v: &[f64], out: &mut [f64]| {
                     for i in 0..m {
                         scaled[i] = alpha[i] * v[i];
                     }
-                    delassus_product(d, m, scaled, out);
+                    delassus_product(d, m, scaled, out, pool);
                     for i in 0..m {
                         out[i] = alpha[i] * out[i] + (compliance[i] + eps) * v[i];
                     }
@@ -699,7 +713,7 @@ mod tests {
         let b: Vec<f64> = (0..n).map(|i| ((i * 37 % 11) as f64) - 5.0).collect();
         let inv_diag: Vec<f64> = (0..n).map(|i| 1.0 / a[i * n + i]).collect();
         let mut scratch: [Vec<f64>; 6] = std::array::from_fn(|_| vec![0.0; n]);
-        let mut apply = |v: &[f64], out: &mut [f64]| delassus_product(&a, n, v, out);
+        let mut apply = |v: &[f64], out: &mut [f64]| delassus_product(&a, n, v, out, None);
         // the preconditioned residual after each iteration count
         let mut last = f64::INFINITY;
         let initial: f64 = (0..n).map(|i| b[i] * b[i] * inv_diag[i]).sum::<f64>().sqrt();
@@ -707,7 +721,7 @@ mod tests {
             let mut x = vec![0.0; n];
             conjugate_residual(&mut apply, &b, &inv_diag, &mut x, k, 0.0, &mut scratch);
             let mut ax = vec![0.0; n];
-            delassus_product(&a, n, &x, &mut ax);
+            delassus_product(&a, n, &x, &mut ax, None);
             let pres: f64 = (0..n).map(|i| (b[i] - ax[i]).powi(2) * inv_diag[i]).sum::<f64>().sqrt();
             // monotone down to round-off (1e-10 of the initial residual)
             assert!(pres <= last * (1.0 + 1e-9) + 1e-10 * initial, "iteration {k}: {pres} > {last}");
@@ -720,29 +734,29 @@ mod tests {
         let mut exact = b.clone();
         cholesky_solve(&l, n, &mut exact);
         let mut ax = vec![0.0; n];
-        delassus_product(&a, n, &x, &mut ax);
+        delassus_product(&a, n, &x, &mut ax, None);
         let rel = (0..n).map(|i| (b[i] - ax[i]).powi(2)).sum::<f64>().sqrt() / b.iter().map(|v| v * v).sum::<f64>().sqrt();
         assert!(rel < 1e-6, "relative residual {rel}");
         let err = (0..n).map(|i| (x[i] - exact[i]).abs()).fold(0.0, f64::max) / exact.iter().fold(0.0f64, |m, v| m.max(v.abs()));
         assert!(err < 1e-6, "PCR vs Cholesky: {err}");
     }
 
-    /// The Delassus product gives the same bits whether it runs on rayon's pool or not.
+    /// The Delassus product gives the same bits on a pool of 2 or 3 threads as serially.
     #[test]
     fn parallel_delassus_product_is_bit_identical() {
         let n = PARALLEL_ROWS + 37;
         let a = spd(n, 11, 10.0);
         let x: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37).sin()).collect();
-        let mut par = vec![0.0; n];
-        delassus_product(&a, n, &x, &mut par);
-        for i in 0..n {
-            let seq: f64 = a[i * n..(i + 1) * n].iter().zip(&x).map(|(p, q)| p * q).sum();
-            assert_eq!(seq.to_bits(), par[i].to_bits(), "row {i}");
+        let mut serial = vec![0.0; n];
+        delassus_product(&a, n, &x, &mut serial, None);
+        for threads in [2, 3] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let mut par = vec![0.0; n];
+            delassus_product(&a, n, &x, &mut par, Some(&pool));
+            for i in 0..n {
+                assert_eq!(serial[i].to_bits(), par[i].to_bits(), "{threads} threads, row {i}");
+            }
         }
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-        let mut one = vec![0.0; n];
-        pool.install(|| delassus_product(&a, n, &x, &mut one));
-        assert_eq!(one, par);
     }
 
     /// A consistent singular system (duplicated rows, J Jᵀ + ε I): PCR stays finite and monotone.
@@ -764,10 +778,10 @@ mod tests {
         let inv_diag: Vec<f64> = (0..n).map(|i| 1.0 / a[i * n + i]).collect();
         let mut scratch: [Vec<f64>; 6] = std::array::from_fn(|_| vec![0.0; n]);
         let mut x = vec![0.0; n];
-        let mut apply = |v: &[f64], out: &mut [f64]| delassus_product(&a, n, v, out);
+        let mut apply = |v: &[f64], out: &mut [f64]| delassus_product(&a, n, v, out, None);
         conjugate_residual(&mut apply, &b, &inv_diag, &mut x, 50, 0.0, &mut scratch);
         let mut ax = vec![0.0; n];
-        delassus_product(&a, n, &x, &mut ax);
+        delassus_product(&a, n, &x, &mut ax, None);
         let res = (0..n).map(|i| (b[i] - ax[i]).powi(2)).sum::<f64>().sqrt();
         assert!(x.iter().all(|v| v.is_finite()) && res < 1e-4, "residual {res}");
     }
