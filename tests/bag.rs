@@ -186,21 +186,77 @@ fn headless_recording_has_tf_of_the_floating_base() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
-/// The `rosbags` Python package (an independent reader) opens a bag we wrote and decodes
-/// JointState and WrenchStamped with the values we wrote. Skips with a reason when python or
-/// rosbags is absent, unless CONTACT_SIM_REQUIRE_ROSBAGS=1 (scripts/ros-test.sh sets it).
-#[test]
-fn rosbags_python_reads_our_bag() {
+/// A Python interpreter with the `rosbags` package (CONTACT_SIM_PYTHON, the ROS prefix's, or
+/// python3). `None` (the caller skips, saying so) when there is none, unless
+/// CONTACT_SIM_REQUIRE_ROSBAGS=1 (scripts/ros-test.sh sets it): then the test fails.
+fn python_with_rosbags(test: &str) -> Option<String> {
     let required = std::env::var("CONTACT_SIM_REQUIRE_ROSBAGS").is_ok_and(|v| v == "1");
     let candidates = [std::env::var("CONTACT_SIM_PYTHON").ok(), Some(repo(".ros/prefix/bin/python").display().to_string()), Some("python3".into())];
     let python = candidates.into_iter().flatten().find(|p| {
         std::process::Command::new(p).args(["-c", "import rosbags"]).output().is_ok_and(|o| o.status.success())
     });
-    let Some(python) = python else {
+    if python.is_none() {
         assert!(!required, "CONTACT_SIM_REQUIRE_ROSBAGS=1 but no python with rosbags (CONTACT_SIM_PYTHON, .ros/prefix/bin/python, python3)");
-        eprintln!("SKIPPED rosbags_python_reads_our_bag: no python with the rosbags package (run scripts/setup-ros.sh or set CONTACT_SIM_PYTHON)");
-        return;
-    };
+        eprintln!("SKIPPED {test}: no python with the rosbags package (run scripts/setup-ros.sh or set CONTACT_SIM_PYTHON)");
+    }
+    python
+}
+
+/// Latched topics (`robot_description`, `tf_static`) are recorded with the profile the node
+/// offers them with (reliable, transient local, depth 1) and streams with the default one
+/// (reliable, volatile, depth 10), in `metadata.yaml` and in the MCAP channel metadata, in
+/// rosbag2's version-9 form, so that `ros2 bag play` replays a latched topic latched. Read back
+/// three ways: the YAML, the MCAP channel records, and (when installed) the `rosbags` package.
+#[test]
+fn latched_topics_keep_their_qos_in_the_bag() {
+    use contact_sim::bag::topics::{description_msg, record_latched, static_tf_msg};
+    let root = tmp("qos");
+    let d = root.join("bag");
+    let mut rec = BagRecorder::start(&d, &RecorderOptions::default()).unwrap();
+    let js = rec.add_topic("/joint_states", MsgType::JointState);
+    let latched = vec![("robot_description".to_string(), description_msg("<robot name='r'/>")), ("tf_static".to_string(), static_tf_msg("odom", 5, &[("base".into(), [0.0, 0.0, 1.0], [0.0, 0.0, 0.0, 1.0])]))];
+    assert_eq!(record_latched(&mut rec, "/", 5, latched), 0);
+    assert!(rec.handle().record(js, 6, Msg::JointState(JointState { header: Header::new(6, ""), ..Default::default() })));
+    rec.finish().unwrap();
+    let expected = [("/joint_states", "volatile", 10), ("/robot_description", "transient_local", 1), ("/tf_static", "transient_local", 1)];
+
+    // metadata.yaml
+    let meta: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(d.join("metadata.yaml")).unwrap()).unwrap();
+    let topics = meta["rosbag2_bagfile_information"]["topics_with_message_count"].as_sequence().unwrap();
+    for (name, durability, depth) in expected {
+        let t = topics.iter().map(|t| &t["topic_metadata"]).find(|t| t["name"].as_str() == Some(name)).unwrap_or_else(|| panic!("{name} not in metadata.yaml"));
+        let q = t["offered_qos_profiles"].as_sequence().unwrap_or_else(|| panic!("{name}: offered_qos_profiles is not a list"));
+        assert_eq!(q.len(), 1, "{name}");
+        assert_eq!((q[0]["durability"].as_str(), q[0]["reliability"].as_str(), q[0]["history"].as_str(), q[0]["depth"].as_u64()), (Some(durability), Some("reliable"), Some("keep_last"), Some(depth)), "{name} in metadata.yaml");
+    }
+
+    // the MCAP channels' metadata: the same profile as a YAML string
+    let file = std::fs::read(d.join("bag_0.mcap")).unwrap();
+    let summary = mcap::Summary::read(&file).unwrap().expect("summary section");
+    for (name, durability, depth) in expected {
+        let ch = summary.channels.values().find(|c| c.topic == name).unwrap_or_else(|| panic!("no channel {name}"));
+        let q: serde_yaml::Value = serde_yaml::from_str(&ch.metadata["offered_qos_profiles"]).unwrap();
+        assert_eq!((q[0]["durability"].as_str(), q[0]["depth"].as_u64()), (Some(durability), Some(depth)), "{name} in the MCAP channel");
+    }
+
+    // an independent reader
+    if let Some(python) = python_with_rosbags("latched_topics_keep_their_qos_in_the_bag") {
+        let script = "import sys\nfrom pathlib import Path\nfrom rosbags.rosbag2 import Reader\nwith Reader(Path(sys.argv[1])) as r:\n    for c in sorted(r.connections, key=lambda c: c.topic):\n        q = c.ext.offered_qos_profiles[0]\n        print(c.topic, q.durability.name, q.depth)\n";
+        let out = std::process::Command::new(&python).args(["-c", script]).arg(&d).output().unwrap();
+        assert!(out.status.success(), "rosbags: {}", String::from_utf8_lossy(&out.stderr));
+        let lines: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(String::from).collect();
+        let want: Vec<String> = expected.iter().map(|(n, dur, depth)| format!("{n} {} {depth}", dur.to_uppercase())).collect();
+        assert_eq!(lines, want, "rosbags reads the offered QoS");
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// The `rosbags` Python package (an independent reader) opens a bag we wrote and decodes
+/// JointState and WrenchStamped with the values we wrote. Skips with a reason when python or
+/// rosbags is absent, unless CONTACT_SIM_REQUIRE_ROSBAGS=1 (scripts/ros-test.sh sets it).
+#[test]
+fn rosbags_python_reads_our_bag() {
+    let Some(python) = python_with_rosbags("rosbags_python_reads_our_bag") else { return };
     let root = tmp("rosbags");
     let d = root.join("bag");
     record(&scene("bag_arm"), &d, 0.3);

@@ -26,7 +26,7 @@ pub mod writer;
 
 pub use reader::{read_bag, Bag, BagMessage, TopicInfo};
 pub use recorder::{BagRecorder, RecordHandle, RecorderOptions, RecordingSummary};
-pub use writer::{BagSummary, BagWriter, TopicId, WriterOptions};
+pub use writer::{BagSummary, BagWriter, OfferedQos, TopicId, WriterOptions};
 
 use std::path::Path;
 

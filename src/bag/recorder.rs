@@ -16,7 +16,7 @@
 //! and closes the bag completely.
 
 use super::msgs::{Msg, MsgType};
-use super::writer::{BagSummary, BagWriter, TopicId, WriterOptions};
+use super::writer::{BagSummary, BagWriter, OfferedQos, TopicId, WriterOptions};
 use super::BagError;
 use crossbeam::channel::{bounded, Receiver, RecvTimeoutError, Sender, TrySendError};
 use std::path::Path;
@@ -46,7 +46,7 @@ impl Default for RecorderOptions {
 }
 
 enum Entry {
-    Topic { id: u16, name: String, ty: MsgType },
+    Topic { id: u16, name: String, ty: MsgType, qos: OfferedQos },
     Message { topic: TopicId, log_time_ns: u64, msg: Msg },
     /// Close the bag now (handles still alive elsewhere then see a disconnected queue).
     Finish,
@@ -116,12 +116,18 @@ impl BagRecorder {
     /// (setup time: this may wait for room in the queue). The same name and type twice give the
     /// same id.
     pub fn add_topic(&mut self, name: &str, ty: MsgType) -> TopicId {
+        self.add_topic_with_qos(name, ty, OfferedQos::Stream)
+    }
+
+    /// [`BagRecorder::add_topic`] with the QoS profile the publisher offers (recorded with the
+    /// topic, so that a replay offers it again; see [`OfferedQos`]).
+    pub fn add_topic_with_qos(&mut self, name: &str, ty: MsgType, qos: OfferedQos) -> TopicId {
         if let Some(i) = self.topics.iter().position(|(n, t)| n == name && *t == ty) {
             return TopicId(i as u16);
         }
         let id = self.topics.len() as u16;
         self.topics.push((name.to_string(), ty));
-        let _ = self.handle.tx.send(Entry::Topic { id, name: name.to_string(), ty });
+        let _ = self.handle.tx.send(Entry::Topic { id, name: name.to_string(), ty, qos });
         TopicId(id)
     }
 
@@ -159,8 +165,8 @@ fn writer_loop(mut w: BagWriter, rx: Receiver<Entry>, period: Duration) -> Resul
     loop {
         let timeout = period.saturating_sub(last_flush.elapsed());
         match rx.recv_timeout(timeout) {
-            Ok(Entry::Topic { id, name, ty }) => {
-                let r = w.add_topic(&name, ty);
+            Ok(Entry::Topic { id, name, ty, qos }) => {
+                let r = w.add_topic_with_qos(&name, ty, qos);
                 if ids.len() <= id as usize {
                     ids.resize(id as usize + 1, None);
                 }

@@ -6,7 +6,7 @@
 
 use super::msgs::{DiagnosticArray, DiagnosticStatus, Header, JointState, KeyValue, Msg, MsgType, Odometry, StringMsg, TFMessage, TransformStamped, Wrench, WrenchStamped};
 use super::recorder::{BagRecorder, RecordHandle};
-use super::writer::TopicId;
+use super::writer::{OfferedQos, TopicId};
 use crate::rt::messages::{JointLayout, Sample};
 
 /// `joint_states` (sensor_msgs/JointState): positions, velocities, measured efforts (relative:
@@ -96,13 +96,14 @@ impl Default for SampleTopicOptions {
 }
 
 /// Records messages that the node publishes once, latched (`robot_description` per robot,
-/// `tf_static`), at `stamp_ns`: each `(relative topic, message)` gets its topic in `rec`'s bag.
+/// `tf_static`), at `stamp_ns`: each `(relative topic, message)` gets its topic in `rec`'s bag,
+/// recorded with the latched profile ([`OfferedQos::Latched`]) the node offers them with.
 /// Returns how many were dropped (queue full).
 pub fn record_latched(rec: &mut BagRecorder, namespace: &str, stamp_ns: i64, messages: Vec<(String, Msg)>) -> usize {
     let h = rec.handle();
     let mut dropped = 0;
     for (topic, msg) in messages {
-        let id = rec.add_topic(&qualify(namespace, &topic), msg.msg_type());
+        let id = rec.add_topic_with_qos(&qualify(namespace, &topic), msg.msg_type(), OfferedQos::Latched);
         if !h.record(id, stamp_ns.max(0) as u64, msg) {
             dropped += 1;
         }

@@ -40,9 +40,56 @@ impl Default for WriterOptions {
     }
 }
 
+/// The QoS profile a publisher offers on a topic, recorded with the topic (rosbag2's
+/// `offered_qos_profiles`, in `metadata.yaml` and in the MCAP channel's metadata) so that
+/// `ros2 bag play` offers the same profile again: a latched topic replays latched, and a
+/// subscriber that joins after the start of the playback still receives it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OfferedQos {
+    /// Reliable, volatile, keep last 10: the default publisher profile of rclcpp and r2r, which
+    /// the node uses for its streams (`joint_states`, `odom`, `tf`, wrenches, ...).
+    #[default]
+    Stream,
+    /// Reliable, transient local, keep last 1: published once and kept for late subscribers
+    /// (`robot_description`, `tf_static`), as robot_state_publisher and tf2 do.
+    Latched,
+}
+
+impl OfferedQos {
+    /// History depth (messages kept).
+    pub fn depth(self) -> u32 {
+        match self {
+            OfferedQos::Stream => 10,
+            OfferedQos::Latched => 1,
+        }
+    }
+
+    /// Durability policy name, as rmw spells it (`volatile`, `transient_local`).
+    pub fn durability(self) -> &'static str {
+        match self {
+            OfferedQos::Stream => "volatile",
+            OfferedQos::Latched => "transient_local",
+        }
+    }
+
+    /// The profile as a one-element YAML sequence in rosbag2's metadata version 9 form (policy
+    /// names as strings; deadline, lifespan and lease unset, written as rmw's infinite duration
+    /// 9223372036 s 854775807 ns), each line prefixed with `indent`.
+    pub fn yaml_sequence(self, indent: &str) -> String {
+        const INFINITE: &str = "\n    sec: 9223372036\n    nsec: 854775807";
+        let body = format!(
+            "- history: keep_last\n  depth: {}\n  reliability: reliable\n  durability: {}\n  deadline:{INFINITE}\n  lifespan:{INFINITE}\n  liveliness: automatic\n  liveliness_lease_duration:{INFINITE}\n  avoid_ros_namespace_conventions: false",
+            self.depth(),
+            self.durability()
+        );
+        body.lines().map(|l| format!("{indent}{l}\n")).collect()
+    }
+}
+
 struct TopicEntry {
     name: String,
     ty: MsgType,
+    qos: OfferedQos,
     channel: u16,
     count: u64,
 }
@@ -110,9 +157,16 @@ impl BagWriter {
         &self.dir
     }
 
-    /// Adds a topic (a fully qualified name such as `/joint_states`). Adding the same name and
-    /// type twice returns the same id; the same name with another type is an error.
+    /// Adds a topic (a fully qualified name such as `/joint_states`) offered with the default
+    /// stream profile ([`OfferedQos::Stream`]). Adding the same name and type twice returns the
+    /// same id; the same name with another type is an error.
     pub fn add_topic(&mut self, name: &str, ty: MsgType) -> Result<TopicId, BagError> {
+        self.add_topic_with_qos(name, ty, OfferedQos::Stream)
+    }
+
+    /// [`BagWriter::add_topic`] with the QoS profile the publisher offers (recorded, so that a
+    /// replay offers it again).
+    pub fn add_topic_with_qos(&mut self, name: &str, ty: MsgType, qos: OfferedQos) -> Result<TopicId, BagError> {
         if let Some(i) = self.topics.iter().position(|t| t.name == name) {
             if self.topics[i].ty != ty {
                 return Err(BagError::Invalid { path: self.mcap_path().display().to_string(), reason: format!("topic '{name}' already has type {}, not {}", self.topics[i].ty.name(), ty.name()) });
@@ -130,9 +184,9 @@ impl BagWriter {
             }
         };
         let mut meta = BTreeMap::new();
-        meta.insert("offered_qos_profiles".to_string(), String::new());
+        meta.insert("offered_qos_profiles".to_string(), qos.yaml_sequence(""));
         let channel = mcap.add_channel(schema, name, "cdr", &meta).map_err(|e| BagError::mcap(&path, e))?;
-        self.topics.push(TopicEntry { name: name.to_string(), ty, channel, count: 0 });
+        self.topics.push(TopicEntry { name: name.to_string(), ty, qos, channel, count: 0 });
         Ok(TopicId((self.topics.len() - 1) as u16))
     }
 
@@ -203,9 +257,10 @@ impl BagWriter {
         }
         for t in &self.topics {
             s.push_str(&format!(
-                "    - topic_metadata:\n        name: {}\n        type: {}\n        serialization_format: cdr\n        offered_qos_profiles: []\n        type_description_hash: \"\"\n      message_count: {}\n",
+                "    - topic_metadata:\n        name: {}\n        type: {}\n        serialization_format: cdr\n        offered_qos_profiles:\n{}        type_description_hash: \"\"\n      message_count: {}\n",
                 yaml_str(&t.name),
                 t.ty.name(),
+                t.qos.yaml_sequence("          "),
                 t.count
             ));
         }

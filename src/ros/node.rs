@@ -669,6 +669,11 @@ fn diagnostics(ctx: &PublisherCtx, l: &Latest, p: &Latest, front: (u64, u64, u64
                 ("worst_cycle_stage_us", f2(l.step.worst_cycle.stage_us)),
                 ("worst_cycle_contacts", l.step.worst_cycle.contacts.to_string()),
                 ("worst_cycle_iterations", l.step.worst_cycle.iterations.to_string()),
+                ("worst_cycle_cause", l.step.worst_cycle.cause().to_string()),
+                ("worst_cycle_cpu_us", f2(l.step.worst_cycle.cpu_us)),
+                ("worst_cycle_involuntary_switches", l.step.worst_cycle.involuntary_switches.to_string()),
+                ("worst_cycle_page_faults", l.step.worst_cycle.page_faults.to_string()),
+                ("worst_cycle_wake_late_us", f2(l.step.worst_cycle.wake_late_us)),
             ],
         ),
         convert::status(

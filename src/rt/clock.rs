@@ -38,6 +38,42 @@ pub fn sleep_until_ns(deadline_ns: i64) {
     }
 }
 
+/// What the kernel has counted for the calling thread since it started: its CPU time and the
+/// events that stall it. The difference of two readings tells where a slow stretch of wall time
+/// went: into our own work (CPU time grew by about as much as the wall clock), into waiting while
+/// runnable (involuntary context switches: another task, an interrupt thread or, on a virtual
+/// machine, the hypervisor ran instead; under `SCHED_DEADLINE` also the throttling of a thread
+/// that overran its runtime budget), or into page faults.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ThreadUsage {
+    /// CPU time of the thread (ns, `CLOCK_THREAD_CPUTIME_ID`).
+    pub cpu_ns: i64,
+    /// Involuntary context switches (`ru_nivcsw` of `getrusage(RUSAGE_THREAD)`).
+    pub involuntary_switches: i64,
+    /// Minor plus major page faults (`ru_minflt + ru_majflt`).
+    pub page_faults: i64,
+}
+
+impl ThreadUsage {
+    /// The calling thread's counters now (two system calls, no allocation).
+    pub fn now() -> ThreadUsage {
+        // SAFETY: `ru` is a valid, writable rusage; RUSAGE_THREAD is supported on Linux ≥ 2.6.26.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        let ok = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } == 0;
+        let (switches, faults) = if ok { (ru.ru_nivcsw as i64, (ru.ru_minflt + ru.ru_majflt) as i64) } else { (0, 0) };
+        ThreadUsage { cpu_ns: read(libc::CLOCK_THREAD_CPUTIME_ID), involuntary_switches: switches, page_faults: faults }
+    }
+
+    /// What happened between `earlier` and `self` (component-wise difference).
+    pub fn since(&self, earlier: &ThreadUsage) -> ThreadUsage {
+        ThreadUsage {
+            cpu_ns: self.cpu_ns - earlier.cpu_ns,
+            involuntary_switches: self.involuntary_switches - earlier.involuntary_switches,
+            page_faults: self.page_faults - earlier.page_faults,
+        }
+    }
+}
+
 /// Seconds (f64) to nanoseconds, saturating; negative and NaN values give 0.
 pub fn secs_to_ns(s: f64) -> i64 {
     if s.is_nan() || s <= 0.0 {
@@ -52,6 +88,26 @@ pub fn secs_to_ns(s: f64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Burning CPU shows as CPU time of about the wall time; sleeping adds wall time but no CPU
+    /// time. (Bounds are loose: this machine may be loaded; the point is which counter moves.)
+    #[test]
+    fn thread_usage_tells_work_from_waiting() {
+        let u0 = ThreadUsage::now();
+        let t0 = monotonic_ns();
+        let mut x = 0u64;
+        while monotonic_ns() - t0 < 20_000_000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(std::hint::black_box(1));
+        }
+        std::hint::black_box(x);
+        let busy = ThreadUsage::now().since(&u0);
+        assert!(busy.cpu_ns > 2_000_000 && busy.cpu_ns <= 21_000_000, "20 ms of spinning used {} ns of CPU", busy.cpu_ns);
+        let u1 = ThreadUsage::now();
+        sleep_until_ns(monotonic_ns() + 20_000_000);
+        let idle = ThreadUsage::now().since(&u1);
+        assert!(idle.cpu_ns < 2_000_000, "20 ms of sleep used {} ns of CPU", idle.cpu_ns);
+        assert!(idle.involuntary_switches >= 0 && idle.page_faults >= 0);
+    }
 
     #[test]
     fn sleep_until_waits_for_the_deadline_and_not_much_longer() {

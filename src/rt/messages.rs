@@ -449,18 +449,61 @@ pub struct WorstCycle {
     pub iterations: u32,
     /// Control requests applied in the cycle (reset, pause, step, parameter changes).
     pub control_requests: u32,
+    /// CPU time the loop thread used between the end of the previous cycle and the end of this
+    /// one (µs; sleeping uses none). Much less than `total_us` means the cycle was slow because
+    /// the thread waited, not because it worked.
+    pub cpu_us: f64,
+    /// Involuntary context switches of the loop thread in that span: times it was runnable but
+    /// something else ran (another task, the hypervisor, or `SCHED_DEADLINE` throttling).
+    pub involuntary_switches: u32,
+    /// Page faults of the loop thread in that span.
+    pub page_faults: u32,
+    /// How late the thread woke for this cycle (µs after its deadline; 0 when unpaced).
+    pub wake_late_us: f64,
 }
 
 impl WorstCycle {
-    /// One line for logs and diagnostics: `812.4 µs, mostly steps (790.1 µs: 1 step, 44
-    /// contacts, 200 iterations)`; `none` before the first window.
+    /// Why the cycle took its time, from the thread's own counters: `"work"` when the CPU time
+    /// is at least ¾ of the cycle's work time (the solver, a reset, ... — `stage` says which),
+    /// `"preempted"` when the thread was switched out involuntarily (runnable, but something else
+    /// ran), `"page faults"` when it faulted, `"waiting"` otherwise (blocked in a system call, or
+    /// a stall the counters do not see, such as a virtual CPU paused by the hypervisor). Empty
+    /// before the first window.
+    pub fn cause(&self) -> &'static str {
+        if self.stage.is_empty() {
+            ""
+        } else if self.cpu_us >= 0.75 * self.total_us {
+            "work"
+        } else if self.involuntary_switches > 0 {
+            "preempted"
+        } else if self.page_faults > 0 {
+            "page faults"
+        } else {
+            "waiting"
+        }
+    }
+
+    /// One line for logs and diagnostics: `812.4 µs, mostly steps (790.1 µs: 1 step(s), 44
+    /// contacts, 200 iterations, 0 control request(s)); cause work: CPU 801.0 µs, 0 involuntary
+    /// switch(es), 0 page fault(s), woke 3.1 µs late`; `none` before the first window.
     pub fn describe(&self) -> String {
         if self.stage.is_empty() {
             return "none".into();
         }
         format!(
-            "{:.1} µs, mostly {} ({:.1} µs: {} step(s), {} contacts, {} iterations, {} control request(s))",
-            self.total_us, self.stage, self.stage_us, self.steps, self.contacts, self.iterations, self.control_requests
+            "{:.1} µs, mostly {} ({:.1} µs: {} step(s), {} contacts, {} iterations, {} control request(s)); cause {}: CPU {:.1} µs, {} involuntary switch(es), {} page fault(s), woke {:.1} µs late",
+            self.total_us,
+            self.stage,
+            self.stage_us,
+            self.steps,
+            self.contacts,
+            self.iterations,
+            self.control_requests,
+            self.cause(),
+            self.cpu_us,
+            self.involuntary_switches,
+            self.page_faults,
+            self.wake_late_us
         )
     }
 }

@@ -15,7 +15,7 @@
 //! lockstep step, after every requested single step and after a reset; while paused or idle in
 //! lockstep the state keeps being published (heartbeat).
 
-use super::clock::{monotonic_ns, realtime_ns, sleep_until_ns, NS_PER_S};
+use super::clock::{monotonic_ns, realtime_ns, sleep_until_ns, ThreadUsage, NS_PER_S};
 use super::exchange::{BufferQueue, RequestQueue};
 use super::messages::*;
 use super::sched::{self, SchedConfig, SchedReport};
@@ -417,14 +417,17 @@ impl RtLoop {
         let mut last_heartbeat = t0;
         let mut tick: u64 = 0;
         let mut running = true;
+        let mut usage_before = ThreadUsage::now();
         while running {
             // ---- wait --------------------------------------------------------------------
             let (steps_per_cycle, period_ns) = self.cycle();
             let paced = period_ns > 0;
+            let mut wake_late_ns = 0;
             if paced {
                 sleep_until_ns(next);
                 let wake = monotonic_ns();
                 self.timer.wake(next, wake);
+                wake_late_ns = (wake - next).max(0);
             }
             let cycle_start = monotonic_ns();
             self.counters.cycles += 1;
@@ -516,6 +519,9 @@ impl RtLoop {
             let end = monotonic_ns();
             self.timer.work(end - cycle_start);
             let total_us = (end - cycle_start) as f64 * 1e-3;
+            let usage = ThreadUsage::now();
+            let used = usage.since(&usage_before);
+            usage_before = usage;
             if total_us > self.window_worst.total_us {
                 let stages = [("control", t_control - cycle_start), ("commands", t_commands - t_control), ("steps", t_steps - t_commands), ("publish", end - t_steps)];
                 let (stage, ns) = stages.into_iter().fold(("control", i64::MIN), |a, b| if b.1 > a.1 { b } else { a });
@@ -527,6 +533,10 @@ impl RtLoop {
                     contacts: self.cycle_contacts,
                     iterations: self.cycle_iterations,
                     control_requests: self.ack_pending.saturating_sub(acks_before) as u32,
+                    cpu_us: used.cpu_ns as f64 * 1e-3,
+                    involuntary_switches: used.involuntary_switches.clamp(0, u32::MAX as i64) as u32,
+                    page_faults: used.page_faults.clamp(0, u32::MAX as i64) as u32,
+                    wake_late_us: wake_late_ns as f64 * 1e-3,
                 };
             }
             if paced {

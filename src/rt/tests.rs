@@ -387,6 +387,10 @@ fn the_worst_cycle_of_a_window_is_reported_with_its_stage_and_contacts() {
     assert!(w.steps >= 1, "every realtime cycle steps: {w:?}");
     assert!(w.contacts >= 1, "the box rests on the floor: {w:?}");
     assert!(w.describe().contains(w.stage) && w.describe().contains(&format!("{} contacts", w.contacts)), "{}", w.describe());
+    // the thread's own counters: it stepped, so it used CPU; the cause is one of the four
+    assert!(w.cpu_us > 0.0, "{w:?}");
+    assert!(["work", "preempted", "page faults", "waiting"].contains(&w.cause()), "{w:?}");
+    assert!(w.describe().contains(&format!("cause {}", w.cause())), "{}", w.describe());
     assert_eq!(messages::WorstCycle::default().describe(), "none");
     // a reset is a control request of its cycle; a later window's worst cycle may or may not be it
     let seq = r.control(ControlRequest::Reset);
@@ -394,4 +398,16 @@ fn the_worst_cycle_of_a_window_is_reported_with_its_stage_and_contacts() {
     let after = r.wait_sample("a window after the reset", |s| s.counters.resets >= 1 && !s.step.worst_cycle.stage.is_empty());
     assert!(after.step.worst_cycle.total_us > 0.0);
     r.stop();
+}
+
+/// The worst cycle's cause follows from the thread's counters: mostly CPU time is work; little
+/// CPU time with involuntary switches is preemption; with page faults, the faults; else waiting.
+#[test]
+fn the_worst_cycle_cause_follows_the_thread_counters() {
+    let base = messages::WorstCycle { total_us: 1000.0, stage: "steps", stage_us: 990.0, steps: 1, ..Default::default() };
+    assert_eq!(messages::WorstCycle { cpu_us: 900.0, involuntary_switches: 3, ..base }.cause(), "work");
+    assert_eq!(messages::WorstCycle { cpu_us: 100.0, involuntary_switches: 3, page_faults: 2, ..base }.cause(), "preempted");
+    assert_eq!(messages::WorstCycle { cpu_us: 100.0, page_faults: 2, ..base }.cause(), "page faults");
+    assert_eq!(messages::WorstCycle { cpu_us: 100.0, ..base }.cause(), "waiting");
+    assert_eq!(messages::WorstCycle::default().cause(), "");
 }
