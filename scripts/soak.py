@@ -68,12 +68,16 @@ class Watcher(Node):
     def __init__(self):
         super().__init__("soak_watcher")
         self.latest = {}
+        # the worst cycle of every statistics period: (µs, cause, description)
+        self.worst = []
         self.create_subscription(DiagnosticArray, "diagnostics", self.on_diag, 10)
 
     def on_diag(self, msg):
         for st in msg.status:
-            for kv in st.values:
-                self.latest[kv.key] = kv.value
+            values = {kv.key: kv.value for kv in st.values}
+            self.latest.update(values)
+            if "worst_cycle_us" in values and values.get("worst_cycle", "none") != "none":
+                self.worst.append((float(values["worst_cycle_us"]), values.get("worst_cycle_cause", ""), values["worst_cycle"]))
 
 
 def flood(rate_hz, publishers, bad_share, stop, sent):
@@ -94,6 +98,15 @@ def flood(rate_hz, publishers, bad_share, stop, sent):
         elif delay < -0.1:
             t_next = time.perf_counter()  # fell behind: do not burst
     node.destroy_node()
+
+
+def over_1ms_by_cause(worst):
+    """How many statistics periods had a worst cycle over 1 ms (the 1 kHz period), by cause."""
+    out = {}
+    for us, cause, _ in worst:
+        if us > 1000.0:
+            out[cause] = out.get(cause, 0) + 1
+    return out
 
 
 def bag_counts(bag_dir):
@@ -168,6 +181,8 @@ def main():
         "rss_growth_second_half": round(growth, 4),
         "node_alive_at_end": alive,
         "diagnostics": {k: diag.get(k) for k in ["cycles", "overruns", "skipped_deadlines", "exec_mean_us", "exec_max_us", "jitter_max_us", "commands_received", "commands_applied", "commands_rejected", "commands_dropped", "samples_dropped", "bag_messages_dropped", "unconverged_steps", "failed_steps"]},
+        "periods_with_a_cycle_over_1ms_by_cause": over_1ms_by_cause(watcher.worst),
+        "slowest_cycles": [d for (_, _, d) in sorted(set(watcher.worst), reverse=True)[:5]],
         "bag_messages": total,
         "bag_joint_commands": counts.get("/joint_commands", counts.get("joint_commands")),
         "bag_joint_states": counts.get("/joint_states", counts.get("joint_states")),

@@ -168,9 +168,9 @@ fn headless_recording_has_the_node_topics() {
 /// A floating base's `tf` is in the bag (so a bag opens in Foxglove with the robot moving): one
 /// TFMessage per odometry message, same stamp, odom → root link, the odometry pose exactly.
 #[test]
-fn headless_recording_has_tf_of_the_floating_base() {
-    let root = tmp("tf");
-    let d = root.join("bag");
+fn headless_recording_has_tf_and_the_latched_robot_descriptions() {
+    let root_dir = tmp("tf");
+    let d = root_dir.join("bag");
     let scene = load_scene(&repo("config/default.yaml")).unwrap();
     let bag = record(&scene, &d, 0.1);
     let (tf, odom) = (bag.topic_index("/tf").expect("/tf recorded"), bag.topic_index("/odom").unwrap());
@@ -183,7 +183,27 @@ fn headless_recording_has_tf_of_the_floating_base() {
         assert_eq!(x.header.stamp, o.header.stamp);
         assert_eq!((x.translation, x.rotation_xyzw), (o.position, o.orientation_xyzw));
     }
-    let _ = std::fs::remove_dir_all(&root);
+    // once, latched: each robot's URDF on `<robot>/robot_description` (two robots), and the
+    // arm's fixed base on tf_static where the scene welds it
+    assert_eq!(scene.model.robots.len(), 2);
+    for r in &scene.model.robots {
+        let topic = bag.topic_index(&format!("/{}/robot_description", r.name)).unwrap_or_else(|| panic!("no robot_description of {}", r.name));
+        let msgs: Vec<_> = bag.messages_on(topic).collect();
+        assert_eq!(msgs.len(), 1);
+        let Msg::String(text) = &msgs[0].msg else { panic!("robot_description is a String") };
+        assert_eq!(text.data, std::fs::read_to_string(&r.source).unwrap(), "{}: the URDF file, unchanged", r.name);
+    }
+    let st: Vec<_> = bag.messages_on(bag.topic_index("/tf_static").expect("/tf_static recorded")).collect();
+    assert_eq!(st.len(), 1);
+    let Msg::TFMessage(st) = &st[0].msg else { panic!() };
+    let arm = scene.model.robots.iter().find(|r| !r.floating_base).expect("the arm is welded");
+    let root = &scene.model.bodies[scene.model.trees[arm.tree].body_start];
+    assert_eq!(st.transforms.len(), 1);
+    let t = &st.transforms[0];
+    assert_eq!((t.header.frame_id.as_str(), t.child_frame_id.as_str()), ("odom", root.name.as_str()));
+    let p = root.joint.x_parent_joint.translation.vector;
+    assert_eq!(t.translation, [p.x, p.y, p.z], "where the scene welds the arm");
+    let _ = std::fs::remove_dir_all(&root_dir);
 }
 
 /// A Python interpreter with the `rosbags` package (CONTACT_SIM_PYTHON, the ROS prefix's, or
@@ -208,7 +228,7 @@ fn python_with_rosbags(test: &str) -> Option<String> {
 /// rosbag2's version-9 form, so that `ros2 bag play` replays a latched topic latched. Read back
 /// three ways: the YAML, the MCAP channel records, and (when installed) the `rosbags` package.
 #[test]
-fn latched_topics_keep_their_qos_in_the_bag() {
+fn latched_topics_keep_their_qos_and_rosbags_reads_it() {
     use contact_sim::bag::topics::{description_msg, record_latched, static_tf_msg};
     let root = tmp("qos");
     let d = root.join("bag");
@@ -240,7 +260,7 @@ fn latched_topics_keep_their_qos_in_the_bag() {
     }
 
     // an independent reader
-    if let Some(python) = python_with_rosbags("latched_topics_keep_their_qos_in_the_bag") {
+    if let Some(python) = python_with_rosbags("latched_topics_keep_their_qos_and_rosbags_reads_it") {
         let script = "import sys\nfrom pathlib import Path\nfrom rosbags.rosbag2 import Reader\nwith Reader(Path(sys.argv[1])) as r:\n    for c in sorted(r.connections, key=lambda c: c.topic):\n        q = c.ext.offered_qos_profiles[0]\n        print(c.topic, q.durability.name, q.depth)\n";
         let out = std::process::Command::new(&python).args(["-c", script]).arg(&d).output().unwrap();
         assert!(out.status.success(), "rosbags: {}", String::from_utf8_lossy(&out.stderr));

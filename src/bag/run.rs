@@ -1,11 +1,14 @@
 //! [`RunRecorder`]: records a headless run (or any loop stepping a [`Simulation`]) as the node
 //! would publish it: the node's topics at a fixed rate, the commands whenever they change
 //! (`joint_commands`, full position / velocity / effort vectors of the actuated joints, stamped
-//! with the time of the step they were applied to), diagnostics at 1 Hz. Stamps and log times
-//! are simulation time (ns). The queue is lossless (batch runs).
+//! with the time of the step they were applied to), diagnostics at 1 Hz, and once at the start
+//! the latched `robot_description` of every robot and `tf_static` of the fixed bases (so that the
+//! bag shows the robot in Foxglove or RViz). Stamps and log times are simulation time (ns). The
+//! queue is lossless (batch runs).
 
 use super::msgs;
-use super::topics::{SampleTopicOptions, SampleTopics};
+use super::topics::{record_latched, SampleTopicOptions, SampleTopics};
+use crate::rt::robots::{latched_messages, RobotDescription};
 use super::{BagError, BagRecorder, RecordHandle, RecorderOptions, RecordingSummary};
 use crate::rt::messages::{JointLayout, Sample, StepSummary};
 use crate::sim::Simulation;
@@ -38,6 +41,10 @@ impl RunRecorder {
         let layout = JointLayout::new(&sim.model);
         let topic_opts = SampleTopicOptions::default();
         let topics = SampleTopics::register(&mut rec, &layout, &topic_opts);
+        // robot_description per robot and tf_static, once, latched, as the node records them
+        let robots = RobotDescription::from_model(&sim.model).map_err(|reason| BagError::Invalid { path: dir.display().to_string(), reason })?;
+        let start_ns = crate::rt::clock::secs_to_ns(sim.state.time_s);
+        record_latched(&mut rec, &topic_opts.namespace, start_ns, latched_messages(&robots, &topic_opts.odom_frame, start_ns));
         let h = rec.handle();
         Ok(RunRecorder {
             rec,

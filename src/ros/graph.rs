@@ -16,72 +16,11 @@
 //! The world frame is the node's `odom_frame` parameter (default `odom`): the simulation's world
 //! (z up, metres), fixed. Link frames are the URDF's link names, unprefixed.
 
-use crate::math::Pose;
-use crate::model::{JointKind, Model};
 use crate::rt::messages::Sample;
-use anyhow::{Context as _, Result};
+pub use crate::rt::robots::{description_topic, BaseFrame, RobotDescription};
 use r2r::builtin_interfaces::msg::Time;
 use r2r::geometry_msgs::msg::{Quaternion, Transform, TransformStamped, Vector3};
 use r2r::tf2_msgs::msg::TFMessage;
-
-/// How a robot's root link is attached to the world.
-#[derive(Clone, Debug, PartialEq)]
-pub enum BaseFrame {
-    /// A floating base: its pose is `Sample::bases[index]` (the index in
-    /// [`crate::rt::messages::JointLayout::bases`]).
-    Floating {
-        /// Index into the sample's floating bases.
-        index: usize,
-    },
-    /// A base welded to the world at this pose (root link origin in the world frame).
-    Fixed(Pose),
-}
-
-/// One robot as the ROS graph sees it.
-#[derive(Clone, Debug)]
-pub struct RobotDescription {
-    /// The robot's name in the scene.
-    pub robot: String,
-    /// The URDF text (the file the scene loads, unchanged).
-    pub urdf: String,
-    /// The URDF's root link (the child frame of the robot's world transform).
-    pub root_link: String,
-    /// How the root link moves.
-    pub base: BaseFrame,
-}
-
-impl RobotDescription {
-    /// Reads every robot of `model`: its URDF text from the file it was loaded from, its root
-    /// link and base. Floating bases are numbered in model order, as in
-    /// [`crate::rt::messages::JointLayout::bases`].
-    pub fn from_model(model: &Model) -> Result<Vec<RobotDescription>> {
-        let mut out = Vec::new();
-        let mut floating = 0;
-        for r in &model.robots {
-            let tree = &model.trees[r.tree];
-            let root = &model.bodies[tree.body_start];
-            let base = if root.joint.kind == JointKind::Free {
-                floating += 1;
-                BaseFrame::Floating { index: floating - 1 }
-            } else {
-                BaseFrame::Fixed(root.joint.x_parent_joint)
-            };
-            let urdf = std::fs::read_to_string(&r.source).with_context(|| format!("robot '{}': reading its URDF {} for robot_description", r.name, r.source))?;
-            out.push(RobotDescription { robot: r.name.clone(), urdf, root_link: root.name.clone(), base });
-        }
-        Ok(out)
-    }
-}
-
-/// The `robot_description` topic of robot `robot` when the scene has `robots` robots:
-/// `robot_description` for one, `<robot>/robot_description` for several (relative names).
-pub fn description_topic(robot: &str, robots: usize) -> String {
-    if robots == 1 {
-        "robot_description".to_string()
-    } else {
-        format!("{robot}/robot_description")
-    }
-}
 
 fn transform(world_frame: &str, child: &str, p: [f64; 3], q_xyzw: [f64; 4], stamp: &Time) -> TransformStamped {
     let mut t = TransformStamped { child_frame_id: child.to_string(), ..Default::default() };
@@ -91,20 +30,11 @@ fn transform(world_frame: &str, child: &str, p: [f64; 3], q_xyzw: [f64; 4], stam
     t
 }
 
-/// The `tf_static` message: `world_frame → root link` of every fixed-base robot, stamped
-/// `stamp`. Empty when no robot has a fixed base.
+/// The `tf_static` message: `world_frame → root link` of every fixed-base robot
+/// ([`crate::rt::robots::static_frames`]), stamped `stamp`. Empty when no robot has a fixed
+/// base.
 pub fn static_transforms(robots: &[RobotDescription], world_frame: &str, stamp: &Time) -> TFMessage {
-    let transforms = robots
-        .iter()
-        .filter_map(|r| match &r.base {
-            BaseFrame::Fixed(pose) => {
-                let p = pose.translation.vector;
-                let q = pose.rotation.coords; // [i, j, k, w]
-                Some(transform(world_frame, &r.root_link, [p.x, p.y, p.z], [q.x, q.y, q.z, q.w], stamp))
-            }
-            BaseFrame::Floating { .. } => None,
-        })
-        .collect();
+    let transforms = crate::rt::robots::static_frames(robots).into_iter().map(|(child, p, q)| transform(world_frame, &child, p, q, stamp)).collect();
     TFMessage { transforms }
 }
 
@@ -145,10 +75,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn topics_and_static_frames() {
-        assert_eq!(description_topic("arm", 1), "robot_description");
-        assert_eq!(description_topic("arm", 2), "arm/robot_description");
-        let pose = Pose::from_parts(nalgebra::Translation3::new(0.0, 1.2, 0.5), nalgebra::UnitQuaternion::from_euler_angles(0.0, 0.0, std::f64::consts::FRAC_PI_2));
+    fn static_and_dynamic_frames() {
+        let pose = crate::math::Pose::from_parts(nalgebra::Translation3::new(0.0, 1.2, 0.5), nalgebra::UnitQuaternion::from_euler_angles(0.0, 0.0, std::f64::consts::FRAC_PI_2));
         let robots = vec![
             RobotDescription { robot: "q".into(), urdf: String::new(), root_link: "trunk".into(), base: BaseFrame::Floating { index: 0 } },
             RobotDescription { robot: "arm".into(), urdf: String::new(), root_link: "arm_base".into(), base: BaseFrame::Fixed(pose) },

@@ -775,7 +775,7 @@ pub fn run() -> i32 {
 /// robot) in the scene `scene` to stdout.
 fn print_robot_description(scene: &Path, robot: &str) -> Result<()> {
     let scene = load_scene(scene).map_err(|e| anyhow!("{e}"))?;
-    let robots = super::graph::RobotDescription::from_model(&scene.model)?;
+    let robots = super::graph::RobotDescription::from_model(&scene.model).map_err(|e| anyhow!(e))?;
     let names = || robots.iter().map(|r| r.robot.as_str()).collect::<Vec<_>>().join(", ");
     let r = if robot.is_empty() {
         match robots.len() {
@@ -939,7 +939,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
     // latched: reliable, transient local, depth 1 (as robot_state_publisher and tf2's static
     // broadcaster); published once here, kept alive with the node
     let latched = QosProfile::default().keep_last(1).reliable().transient_local();
-    let robots = RobotDescription::from_model(&scene.model)?;
+    let robots = RobotDescription::from_model(&scene.model).map_err(|e| anyhow!(e))?;
     let mut description_pubs = Vec::new();
     for r in &robots {
         let topic = graph::description_topic(&r.robot, robots.len());
@@ -982,18 +982,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
         let topics = crate::bag::topics::SampleTopics::register(&mut rec, &layout, &opts);
         // the latched messages, once at the start: robot_description per robot, tf_static
         let start_ns = (start_stamp.sec as i64) * 1_000_000_000 + start_stamp.nanosec as i64;
-        let mut latched_msgs: Vec<(String, crate::bag::msgs::Msg)> = robots.iter().map(|r| (graph::description_topic(&r.robot, robots.len()), crate::bag::topics::description_msg(&r.urdf))).collect();
-        if !static_tf.transforms.is_empty() {
-            let frames: Vec<(String, [f64; 3], [f64; 4])> = static_tf
-                .transforms
-                .iter()
-                .map(|t| {
-                    let (p, q) = (&t.transform.translation, &t.transform.rotation);
-                    (t.child_frame_id.clone(), [p.x, p.y, p.z], [q.x, q.y, q.z, q.w])
-                })
-                .collect();
-            latched_msgs.push(("tf_static".into(), crate::bag::topics::static_tf_msg(&cfg.odom_frame, start_ns, &frames)));
-        }
+        let latched_msgs = crate::rt::robots::latched_messages(&robots, &cfg.odom_frame, start_ns);
         crate::bag::topics::record_latched(&mut rec, &opts.namespace, start_ns, latched_msgs);
         bag_commands = Some(CommandRecording { handle: rec.handle(), joint_commands: topics.joint_commands, joint_trajectory: topics.joint_trajectory, groups: topics.group_commands.clone() });
         bag_sample = Some((topics, rec.handle()));
