@@ -45,3 +45,19 @@ fn every_interface_package_the_node_uses_is_declared_generated_and_installed() {
         assert!(setup.contains(&format!("ros-{}==", pkg.replace('_', "-"))) || built, "scripts/setup-ros.sh does not install ros-{} nor build it", pkg.replace('_', "-"));
     }
 }
+
+/// The `colcon build` line the README gives is the one `scripts/colcon-build` runs (and has
+/// passed in a scratch workspace under `ROS_DISTRO=kilted`): the two cannot drift apart.
+#[test]
+fn the_readme_colcon_line_is_the_one_the_scratch_workspace_script_runs() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let script = std::fs::read_to_string(repo().join("scripts/colcon-build")).unwrap();
+    let line = readme.lines().find(|l| l.starts_with("colcon build ")).expect("a `colcon build` line in the README");
+    let documented: Vec<&str> = line.split('#').next().unwrap().split_whitespace().collect();
+    // the script's command, with its line continuations joined
+    let joined = script.replace("\\\n", " ");
+    let run = joined.lines().map(str::trim).find(|l| l.starts_with("colcon build ")).expect("scripts/colcon-build runs colcon build");
+    let ran: Vec<&str> = run.split_whitespace().filter(|w| !w.starts_with("--event-handlers") && *w != "console_direct-").collect();
+    assert_eq!(documented, ran, "README's colcon line and scripts/colcon-build differ");
+    assert!(documented.contains(&"--features") && documented.contains(&"ros"), "{documented:?}");
+}
