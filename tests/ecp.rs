@@ -359,7 +359,7 @@ fn side_by_side_the_ecp_slides_straight_where_corner_points_may_turn() {
 
 #[test]
 fn through_the_pipeline_the_contact_force_is_the_weight_applied_at_the_ecp() {
-    // sliding: the four corner contacts together carry the ECP's force, with its moment
+    // sliding: the reported contact (one, at the ECP) carries the ECP's force, with its moment
     let mut sim = sim(S1_SCENE, "ecp");
     for _ in 0..50 {
         let r = sim.step();
@@ -532,4 +532,58 @@ fn on_an_incline_below_the_friction_angle_the_ecp_sits_under_the_centre_of_mass_
 fn lowest_point_on(body: &EcpBody, s: &EcpBodyState, plane: &EcpPlane) -> f64 {
     let geom = Pose::from_parts(s.com_m.into(), s.rotation) * body.geom_in_body;
     body.shape.plane_gap(&geom.translation.vector, &geom.rotation.to_rotation_matrix().into_inner(), &plane.normal, plane.offset_m)
+}
+
+/// The ECP scheme of a simulation (its last step's contacts).
+fn ecp_scheme(sim: &contact_sim::sim::Simulation) -> &contact_sim::contact::EcpScheme {
+    match &sim.workspace.solver {
+        contact_sim::contact::Solver::Ecp(s) => s,
+        _ => panic!("not the ecp method"),
+    }
+}
+
+#[test]
+fn contact_markers_show_the_solved_ecp_with_its_force_and_wrenches_carry_the_friction_moment() {
+    use contact_sim::rt::messages::{JointLayout, Sample};
+    // the paper's cube slide: one marker per patch, at the ECP the step solved (carried to the
+    // start-of-step pose as a point of the cube; pure translation, so ECP⁺ − v⁺ h), 0.06 m
+    // ahead of the centre along the slip, carrying the weight and the friction −μ m g ŝ
+    let mut sim = sim(S1_SCENE, "ecp");
+    let layout = JointLayout::new(&sim.model);
+    let mut sample = Sample::new(&layout);
+    let dir = Vec3::new(0.8, 0.6, 0.0);
+    for k in 0..40 {
+        let com0 = object_position(&sim, "cube");
+        assert!(sim.step().solve.converged);
+        sample.fill_physics(&layout, &sim);
+        let (ecp_end, in_contact) = {
+            let c = ecp_scheme(&sim).last_contacts().next().unwrap().1;
+            (c.ecp_m, c.in_contact)
+        };
+        assert!(in_contact, "step {k}");
+        assert_eq!(sample.num_contact_points, 1, "step {k}: one marker per patch");
+        let m = &sample.contact_points[0];
+        let shift = object_position(&sim, "cube") - com0;
+        let marker = Vec3::from(m.position);
+        assert!((marker - (ecp_end - shift)).norm() < 1e-12, "step {k}: marker {marker:?}, solved ECP {ecp_end:?} moved back by {shift:?}");
+        assert!((marker - com0 - (dir * 0.06 - Vec3::z() * 0.5)).norm() < 1e-9, "step {k}: marker {marker:?} vs centre {com0:?}");
+        let f = Vec3::from(m.force);
+        assert!((f - Vec3::new(-0.12 * 0.8 * G, -0.12 * 0.6 * G, G)).norm() < 1e-9, "step {k}: marker force {f:?}");
+        assert_eq!(m.normal, [0.0, 0.0, 1.0]);
+    }
+    // a cube spinning on its face: the ECP stays under the centre and the friction moment
+    // μ p_n e_r / h = 0.5 · 9.8 · 1 m = 4.9 N·m (the limit surface's spin axis while it slips)
+    // reaches the body's contact wrench and the reported contact
+    let spin = "gravity: [0, 0, -9.8]\ntimestep_s: 0.01\nmaterials: {default: {friction: 0.5}}\nobjects:\n  - {name: cube, shape: {type: box, size: [1, 1, 1]}, mass_kg: 1.0, position: [0, 0, 0.5], angular_velocity: [0, 0, 10]}\n";
+    let mut sim = common::sim(spin, "ecp");
+    assert!(sim.step().solve.converged);
+    let body = sim.model.objects[0].body;
+    let w = contact_sim::sensors::body_contact_wrench(&sim.model, &sim.workspace, body);
+    assert!((w.world[2] - G).abs() < 1e-9 && w.world[0].abs() < 1e-9 && w.world[1].abs() < 1e-9, "force {:?}", w.world);
+    assert!((w.world[5] + 0.5 * G).abs() < 1e-9, "friction moment about the normal {} N·m, expected −4.9", w.world[5]);
+    assert!(w.world[3].abs() < 1e-9 && w.world[4].abs() < 1e-9, "no tilting moment: {:?}", w.world);
+    let torque = sim.workspace.body_contact_force[body];
+    assert!((torque[2] + 0.5 * G).abs() < 1e-9, "engine wrench (moment about the world origin first) {torque:?}");
+    let (_, c, p) = ecp_scheme(&sim).reported_contacts().next().unwrap();
+    assert!((p[3] + 0.5 * G * H).abs() < 1e-12 && (c.position - Vec3::zeros()).norm() < 1e-9, "torsion impulse {}, ECP {:?}", p[3], c.position);
 }

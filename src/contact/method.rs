@@ -446,4 +446,12 @@ pub trait WholeStepScheme {
     /// `output.velocity` and `output.impulse`; may integrate `state.q` / FEM state itself
     /// (then sets `output.positions_integrated`). Must not allocate.
     fn advance(&mut self, input: &SchemeInput, state: &mut State, output: &mut SchemeOutput) -> SolveStats;
+
+    /// Called after [`WholeStepScheme::advance`]: a scheme whose contact points are unknowns of
+    /// its solve (the equivalent contact point) replaces the collision contacts of the pairs it
+    /// solved by the points it solved, so that wrenches, sensors, markers and bags read those.
+    /// `impulse` holds the contact rows (the method's [`ContactRows`], one block per entry of
+    /// `contacts`) followed by `num_joint_rows` joint rows; both must stay consistent. Must not
+    /// allocate: `contacts` may not grow beyond its capacity. Default: nothing changes.
+    fn rewrite_contacts(&mut self, _contacts: &mut Vec<Contact>, _impulse: &mut [f64], _num_joint_rows: usize) {}
 }

@@ -16,11 +16,12 @@
 //! user calling `Simulation::from_scene`) still steps: trees the scheme does not own move as if
 //! they had no contacts (v⁺ = v*, positions with the engine's map).
 //!
-//! What wrench readers see: the ECP's force is distributed over the collision contacts of the
-//! body–ground pair with non-negative weights whose weighted mean point is the ECP (carried to
-//! the start-of-step pose, where the contacts are), so the net force and the net moment of the
-//! pair equal the ECP wrench; the friction moment about the normal goes on the torsion row of
-//! the pair's first contact.
+//! What wrench readers see: after the step the scheme replaces the collision contacts of every
+//! pair it solved by one contact at the ECP (carried, as a material point of the body, to the
+//! start-of-step pose, where the engine's contacts and body poses of the step are) with the
+//! normal impulse, the friction impulses and the friction moment on its four rows
+//! ([`ContactRows::POINT_TORSION`]); contact wrenches, F/T sensors, `contact_markers` and bags
+//! therefore show the ECP and its wrench.
 
 mod dual;
 pub mod mncp;
@@ -404,6 +405,20 @@ struct Slot {
     last: EcpContact,
 }
 
+/// A contact the scheme solved, in the form the rest of the engine reads ([`Contact`] plus its
+/// impulse rows in the [`ContactRows::POINT_TORSION`] layout).
+#[derive(Clone, Copy, Debug)]
+struct SolvedContact {
+    /// Index into `Model::collision_pairs`.
+    pair: usize,
+    /// The contact: the ECP as a material point of body B carried to the start-of-step pose
+    /// (where the engine's collision contacts and body poses of the step are), the contact frame
+    /// (normal from A into B).
+    contact: Contact,
+    /// `[p_n, p_t, p_o, p_r]` on body B (N·s, N·s, N·s, N·m·s).
+    impulse: [f64; 4],
+}
+
 /// The ECP whole-step scheme: one [`EcpStepper`] per free object, the ground plane.
 pub struct EcpScheme {
     params: EcpParams,
@@ -412,6 +427,10 @@ pub struct EcpScheme {
     ground: Option<(EcpPlane, usize)>,
     /// Per tree: moved by a slot (else it moves freely, without contact).
     owned_trees: Vec<bool>,
+    /// Per collision pair: its contacts are the scheme's (replaced by the solved ECP).
+    owned_pairs: Vec<bool>,
+    /// The contacts of the last step (capacity: one per collision pair).
+    solved: Vec<SolvedContact>,
 }
 
 impl EcpScheme {
@@ -444,7 +463,14 @@ impl EcpScheme {
         for s in &slots {
             owned_trees[model.bodies[s.body].tree] = true;
         }
-        EcpScheme { params, slots, ground, owned_trees }
+        let owned_pairs = model.collision_pairs.iter().map(|p| p.with_ground && slots.iter().any(|s| s.geom == p.geom_b)).collect();
+        EcpScheme { params, slots, ground, owned_trees, owned_pairs, solved: Vec::with_capacity(model.collision_pairs.len()) }
+    }
+
+    /// The contacts the last step solved, as the engine reports them: `(collision pair index,
+    /// contact, [p_n, p_t, p_o, p_r])` with the ECP carried to the start-of-step pose.
+    pub fn reported_contacts(&self) -> impl Iterator<Item = (usize, &Contact, [f64; 4])> {
+        self.solved.iter().map(|c| (c.pair, &c.contact, c.impulse))
     }
 
     /// The last step's contact of each free object with the ground: `(body index, contact)`.
@@ -452,70 +478,9 @@ impl EcpScheme {
         self.slots.iter().map(|s| (s.body, &s.last))
     }
 
-    /// Friction coefficient of the ground pair of `geom` (0 when they cannot touch).
-    fn ground_friction(model: &Model, ground: usize, geom: usize) -> Option<f64> {
-        model.collision_pairs.iter().find(|p| p.with_ground && p.geom_a == ground && p.geom_b == geom).map(|p| p.friction)
-    }
-}
-
-/// Distributes the force of a contact at `point` over `contacts[idxs]` with non-negative weights
-/// whose weighted mean point is `point` (or the nearest point of their hull), written into
-/// `weights` (same order as `idxs`). Coordinates in the plane `(t1, t2)`.
-fn hull_weights(contacts: &[Contact], idxs: &[usize], point: &Vec3, t1: &Vec3, t2: &Vec3, weights: &mut [f64]) {
-    let k = idxs.len();
-    let pt = |i: usize| {
-        let p = contacts[idxs[i]].position;
-        (p.dot(t1), p.dot(t2))
-    };
-    let (ax, ay) = (point.dot(t1), point.dot(t2));
-    weights[..k].fill(0.0);
-    // a triangle containing the point (exact)
-    for i in 0..k {
-        for j in i + 1..k {
-            for l in j + 1..k {
-                let (p, q, r) = (pt(i), pt(j), pt(l));
-                let det = (q.0 - p.0) * (r.1 - p.1) - (r.0 - p.0) * (q.1 - p.1);
-                if det.abs() < 1e-12 {
-                    continue;
-                }
-                let wq = ((ax - p.0) * (r.1 - p.1) - (r.0 - p.0) * (ay - p.1)) / det;
-                let wr = ((q.0 - p.0) * (ay - p.1) - (ax - p.0) * (q.1 - p.1)) / det;
-                let wp = 1.0 - wq - wr;
-                if wp >= -1e-12 && wq >= -1e-12 && wr >= -1e-12 {
-                    let s = wp.max(0.0) + wq.max(0.0) + wr.max(0.0);
-                    weights[i] = wp.max(0.0) / s;
-                    weights[j] = wq.max(0.0) / s;
-                    weights[l] = wr.max(0.0) / s;
-                    return;
-                }
-            }
-        }
-    }
-    // otherwise the nearest point on a segment or a single contact
-    let mut best = (f64::INFINITY, 0usize, 0usize, 1.0f64);
-    for i in 0..k {
-        let p = pt(i);
-        let d = (p.0 - ax).powi(2) + (p.1 - ay).powi(2);
-        if d < best.0 {
-            best = (d, i, i, 1.0);
-        }
-        for j in i + 1..k {
-            let q = pt(j);
-            let (ex, ey) = (q.0 - p.0, q.1 - p.1);
-            let len2 = ex * ex + ey * ey;
-            if len2 < 1e-24 {
-                continue;
-            }
-            let s = (((ax - p.0) * ex + (ay - p.1) * ey) / len2).clamp(0.0, 1.0);
-            let d = (p.0 + s * ex - ax).powi(2) + (p.1 + s * ey - ay).powi(2);
-            if d < best.0 {
-                best = (d, i, j, 1.0 - s);
-            }
-        }
-    }
-    if k > 0 {
-        weights[best.1] += best.3;
-        weights[best.2] += 1.0 - best.3;
+    /// Index and friction coefficient of the ground pair of `geom` (`None` when they cannot touch).
+    fn ground_pair(model: &Model, ground: usize, geom: usize) -> Option<(usize, f64)> {
+        model.collision_pairs.iter().position(|p| p.with_ground && p.geom_a == ground && p.geom_b == geom).map(|i| (i, model.collision_pairs[i].friction))
     }
 }
 
@@ -526,6 +491,7 @@ impl WholeStepScheme for EcpScheme {
         output.velocity.copy_from_slice(input.free_velocity.as_slice());
         let rows = ContactRows::POINT_TORSION;
         output.impulse[..rows.start(input.contacts.len())].fill(0.0);
+        self.solved.clear();
         let mut stats = SolveStats { iterations: 0, residual: 0.0, converged: true };
         let zero = Vec3::zeros();
         for slot in &mut self.slots {
@@ -541,7 +507,8 @@ impl WholeStepScheme for EcpScheme {
                 angular_velocity: rot * Vec3::new(v[3], v[4], v[5]),
             };
             let start = body_state;
-            let plane = self.ground.and_then(|(pl, g)| Self::ground_friction(model, g, slot.geom).map(|mu| EcpPlane { friction: mu, ..pl }));
+            let pair = self.ground.and_then(|(_, g)| Self::ground_pair(model, g, slot.geom));
+            let plane = self.ground.zip(pair).map(|((pl, _), (_, mu))| EcpPlane { friction: mu, ..pl });
             let contact = slot.stepper.step(&slot.ecp_body, &mut body_state, plane.as_ref(), &model.gravity, h, &zero, &zero);
             stats.iterations = stats.iterations.max(contact.solve.iterations);
             stats.residual = stats.residual.max(contact.solve.residual);
@@ -553,13 +520,26 @@ impl WholeStepScheme for EcpScheme {
             let (vb, wb) = (r.inverse() * body_state.velocity, r.inverse() * body_state.angular_velocity);
             output.velocity[vi..vi + 6].copy_from_slice(&[vb.x, vb.y, vb.z, wb.x, wb.y, wb.z]);
             slot.last = contact;
-            if contact.in_contact {
-                if let Some((pl, g)) = self.ground {
-                    // the ECP as a material point of the body, carried to the start-of-step pose
-                    let ecp_start = start.com_m + start.rotation * (body_state.rotation.inverse() * (contact.ecp_m - body_state.com_m));
-                    let force = pl.normal * contact.normal_impulse + pl.tangent1 * contact.tangent_impulse[0] + pl.tangent2 * contact.tangent_impulse[1];
-                    report_on_contacts(input.contacts, g, slot.geom, &ecp_start, &force, contact.torsion_impulse, &pl, output.impulse);
-                }
+            if let (true, Some((g, pl)), Some((pair, _))) = (contact.in_contact, self.ground.map(|(_, g)| g).zip(plane), pair) {
+                // the ECP as a material point of the body, carried to the start-of-step pose
+                let ecp_start = start.com_m + start.rotation * (body_state.rotation.inverse() * (contact.ecp_m - body_state.com_m));
+                self.solved.push(SolvedContact {
+                    pair,
+                    contact: Contact {
+                        key: crate::state::ContactKey { pair: pair as u32, feature_a: u32::MAX, feature_b: u32::MAX },
+                        body_a: None,
+                        body_b: Some(slot.body),
+                        geom_a: g,
+                        geom_b: slot.geom,
+                        position: ecp_start,
+                        normal: pl.normal,
+                        tangent1: pl.tangent1,
+                        tangent2: pl.tangent2,
+                        distance: 0.0,
+                        friction: pl.friction,
+                    },
+                    impulse: [contact.normal_impulse, contact.tangent_impulse[0], contact.tangent_impulse[1], contact.torsion_impulse],
+                });
             }
         }
         // trees the scheme does not move (only reachable when a scene outside the coverage was
@@ -574,35 +554,31 @@ impl WholeStepScheme for EcpScheme {
         output.positions_integrated = true;
         stats
     }
-}
 
-/// Writes the impulse `force` (N·s, on the body) at `point` and the torsion impulse (N·m·s)
-/// onto the contacts of the pair (ground geometry `ground`, body geometry `geom`) in the
-/// [`ContactRows::POINT_TORSION`] layout.
-#[allow(clippy::too_many_arguments)]
-fn report_on_contacts(contacts: &[Contact], ground: usize, geom: usize, point: &Vec3, force: &Vec3, torsion: f64, plane: &EcpPlane, impulse: &mut [f64]) {
-    const MAX_PAIR_POINTS: usize = 16;
-    let mut idxs = [0usize; MAX_PAIR_POINTS];
-    let mut k = 0;
-    for (i, c) in contacts.iter().enumerate() {
-        if c.geom_a == ground && c.geom_b == geom && k < MAX_PAIR_POINTS {
-            idxs[k] = i;
-            k += 1;
+    /// Replaces the collision contacts of the pairs the scheme owns (a box on its face: four
+    /// corners) by one contact per solved patch at its ECP, with the normal impulse, the friction
+    /// impulses and the friction moment on its four rows.
+    fn rewrite_contacts(&mut self, contacts: &mut Vec<Contact>, impulse: &mut [f64], num_joint_rows: usize) {
+        let rows = ContactRows::POINT_TORSION;
+        let nr = rows.len();
+        let joint_start = rows.start(contacts.len());
+        // keep the contacts of other pairs, with their rows
+        let mut kept = 0;
+        for i in 0..contacts.len() {
+            if self.owned_pairs.get(contacts[i].key.pair as usize).copied().unwrap_or(false) {
+                continue;
+            }
+            contacts[kept] = contacts[i];
+            impulse.copy_within(rows.start(i)..rows.start(i) + nr, rows.start(kept));
+            kept += 1;
         }
-    }
-    if k == 0 {
-        return;
-    }
-    let mut weights = [0.0; MAX_PAIR_POINTS];
-    hull_weights(contacts, &idxs[..k], point, &plane.tangent1, &plane.tangent2, &mut weights);
-    let rows = ContactRows::POINT_TORSION;
-    for (j, &i) in idxs[..k].iter().enumerate() {
-        let c = &contacts[i];
-        let f = force * weights[j];
-        let r = rows.start(i);
-        impulse[r] = f.dot(&c.normal);
-        impulse[r + 1] = f.dot(&c.tangent1);
-        impulse[r + 2] = f.dot(&c.tangent2);
-        impulse[r + 3] = if j == 0 { torsion } else { 0.0 };
+        contacts.truncate(kept);
+        let added = self.solved.len().min(contacts.capacity() - kept);
+        impulse.copy_within(joint_start..joint_start + num_joint_rows, rows.start(kept + added));
+        for c in &self.solved[..added] {
+            let r = rows.start(contacts.len());
+            impulse[r..r + nr].copy_from_slice(&c.impulse);
+            contacts.push(c.contact);
+        }
     }
 }
