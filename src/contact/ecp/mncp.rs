@@ -40,7 +40,7 @@
 
 use super::dual::{add3, cross3, cst3, dot3, dot3c, fischer_burmeister, scale3, sub3, Dual, V3};
 use super::shape::{ConvexShape, MAX_INEQUALITIES};
-use nalgebra::{SMatrix, SVector};
+use nalgebra::{Const, DimMin, SMatrix, SVector};
 
 /// Number of unknowns (and equations) of one body–plane problem.
 pub const NZ: usize = 24;
@@ -154,13 +154,80 @@ pub(crate) fn rotate_vector(phi: &crate::math::Vec3, u: &crate::math::Vec3) -> c
 /// geometry axes (world).
 #[inline]
 pub(crate) fn end_pose<const N: usize>(p: &BodyPlaneProblem, v: &V3<N>, w: &V3<N>) -> (V3<N>, V3<N>, [V3<N>; 3]) {
-    let h = p.h_s;
-    let com = add3(&cst3(&p.com_m), &scale3(v, Dual::cst(h)));
+    pose_after(p.h_s, &p.com_m, &p.geom_axes, &p.geom_offset_m, v, w)
+}
+
+/// The pose map `x⁺ = x⁰ + h v`, `R⁺ = exp(h [ω]×) R⁰` applied to a body whose centre of mass is
+/// `com` and whose geometry axes and origin offset (world, at the start) are `axes`, `offset`:
+/// the end centre of mass, geometry origin and axes.
+#[inline]
+pub(crate) fn pose_after<const N: usize>(h: f64, com: &[f64; 3], axes: &[[f64; 3]; 3], offset: &[f64; 3], v: &V3<N>, w: &V3<N>) -> (V3<N>, V3<N>, [V3<N>; 3]) {
+    let com = add3(&cst3(com), &scale3(v, Dual::cst(h)));
     let phi = scale3(w, Dual::cst(h));
     let (a, b) = rodrigues(&phi);
-    let axes = [rotate(&phi, a, b, &p.geom_axes[0]), rotate(&phi, a, b, &p.geom_axes[1]), rotate(&phi, a, b, &p.geom_axes[2])];
-    let origin = add3(&com, &rotate(&phi, a, b, &p.geom_offset_m));
+    let axes = [rotate(&phi, a, b, &axes[0]), rotate(&phi, a, b, &axes[1]), rotate(&phi, a, b, &axes[2])];
+    let origin = add3(&com, &rotate(&phi, a, b, offset));
     (com, origin, axes)
+}
+
+/// The six Newton–Euler rows of one body over the impulse scale `P` (backward Euler, Sec. III-A,
+/// eq. 7): `m (v − v⁰)/P − F − p_lin/P` and `I⁰ (ω − ω⁰)/P − M − p_ang/P`, with the contact force
+/// `F` and moment `M` (about the end-of-step centre of mass) already in units of `P`.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub(crate) fn newton_euler_rows<const N: usize>(
+    mass: f64,
+    inertia: &[[f64; 3]; 3],
+    v0: &[f64; 3],
+    w0: &[f64; 3],
+    p_lin: &[f64; 3],
+    p_ang: &[f64; 3],
+    inv_scale: f64,
+    (v, w): (&V3<N>, &V3<N>),
+    (force, moment): (&V3<N>, &V3<N>),
+    out: &mut [Dual<N>],
+) {
+    for k in 0..3 {
+        out[k] = (v[k] - v0[k]) * (mass * inv_scale) - force[k] - p_lin[k] * inv_scale;
+        let iw = (0..3).fold(Dual::cst(0.0), |acc, j| acc + (w[j] - w0[j]) * inertia[k][j]);
+        out[3 + k] = iw * inv_scale - moment[k] - p_ang[k] * inv_scale;
+    }
+}
+
+/// The friction rows (Sec. III-C, eq. 9) for the sliding velocities `(v_t, v_o)` and spin `v_r`:
+/// `e² μ p_n v + p σ` per row, and the limit-surface slack `ζ = μ² p_n² − Σ (p/e)²`.
+#[inline]
+pub(crate) fn friction_rows<const N: usize>(mu_pn: Dual<N>, e: &[f64; 3], slip: [Dual<N>; 3], p: [Dual<N>; 3], sigma: Dual<N>) -> ([Dual<N>; 3], Dual<N>) {
+    let rows = std::array::from_fn(|k| mu_pn * (e[k] * e[k]) * slip[k] + p[k] * sigma);
+    let zeta = (0..3).fold(mu_pn * mu_pn, |acc, k| acc - p[k] * p[k] / (e[k] * e[k]));
+    (rows, zeta)
+}
+
+/// `c = ∇f_{k1}(ξ) + Σ_{i≠k1} l_i ∇f_i(ξ)` (eq. 11; all inequalities with `k1 = None`) and every
+/// `f_i(ξ)`, for the shape at geometry origin `origin` and axes `axes`; `l` holds one multiplier
+/// per inequality.
+#[inline]
+pub(crate) fn gradient_combination<const N: usize>(
+    shape: &ConvexShape,
+    k1: Option<usize>,
+    l: &[Dual<N>],
+    xi: &V3<N>,
+    origin: &V3<N>,
+    axes: &[V3<N>; 3],
+) -> (V3<N>, [Dual<N>; MAX_INEQUALITIES]) {
+    let mut f_at = [Dual::cst(0.0); MAX_INEQUALITIES];
+    let mut c = [Dual::cst(0.0); 3];
+    if let Some(k) = k1 {
+        (f_at[k], c) = inequality_at(shape, k, xi, origin, axes);
+    }
+    for i in 0..shape.inequality_count() {
+        if Some(i) != k1 {
+            let (f, g) = inequality_at(shape, i, xi, origin, axes);
+            f_at[i] = f;
+            c = add3(&c, &scale3(&g, l[i]));
+        }
+    }
+    (c, f_at)
 }
 
 /// `f_i` at the world point ξ and its world gradient, for geometry origin and axes.
@@ -188,26 +255,12 @@ pub fn residual<const N: usize>(p: &BodyPlaneProblem, z: &[Dual<N>; NZ], out: &m
     let force = add3(&add3(&scale3(&n, pn), &scale3(&t, pt)), &scale3(&o, po));
     let r = sub3(&a1, &com);
     let moment = add3(&cross3(&r, &force), &scale3(&n, pr));
-    let inv_scale = 1.0 / scale;
-    for k in 0..3 {
-        out[k] = (v[k] - p.velocity[k]) * (p.mass_kg * inv_scale) - force[k] - p.impulse_linear[k] * inv_scale;
-        let iw = (0..3).fold(Dual::cst(0.0), |acc, j| acc + (w[j] - p.angular_velocity[j]) * p.inertia_world[k][j]);
-        out[3 + k] = iw * inv_scale - moment[k] - p.impulse_angular[k] * inv_scale;
-    }
+    newton_euler_rows(p.mass_kg, &p.inertia_world, &p.velocity, &p.angular_velocity, &p.impulse_linear, &p.impulse_angular, 1.0 / scale, (&v, &w), (&force, &moment), &mut out[0..6]);
 
     // closest-point conditions
     let m = p.shape.inequality_count();
-    let (f_k1, mut c) = inequality_at(&p.shape, p.k1, &a1, &origin, &axes);
-    let mut f_at_a1 = [Dual::cst(0.0); MAX_INEQUALITIES];
-    f_at_a1[p.k1] = f_k1;
-    for i in 0..m {
-        if i == p.k1 {
-            continue;
-        }
-        let (f, g) = inequality_at(&p.shape, i, &a1, &origin, &axes);
-        f_at_a1[i] = f;
-        c = add3(&c, &scale3(&g, z[idx::L + i]));
-    }
+    let (c, f_at_a1) = gradient_combination(&p.shape, Some(p.k1), &z[idx::L..idx::L + MAX_INEQUALITIES], &a1, &origin, &axes);
+    let f_k1 = f_at_a1[p.k1];
     let l_k1 = z[idx::L + p.k1];
     let gap_vec = add3(&sub3(&a1, &a2), &scale3(&c, l_k1));
     let normal_vec = add3(&c, &scale3(&n, lg));
@@ -215,12 +268,10 @@ pub fn residual<const N: usize>(p: &BodyPlaneProblem, z: &[Dual<N>; NZ], out: &m
     out[9..12].copy_from_slice(&normal_vec);
 
     // friction: maximal power dissipation on the ellipsoidal limit surface
-    let [et, eo, er] = p.limit_surface;
     let vp = add3(&v, &cross3(&w, &r));
     let mu_pn = pn * p.friction;
-    out[12] = mu_pn * (et * et) * dot3(&t, &vp) + pt * sigma;
-    out[13] = mu_pn * (eo * eo) * dot3(&o, &vp) + po * sigma;
-    out[14] = mu_pn * (er * er) * dot3c(&w, &p.normal) + pr * sigma;
+    let (rows, zeta) = friction_rows(mu_pn, &p.limit_surface, [dot3(&t, &vp), dot3(&o, &vp), dot3c(&w, &p.normal)], [pt, po, pr], sigma);
+    out[12..15].copy_from_slice(&rows);
 
     // complementarity
     for i in 0..MAX_INEQUALITIES {
@@ -246,25 +297,38 @@ pub fn residual<const N: usize>(p: &BodyPlaneProblem, z: &[Dual<N>; NZ], out: &m
             fischer_burmeister(pn, worst)
         }
     };
-    let zeta = mu_pn * mu_pn - pt * pt / (et * et) - po * po / (eo * eo) - pr * pr / (er * er);
     out[23] = fischer_burmeister(sigma, zeta);
 }
 
+/// A square system `Φ(z) = 0` of `NZ` unknowns whose residual is written once, generic over the
+/// number of seeded dual-number derivatives (plain values with `N = 0`, the exact Jacobian with
+/// `N = NZ`).
+pub trait MncpSystem<const NZ: usize> {
+    /// Writes Φ(z) into `out`.
+    fn eval<const N: usize>(&self, z: &[Dual<N>; NZ], out: &mut [Dual<N>; NZ]);
+}
+
+impl MncpSystem<NZ> for BodyPlaneProblem {
+    fn eval<const N: usize>(&self, z: &[Dual<N>; NZ], out: &mut [Dual<N>; NZ]) {
+        residual(self, z, out)
+    }
+}
+
 /// Φ(z) as plain numbers.
-pub fn residual_value(p: &BodyPlaneProblem, z: &[f64; NZ]) -> [f64; NZ] {
-    let zd: [Dual<0>; NZ] = std::array::from_fn(|i| Dual::cst(z[i]));
-    let mut out = [Dual::cst(0.0); NZ];
-    residual(p, &zd, &mut out);
+pub fn residual_value<S: MncpSystem<M>, const M: usize>(p: &S, z: &[f64; M]) -> [f64; M] {
+    let zd: [Dual<0>; M] = std::array::from_fn(|i| Dual::cst(z[i]));
+    let mut out = [Dual::cst(0.0); M];
+    p.eval(&zd, &mut out);
     std::array::from_fn(|i| out[i].v)
 }
 
 /// Φ(z) and its Jacobian ∂Φ/∂z (exact, by forward-mode dual numbers).
-pub fn residual_and_jacobian(p: &BodyPlaneProblem, z: &[f64; NZ]) -> (SVector<f64, NZ>, SMatrix<f64, NZ, NZ>) {
-    let zd: [Dual<NZ>; NZ] = std::array::from_fn(|i| Dual::var(z[i], i));
-    let mut out = [Dual::cst(0.0); NZ];
-    residual(p, &zd, &mut out);
-    let phi = SVector::<f64, NZ>::from_fn(|i, _| out[i].v);
-    let jac = SMatrix::<f64, NZ, NZ>::from_fn(|i, j| out[i].d[j]);
+pub fn residual_and_jacobian<S: MncpSystem<M>, const M: usize>(p: &S, z: &[f64; M]) -> (SVector<f64, M>, SMatrix<f64, M, M>) {
+    let zd: [Dual<M>; M] = std::array::from_fn(|i| Dual::var(z[i], i));
+    let mut out = [Dual::cst(0.0); M];
+    p.eval(&zd, &mut out);
+    let phi = SVector::<f64, M>::from_fn(|i, _| out[i].v);
+    let jac = SMatrix::<f64, M, M>::from_fn(|i, j| out[i].d[j]);
     (phi, jac)
 }
 
@@ -283,16 +347,16 @@ fn inf_norm(x: &[f64]) -> f64 {
     x.iter().fold(0.0, |m, v| m.max(v.abs()))
 }
 
-fn merit(x: &[f64; NZ]) -> f64 {
+fn merit<const M: usize>(x: &[f64; M]) -> f64 {
     0.5 * x.iter().map(|v| v * v).sum::<f64>()
 }
 
 /// Armijo backtracking along `dir` from `z` (merit `psi`): the accepted point, or `None` below a
 /// step of 1e-10.
-fn line_search(p: &BodyPlaneProblem, z: &[f64; NZ], psi: f64, dir: &SVector<f64, NZ>) -> Option<([f64; NZ], [f64; NZ])> {
+fn line_search<S: MncpSystem<M>, const M: usize>(p: &S, z: &[f64; M], psi: f64, dir: &SVector<f64, M>) -> Option<([f64; M], [f64; M])> {
     let mut theta = 1.0;
     while theta >= 1e-10 {
-        let trial: [f64; NZ] = std::array::from_fn(|i| z[i] + theta * dir[i]);
+        let trial: [f64; M] = std::array::from_fn(|i| z[i] + theta * dir[i]);
         let phi = residual_value(p, &trial);
         let psi_trial = merit(&phi);
         if psi_trial.is_finite() && psi_trial <= (1.0 - 1e-4 * theta) * psi {
@@ -307,7 +371,10 @@ fn line_search(p: &BodyPlaneProblem, z: &[f64; NZ], psi: f64, dir: &SVector<f64,
 /// Jacobian, Levenberg–Marquardt steps `(JᵀJ + λI) d = −JᵀΦ` when the Newton step is singular or
 /// fails the Armijo test, Armijo backtracking on `½‖Φ‖²`. Stops at `‖Φ‖∞ ≤ tolerance` or after
 /// `max_iterations` Jacobians. Allocates nothing (fixed-size matrices on the stack).
-pub fn solve(p: &BodyPlaneProblem, z: &mut [f64; NZ], tolerance: f64, max_iterations: u32) -> SolveOutcome {
+pub fn solve<S: MncpSystem<M>, const M: usize>(p: &S, z: &mut [f64; M], tolerance: f64, max_iterations: u32) -> SolveOutcome
+where
+    Const<M>: DimMin<Const<M>, Output = Const<M>>,
+{
     let mut phi = residual_value(p, z);
     let mut out = SolveOutcome { iterations: 0, residual: inf_norm(&phi), converged: false };
     while out.iterations < max_iterations {
@@ -334,7 +401,7 @@ pub fn solve(p: &BodyPlaneProblem, z: &mut [f64; NZ], tolerance: f64, max_iterat
             let mut lambda = 1e-10 * phi_v.norm().max(1.0);
             while accepted.is_none() && lambda < 1e6 {
                 let mut a = jtj;
-                for i in 0..NZ {
+                for i in 0..M {
                     a[(i, i)] += lambda;
                 }
                 if let Some(ch) = a.cholesky() {
