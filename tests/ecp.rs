@@ -684,3 +684,31 @@ fn a_box_sliding_on_a_box_obeys_coulomb_with_the_ecp_mu_h_ahead() {
     assert!((slid - expected).abs() < 1e-8, "slid {slid} m, discrete Coulomb {expected} m");
     assert!(object_velocity(&sim, "cube").norm() < 1e-7);
 }
+
+#[test]
+fn a_sphere_and_a_lying_cylinder_rest_on_a_box_carried_at_their_lowest_point() {
+    // point contact (sphere r 0.1 m) and line contact (cylinder r 0.1 m, length 0.4 m, axis
+    // along x) on a 1 × 1 × 0.2 m, 5 kg box on the ground: each rests with p_n = m g h on its
+    // ECP straight below its centre, the box carries both, nothing moves
+    let yaml = "gravity: [0, 0, -9.8]\ntimestep_s: 0.01\nmaterials: {default: {friction: 0.5}}\nobjects:\n  - {name: table, shape: {type: box, size: [1.0, 1.0, 0.2]}, mass_kg: 5.0, position: [0, 0, 0.1]}\n  - {name: ball, shape: {type: sphere, radius: 0.1}, mass_kg: 1.0, position: [-0.2, 0, 0.3]}\n  - {name: roller, shape: {type: cylinder, radius: 0.1, length: 0.4}, mass_kg: 2.0, position: [0.2, 0.1, 0.3], rpy: [0, 1.5707963267948966, 0]}\n";
+    let mut sim = common::sim(yaml, "ecp");
+    let body = |name: &str| sim.model.objects.iter().find(|o| o.name == name).unwrap().body;
+    let (ball, roller, table) = (body("ball"), body("roller"), body("table"));
+    for k in 0..200 {
+        let r = sim.step();
+        assert!(r.solve.converged, "step {k}: {:?}", r.solve);
+        let s = ecp_scheme(&sim);
+        let (_, ground) = s.last_contacts().find(|(b, _)| *b == table).unwrap();
+        assert!((ground.normal_impulse - 8.0 * G * H).abs() < 1e-6 * 8.0 * G * H, "step {k}: ground carries {}", ground.normal_impulse);
+        for (name, b, m) in [("ball", ball, 1.0), ("roller", roller, 2.0)] {
+            let (_, _, c) = s.last_pair_contacts().find(|(a, o, _)| *a == b || *o == b).unwrap_or_else(|| panic!("step {k}: {name} has no contact"));
+            assert!((c.impulse[0] - m * G * H).abs() < 1e-6 * m * G * H, "step {k}: {name} p_n = {}", c.impulse[0]);
+            let centre = object_position(&sim, name);
+            let below = Vec3::new(centre.x, centre.y, 0.2);
+            assert!((c.ecp_m - below).norm() < 1e-7, "step {k}: {name} ECP {:?}, centre {centre:?}", c.ecp_m);
+        }
+    }
+    for (name, p) in [("ball", Vec3::new(-0.2, 0.0, 0.3)), ("roller", Vec3::new(0.2, 0.1, 0.3)), ("table", Vec3::new(0.0, 0.0, 0.1))] {
+        assert!((object_position(&sim, name) - p).norm() < 1e-8, "{name} drifted to {:?}", object_position(&sim, name));
+    }
+}
