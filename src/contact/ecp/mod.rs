@@ -484,6 +484,8 @@ pub struct EcpScheme {
     pairs: Vec<BodyPair>,
     /// Gauss–Seidel sweeps of the last step.
     last_sweeps: u32,
+    /// Newton iterations (Jacobian evaluations) of the current step, over every solve.
+    step_iterations: u32,
     /// Scratch of the cold-start estimate: slots by height, load per slot (N·s).
     order: Vec<usize>,
     load: Vec<f64>,
@@ -547,7 +549,7 @@ impl EcpScheme {
             .enumerate()
             .map(|(k, p)| (p.with_ground && slot_of(p.geom_b).is_some()) || pairs.iter().any(|bp| bp.pair == k))
             .collect();
-        EcpScheme { params, slots, ground, owned_trees, owned_pairs, solved: Vec::with_capacity(model.collision_pairs.len()), pairs, last_sweeps: 0, order: (0..n_slots).collect(), load: vec![0.0; n_slots] }
+        EcpScheme { params, slots, ground, owned_trees, owned_pairs, solved: Vec::with_capacity(model.collision_pairs.len()), pairs, last_sweeps: 0, step_iterations: 0, order: (0..n_slots).collect(), load: vec![0.0; n_slots] }
     }
 
     /// Fills `solved` with the last step's contacts in contact (the ECP carried, as a material
@@ -700,6 +702,7 @@ impl EcpScheme {
         let c = slot.stepper.step(&slot.ecp_body, &mut end, plane.as_ref(), gravity, h, &extra.0, &extra.1);
         slot.end = end;
         slot.last = c;
+        self.step_iterations += c.solve.iterations;
         let exchange = match (c.in_contact, plane) {
             (true, Some(pl)) => Exchange {
                 force: pl.normal * c.normal_impulse + pl.tangent1 * c.tangent_impulse[0] + pl.tangent2 * c.tangent_impulse[1],
@@ -724,6 +727,7 @@ impl EcpScheme {
         let p = &mut self.pairs[k];
         let c = p.stepper.solve(&self.params, (&ba, &sa, &extra_a), (&bb, &sb, &extra_b), gravity, h, p.friction, &p.n0);
         p.last = c;
+        self.step_iterations += c.solve.iterations;
         let [n, t, o] = c.frame;
         let [pn, pt, po, pr] = c.impulse;
         let exchange = if c.in_contact {
@@ -823,6 +827,7 @@ impl WholeStepScheme for EcpScheme {
         let sweeps = if any_pair { self.params.max_sweeps } else { 1 };
         let mut stats = SolveStats { iterations: 0, residual: 0.0, converged: true };
         let mut sweeps_done = 0;
+        self.step_iterations = 0;
         for sweep in 0..sweeps {
             let mut change: f64 = 0.0;
             for k in 0..n_items {
@@ -840,13 +845,12 @@ impl WholeStepScheme for EcpScheme {
             stats.converged &= sweep + 1 < sweeps || !any_pair;
         }
         self.last_sweeps = sweeps_done;
+        stats.iterations = self.step_iterations;
         for slot in &self.slots {
-            stats.iterations += slot.last.solve.iterations;
             stats.residual = stats.residual.max(slot.last.solve.residual);
             stats.converged &= slot.last.solve.converged;
         }
         for p in self.pairs.iter().filter(|p| p.active) {
-            stats.iterations += p.last.solve.iterations;
             stats.residual = stats.residual.max(p.last.solve.residual);
             stats.converged &= p.last.solve.converged;
         }
