@@ -78,26 +78,9 @@ pub enum GapMode {
 pub struct BodyPlaneProblem {
     /// Time step h (s).
     pub h_s: f64,
-    /// Mass m (kg).
-    pub mass_kg: f64,
-    /// World inertia about the centre of mass at the start of the step, I⁰ (kg·m², row-major).
-    pub inertia_world: [[f64; 3]; 3],
-    /// Centre of mass at the start of the step, x⁰ (world, m).
-    pub com_m: [f64; 3],
-    /// Velocity of the centre of mass at the start of the step (world, m/s).
-    pub velocity: [f64; 3],
-    /// Angular velocity at the start of the step (world, rad/s).
-    pub angular_velocity: [f64; 3],
-    /// Applied impulse over the step, gravity included (world, N·s).
-    pub impulse_linear: [f64; 3],
-    /// Applied angular impulse about the centre of mass, gyroscopic term included (world, N·m·s).
-    pub impulse_angular: [f64; 3],
-    /// The shape.
-    pub shape: ConvexShape,
-    /// Columns of the geometry-frame axes in world at the start of the step, `R⁰ R_bg`.
-    pub geom_axes: [[f64; 3]; 3],
-    /// Geometry origin minus centre of mass at the start of the step (world, m).
-    pub geom_offset_m: [f64; 3],
+    /// The body: start-of-step state, applied impulses (gravity and gyroscopic term included),
+    /// shape and geometry frame.
+    pub body: MovingBody,
     /// Plane normal n (unit, world; from the plane into the body's side).
     pub normal: [f64; 3],
     /// First tangent t (world).
@@ -116,6 +99,63 @@ pub struct BodyPlaneProblem {
     pub gap_mode: GapMode,
     /// Impulse scale P (N·s).
     pub impulse_scale: f64,
+}
+
+/// One moving body of a contact problem: start-of-step data and the impulses it receives
+/// besides this contact.
+#[derive(Clone, Copy, Debug)]
+pub struct MovingBody {
+    /// Mass m (kg).
+    pub mass_kg: f64,
+    /// World inertia about the centre of mass at the start of the step (kg·m², row-major).
+    pub inertia_world: [[f64; 3]; 3],
+    /// Centre of mass at the start of the step (world, m).
+    pub com_m: [f64; 3],
+    /// Velocity of the centre of mass at the start (world, m/s).
+    pub velocity: [f64; 3],
+    /// Angular velocity at the start (world, rad/s).
+    pub angular_velocity: [f64; 3],
+    /// Impulse over the step besides this contact: gravity, the body's other contacts (N·s).
+    pub impulse_linear: [f64; 3],
+    /// Angular impulse about the centre of mass besides this contact: gyroscopic term, other
+    /// contacts (N·m·s).
+    pub impulse_angular: [f64; 3],
+    /// The shape.
+    pub shape: ConvexShape,
+    /// Columns of the geometry axes in world at the start of the step.
+    pub geom_axes: [[f64; 3]; 3],
+    /// Geometry origin minus centre of mass at the start (world, m).
+    pub geom_offset_m: [f64; 3],
+}
+
+fn arr3(v: &crate::math::Vec3) -> [f64; 3] {
+    [v.x, v.y, v.z]
+}
+
+/// Start-of-step data of a body for a contact problem, with `extra` = (linear, angular) impulses
+/// of its other contacts (N·s, N·m·s about the centre of mass): the [`MovingBody`] and the free
+/// end velocities (gravity, gyroscopic term and `extra`, no contact of this pair).
+pub fn moving_body(body: &super::EcpBody, s: &super::EcpBodyState, extra: &(crate::math::Vec3, crate::math::Vec3), gravity: &crate::math::Vec3, h: f64) -> (MovingBody, crate::math::Vec3, crate::math::Vec3) {
+    let m = body.mass_kg;
+    let r0 = s.rotation.to_rotation_matrix().into_inner();
+    let inertia = r0 * body.inertia_body * r0.transpose();
+    let p_lin = gravity * (m * h) + extra.0;
+    let p_ang = -(s.angular_velocity.cross(&(inertia * s.angular_velocity))) * h + extra.1;
+    let geom_rot = r0 * body.geom_in_body.rotation.to_rotation_matrix().into_inner();
+    let mb = MovingBody {
+        mass_kg: m,
+        inertia_world: std::array::from_fn(|i| std::array::from_fn(|j| inertia[(i, j)])),
+        com_m: arr3(&s.com_m),
+        velocity: arr3(&s.velocity),
+        angular_velocity: arr3(&s.angular_velocity),
+        impulse_linear: arr3(&p_lin),
+        impulse_angular: arr3(&p_ang),
+        shape: body.shape,
+        geom_axes: std::array::from_fn(|j| arr3(&geom_rot.column(j).into_owned())),
+        geom_offset_m: arr3(&(r0 * body.geom_in_body.translation.vector)),
+    };
+    let w_free = s.angular_velocity + inertia.try_inverse().unwrap_or_else(crate::math::Mat3::zeros) * p_ang;
+    (mb, s.velocity + p_lin / m, w_free)
 }
 
 /// `exp(φ) u` for a constant `u`, with `(sin θ/θ, (1 − cos θ)/θ²)` given.
@@ -154,7 +194,7 @@ pub(crate) fn rotate_vector(phi: &crate::math::Vec3, u: &crate::math::Vec3) -> c
 /// geometry axes (world).
 #[inline]
 pub(crate) fn end_pose<const N: usize>(p: &BodyPlaneProblem, v: &V3<N>, w: &V3<N>) -> (V3<N>, V3<N>, [V3<N>; 3]) {
-    pose_after(p.h_s, &p.com_m, &p.geom_axes, &p.geom_offset_m, v, w)
+    pose_after(p.h_s, &p.body.com_m, &p.body.geom_axes, &p.body.geom_offset_m, v, w)
 }
 
 /// The pose map `x⁺ = x⁰ + h v`, `R⁺ = exp(h [ω]×) R⁰` applied to a body whose centre of mass is
@@ -255,11 +295,11 @@ pub fn residual<const N: usize>(p: &BodyPlaneProblem, z: &[Dual<N>; NZ], out: &m
     let force = add3(&add3(&scale3(&n, pn), &scale3(&t, pt)), &scale3(&o, po));
     let r = sub3(&a1, &com);
     let moment = add3(&cross3(&r, &force), &scale3(&n, pr));
-    newton_euler_rows(p.mass_kg, &p.inertia_world, &p.velocity, &p.angular_velocity, &p.impulse_linear, &p.impulse_angular, 1.0 / scale, (&v, &w), (&force, &moment), &mut out[0..6]);
+    newton_euler_rows(p.body.mass_kg, &p.body.inertia_world, &p.body.velocity, &p.body.angular_velocity, &p.body.impulse_linear, &p.body.impulse_angular, 1.0 / scale, (&v, &w), (&force, &moment), &mut out[0..6]);
 
     // closest-point conditions
-    let m = p.shape.inequality_count();
-    let (c, f_at_a1) = gradient_combination(&p.shape, Some(p.k1), &z[idx::L..idx::L + MAX_INEQUALITIES], &a1, &origin, &axes);
+    let m = p.body.shape.inequality_count();
+    let (c, f_at_a1) = gradient_combination(&p.body.shape, Some(p.k1), &z[idx::L..idx::L + MAX_INEQUALITIES], &a1, &origin, &axes);
     let f_k1 = f_at_a1[p.k1];
     let l_k1 = z[idx::L + p.k1];
     let gap_vec = add3(&sub3(&a1, &a2), &scale3(&c, l_k1));
@@ -290,9 +330,9 @@ pub fn residual<const N: usize>(p: &BodyPlaneProblem, z: &[Dual<N>; NZ], out: &m
     out[22] = match p.gap_mode {
         GapMode::SignedGap => fischer_burmeister(pn, l_k1),
         GapMode::PaperMax => {
-            let mut worst = inequality_at(&p.shape, 0, &a2, &origin, &axes).0;
+            let mut worst = inequality_at(&p.body.shape, 0, &a2, &origin, &axes).0;
             for i in 1..m {
-                worst = worst.max(inequality_at(&p.shape, i, &a2, &origin, &axes).0);
+                worst = worst.max(inequality_at(&p.body.shape, i, &a2, &origin, &axes).0);
             }
             fischer_burmeister(pn, worst)
         }

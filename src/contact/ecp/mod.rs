@@ -31,7 +31,7 @@ pub mod pair;
 mod tests;
 
 pub use dual::Dual;
-pub use mncp::{BodyPlaneProblem, GapMode, SolveOutcome, NZ};
+pub use mncp::{BodyPlaneProblem, GapMode, MovingBody, SolveOutcome, NZ};
 pub use shape::ConvexShape;
 
 use super::method::{check_params, contact_method, tolerance_and_iterations, Capabilities, ContactRows, MethodKind, MethodParams, ParamError};
@@ -241,16 +241,10 @@ impl EcpStepper {
     ) -> EcpContact {
         let h = h_s;
         let m = body.mass_kg;
-        let r0 = state.rotation.to_rotation_matrix().into_inner();
-        let inertia = r0 * body.inertia_body * r0.transpose();
         let (v0, w0) = (state.velocity, state.angular_velocity);
         // explicit gyroscopic impulse −h ω × I ω (Sec. III-A; the factor h made explicit)
-        let p_lin = gravity * (m * h) + applied_linear;
-        let p_ang = -(w0.cross(&(inertia * w0))) * h + applied_angular;
-        let v_free = v0 + p_lin / m;
-        let w_free = w0 + inertia.try_inverse().unwrap_or_else(Mat3::zeros) * p_ang;
-        let geom_rot0 = r0 * body.geom_in_body.rotation.to_rotation_matrix().into_inner();
-        let geom_off0 = r0 * body.geom_in_body.translation.vector;
+        let (moving, v_free, w_free) = mncp::moving_body(body, state, &(*applied_linear, *applied_angular), gravity, h);
+        let p_lin = Vec3::from(moving.impulse_linear);
         let (com_free, rot_free) = Self::end_pose(state, h, &v_free, &w_free);
         let geom_rot_free = rot_free.to_rotation_matrix().into_inner() * body.geom_in_body.rotation.to_rotation_matrix().into_inner();
         let geom_centre_free = com_free + rot_free * body.geom_in_body.translation.vector;
@@ -270,16 +264,7 @@ impl EcpStepper {
         let scale = m * h * gravity.norm().max(1.0);
         let mut problem = BodyPlaneProblem {
             h_s: h,
-            mass_kg: m,
-            inertia_world: std::array::from_fn(|i| std::array::from_fn(|j| inertia[(i, j)])),
-            com_m: arr(&state.com_m),
-            velocity: arr(&v0),
-            angular_velocity: arr(&w0),
-            impulse_linear: arr(&p_lin),
-            impulse_angular: arr(&p_ang),
-            shape: body.shape,
-            geom_axes: std::array::from_fn(|j| arr(&geom_rot0.column(j).into_owned())),
-            geom_offset_m: arr(&geom_off0),
+            body: moving,
             normal: arr(&plane.normal),
             tangent1: arr(&plane.tangent1),
             tangent2: arr(&plane.tangent2),
@@ -803,7 +788,7 @@ impl WholeStepScheme for EcpScheme {
             }
             let n0 = n0.try_normalize(1e-12).unwrap_or_else(Vec3::z);
             let (ba, bb) = (&self.slots[a].ecp_body, &self.slots[b].ecp_body);
-            let free = |body: &EcpBody, s: &EcpBodyState| pair::moving_body(body, s, &(Vec3::zeros(), Vec3::zeros()), &gravity, h);
+            let free = |body: &EcpBody, s: &EcpBodyState| mncp::moving_body(body, s, &(Vec3::zeros(), Vec3::zeros()), &gravity, h);
             let ((_, va, wa), (_, vb, wb)) = (free(ba, &sa), free(bb, &sb));
             let margin = 0.01 * (ba.shape.size_m() + bb.shape.size_m()) + h * (sa.velocity - sb.velocity).norm();
             let reach = |body: &EcpBody| body.shape.bounding_radius_m() + body.geom_in_body.translation.vector.norm();

@@ -35,8 +35,8 @@
 //! and never flip.
 
 use super::dual::{add3, cross3, cst3, dot3, fischer_burmeister, scale3, sub3, Dual, V3};
-use super::mncp::{friction_rows, gradient_combination, newton_euler_rows, pose_after, MncpSystem};
-use super::shape::{ConvexShape, MAX_INEQUALITIES};
+use super::mncp::{friction_rows, gradient_combination, moving_body, newton_euler_rows, pose_after, MncpSystem, MovingBody};
+use super::shape::MAX_INEQUALITIES;
 
 /// Number of unknowns (and equations) of one body–body problem.
 pub const NZ_PAIR: usize = 35;
@@ -56,33 +56,6 @@ pub(crate) mod idx {
     pub const LB: usize = 27;
     pub const PN: usize = 33;
     pub const SIGMA: usize = 34;
-}
-
-/// One moving body of a pair: start-of-step data and the impulses it receives besides this
-/// contact.
-#[derive(Clone, Copy, Debug)]
-pub struct MovingBody {
-    /// Mass m (kg).
-    pub mass_kg: f64,
-    /// World inertia about the centre of mass at the start of the step (kg·m², row-major).
-    pub inertia_world: [[f64; 3]; 3],
-    /// Centre of mass at the start of the step (world, m).
-    pub com_m: [f64; 3],
-    /// Velocity of the centre of mass at the start (world, m/s).
-    pub velocity: [f64; 3],
-    /// Angular velocity at the start (world, rad/s).
-    pub angular_velocity: [f64; 3],
-    /// Impulse over the step besides this contact: gravity, the body's other contacts (N·s).
-    pub impulse_linear: [f64; 3],
-    /// Angular impulse about the centre of mass besides this contact: gyroscopic term, other
-    /// contacts (N·m·s).
-    pub impulse_angular: [f64; 3],
-    /// The shape.
-    pub shape: ConvexShape,
-    /// Columns of the geometry axes in world at the start of the step.
-    pub geom_axes: [[f64; 3]; 3],
-    /// Geometry origin minus centre of mass at the start (world, m).
-    pub geom_offset_m: [f64; 3],
 }
 
 /// Two moving bodies touching over one step.
@@ -195,32 +168,6 @@ pub fn contact_frame(p: &BodyPairProblem, z: &[f64; NZ_PAIR]) -> [Vec3; 3] {
     let t_ref = Vec3::from(p.tangent_ref);
     let t = (t_ref - n * n.dot(&t_ref)).normalize();
     [n, t, n.cross(&t)]
-}
-
-/// Start-of-step data of a body for a pair problem, with `extra` = (linear, angular) impulses
-/// of its other contacts (N·s, N·m·s about the centre of mass): the [`MovingBody`] and the free
-/// end velocities (gravity, gyroscopic term and `extra`, no contact of this pair).
-pub fn moving_body(body: &EcpBody, s: &EcpBodyState, extra: &(Vec3, Vec3), gravity: &Vec3, h: f64) -> (MovingBody, Vec3, Vec3) {
-    let m = body.mass_kg;
-    let r0 = s.rotation.to_rotation_matrix().into_inner();
-    let inertia = r0 * body.inertia_body * r0.transpose();
-    let p_lin = gravity * (m * h) + extra.0;
-    let p_ang = -(s.angular_velocity.cross(&(inertia * s.angular_velocity))) * h + extra.1;
-    let geom_rot = r0 * body.geom_in_body.rotation.to_rotation_matrix().into_inner();
-    let mb = MovingBody {
-        mass_kg: m,
-        inertia_world: std::array::from_fn(|i| std::array::from_fn(|j| inertia[(i, j)])),
-        com_m: arr(&s.com_m),
-        velocity: arr(&s.velocity),
-        angular_velocity: arr(&s.angular_velocity),
-        impulse_linear: arr(&p_lin),
-        impulse_angular: arr(&p_ang),
-        shape: body.shape,
-        geom_axes: std::array::from_fn(|j| arr(&geom_rot.column(j).into_owned())),
-        geom_offset_m: arr(&(r0 * body.geom_in_body.translation.vector)),
-    };
-    let w_free = s.angular_velocity + inertia.try_inverse().unwrap_or_else(Mat3::zeros) * p_ang;
-    (mb, s.velocity + p_lin / m, w_free)
 }
 
 /// Centre and rotation of a body's geometry at the end pose for velocities `(v, ω)`.
