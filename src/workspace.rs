@@ -236,7 +236,7 @@ impl Workspace {
 
     /// The friction moment of contact `i` of the last step about its normal, in world
     /// coordinates (N·m, acting on body B; its opposite on A): the torsion row's impulse / dt
-    /// along the normal when the method's [`ContactRows`](crate::contact::ContactRows) have one,
+    /// along the normal when the method's [`ContactRows`] have one,
     /// else zero.
     pub fn contact_torque_world(&self, i: usize) -> crate::math::Vec3 {
         match self.contact_rows.rows().iter().position(|r| *r == crate::contact::ContactRow::Torsion) {
