@@ -234,6 +234,17 @@ impl Workspace {
         [self.impulse[r], self.impulse[r + 1], self.impulse[r + 2]]
     }
 
+    /// The friction moment of contact `i` of the last step about its normal, in world
+    /// coordinates (N·m, acting on body B; its opposite on A): the torsion row's impulse / dt
+    /// along the normal when the method's [`ContactRows`] have one,
+    /// else zero.
+    pub fn contact_torque_world(&self, i: usize) -> crate::math::Vec3 {
+        match self.contact_rows.rows().iter().position(|r| *r == crate::contact::ContactRow::Torsion) {
+            Some(k) => self.contacts[i].normal * (self.impulse[self.contact_row(i) + k] / self.timestep_s),
+            None => crate::math::Vec3::zeros(),
+        }
+    }
+
     /// The force of contact `i` of the last step in world coordinates (N): impulse / dt, acting
     /// on body B (the second geometry); its opposite acts on A.
     pub fn contact_force_world(&self, i: usize) -> crate::math::Vec3 {

@@ -146,9 +146,10 @@ impl Capabilities {
 pub enum SceneCoverage {
     /// Every rigid scene: robots, objects, every collision pair.
     AllRigid,
-    /// Free objects shaped as boxes, spheres or cylinders (and static objects) whose only
-    /// contacts are with the ground: no robots, no contact between two bodies.
-    ConvexObjectsOnGround,
+    /// Free objects shaped as boxes, spheres or cylinders, in contact with the ground and with
+    /// each other (and static objects nothing can touch): no robots, no contact with a static
+    /// object other than the ground.
+    ConvexObjects,
 }
 
 impl SceneCoverage {
@@ -156,12 +157,9 @@ impl SceneCoverage {
     pub fn unsupported(&self, model: &Model) -> Option<String> {
         match self {
             SceneCoverage::AllRigid => None,
-            SceneCoverage::ConvexObjectsOnGround => {
+            SceneCoverage::ConvexObjects => {
                 if let Some(r) = model.robots.first() {
-                    return Some(format!("it has a robot ('{}')", r.name));
-                }
-                if let Some(p) = model.collision_pairs.iter().find(|p| !p.with_ground) {
-                    return Some(format!("'{}' and '{}' can touch (contact between two bodies)", model.geoms[p.geom_a].name, model.geoms[p.geom_b].name));
+                    return Some(format!("it has a robot ('{}'; robot links are not covered yet)", r.name));
                 }
                 for o in model.objects.iter().filter(|o| !o.fixed) {
                     let mut geoms = model.geoms.iter().filter(|g| g.body == Some(o.body));
@@ -169,6 +167,13 @@ impl SceneCoverage {
                     if !shape_ok {
                         return Some(format!("object '{}' is not a single box, sphere or cylinder", o.name));
                     }
+                }
+                let moving = |g: usize| model.geoms[g].body.is_some_and(|b| model.objects.iter().any(|o| o.body == b && !o.fixed));
+                if let Some(p) = model.collision_pairs.iter().find(|p| !p.with_ground && !(moving(p.geom_a) && moving(p.geom_b))) {
+                    return Some(format!(
+                        "'{}' and '{}' can touch and one of them does not move (contact is covered between two free objects and with the ground plane only)",
+                        model.geoms[p.geom_a].name, model.geoms[p.geom_b].name
+                    ));
                 }
                 None
             }
@@ -446,4 +451,12 @@ pub trait WholeStepScheme {
     /// `output.velocity` and `output.impulse`; may integrate `state.q` / FEM state itself
     /// (then sets `output.positions_integrated`). Must not allocate.
     fn advance(&mut self, input: &SchemeInput, state: &mut State, output: &mut SchemeOutput) -> SolveStats;
+
+    /// Called after [`WholeStepScheme::advance`]: a scheme whose contact points are unknowns of
+    /// its solve (the equivalent contact point) replaces the collision contacts of the pairs it
+    /// solved by the points it solved, so that wrenches, sensors, markers and bags read those.
+    /// `impulse` holds the contact rows (the method's [`ContactRows`], one block per entry of
+    /// `contacts`) followed by `num_joint_rows` joint rows; both must stay consistent. Must not
+    /// allocate: `contacts` may not grow beyond its capacity. Default: nothing changes.
+    fn rewrite_contacts(&mut self, _contacts: &mut Vec<Contact>, _impulse: &mut [f64], _num_joint_rows: usize) {}
 }

@@ -260,7 +260,7 @@ pub fn body_contact_wrench(model: &Model, ws: &crate::workspace::Workspace, body
         let dt = model.timestep_s;
         let fn_ = c.normal * (l[0] / dt) * sign;
         let ft = (c.tangent1 * l[1] + c.tangent2 * l[2]) * (sign / dt);
-        total += force_at_point(&(fn_ + ft), &c.position);
+        total += force_at_point(&(fn_ + ft), &c.position) + crate::math::spatial(&(ws.contact_torque_world(i) * sign), &Vec3::zeros());
         points.push(ContactPointReport {
             position: c.position.into(),
             normal: (c.normal * sign).into(),

@@ -383,7 +383,10 @@ pub fn whole_step_stage(
     };
     let mut output = SchemeOutput { velocity: scratch_nv.as_mut_slice(), impulse: impulse.as_mut_slice(), positions_integrated: false };
     report.solve = scheme.advance(&input, state, &mut output);
-    output.positions_integrated
+    let positions_integrated = output.positions_integrated;
+    scheme.rewrite_contacts(contacts, impulse.as_mut_slice(), nj);
+    report.contacts = contacts.len();
+    positions_integrated
 }
 
 /// Stage 7: v⁺ (in `ws.scratch_nv`) into `state.v`, the accelerations, and the servo efforts
@@ -478,7 +481,7 @@ fn accumulate_body_contact_forces(ws: &mut Workspace) {
     for i in 0..ws.contacts.len() {
         let c = &ws.contacts[i];
         let f = ws.contact_force_world(i);
-        let w = crate::sensors::force_at_point(&f, &c.position);
+        let w = crate::sensors::force_at_point(&f, &c.position) + crate::math::spatial(&ws.contact_torque_world(i), &Vec3::zeros());
         if let Some(b) = c.body_b {
             ws.body_contact_force[b] += w;
         }

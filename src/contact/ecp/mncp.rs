@@ -40,7 +40,7 @@
 
 use super::dual::{add3, cross3, cst3, dot3, dot3c, fischer_burmeister, scale3, sub3, Dual, V3};
 use super::shape::{ConvexShape, MAX_INEQUALITIES};
-use nalgebra::{SMatrix, SVector};
+use nalgebra::{Const, DimMin, SMatrix, SVector};
 
 /// Number of unknowns (and equations) of one body–plane problem.
 pub const NZ: usize = 24;
@@ -78,26 +78,9 @@ pub enum GapMode {
 pub struct BodyPlaneProblem {
     /// Time step h (s).
     pub h_s: f64,
-    /// Mass m (kg).
-    pub mass_kg: f64,
-    /// World inertia about the centre of mass at the start of the step, I⁰ (kg·m², row-major).
-    pub inertia_world: [[f64; 3]; 3],
-    /// Centre of mass at the start of the step, x⁰ (world, m).
-    pub com_m: [f64; 3],
-    /// Velocity of the centre of mass at the start of the step (world, m/s).
-    pub velocity: [f64; 3],
-    /// Angular velocity at the start of the step (world, rad/s).
-    pub angular_velocity: [f64; 3],
-    /// Applied impulse over the step, gravity included (world, N·s).
-    pub impulse_linear: [f64; 3],
-    /// Applied angular impulse about the centre of mass, gyroscopic term included (world, N·m·s).
-    pub impulse_angular: [f64; 3],
-    /// The shape.
-    pub shape: ConvexShape,
-    /// Columns of the geometry-frame axes in world at the start of the step, `R⁰ R_bg`.
-    pub geom_axes: [[f64; 3]; 3],
-    /// Geometry origin minus centre of mass at the start of the step (world, m).
-    pub geom_offset_m: [f64; 3],
+    /// The body: start-of-step state, applied impulses (gravity and gyroscopic term included),
+    /// shape and geometry frame.
+    pub body: MovingBody,
     /// Plane normal n (unit, world; from the plane into the body's side).
     pub normal: [f64; 3],
     /// First tangent t (world).
@@ -116,6 +99,63 @@ pub struct BodyPlaneProblem {
     pub gap_mode: GapMode,
     /// Impulse scale P (N·s).
     pub impulse_scale: f64,
+}
+
+/// One moving body of a contact problem: start-of-step data and the impulses it receives
+/// besides this contact.
+#[derive(Clone, Copy, Debug)]
+pub struct MovingBody {
+    /// Mass m (kg).
+    pub mass_kg: f64,
+    /// World inertia about the centre of mass at the start of the step (kg·m², row-major).
+    pub inertia_world: [[f64; 3]; 3],
+    /// Centre of mass at the start of the step (world, m).
+    pub com_m: [f64; 3],
+    /// Velocity of the centre of mass at the start (world, m/s).
+    pub velocity: [f64; 3],
+    /// Angular velocity at the start (world, rad/s).
+    pub angular_velocity: [f64; 3],
+    /// Impulse over the step besides this contact: gravity, the body's other contacts (N·s).
+    pub impulse_linear: [f64; 3],
+    /// Angular impulse about the centre of mass besides this contact: gyroscopic term, other
+    /// contacts (N·m·s).
+    pub impulse_angular: [f64; 3],
+    /// The shape.
+    pub shape: ConvexShape,
+    /// Columns of the geometry axes in world at the start of the step.
+    pub geom_axes: [[f64; 3]; 3],
+    /// Geometry origin minus centre of mass at the start (world, m).
+    pub geom_offset_m: [f64; 3],
+}
+
+fn arr3(v: &crate::math::Vec3) -> [f64; 3] {
+    [v.x, v.y, v.z]
+}
+
+/// Start-of-step data of a body for a contact problem, with `extra` = (linear, angular) impulses
+/// of its other contacts (N·s, N·m·s about the centre of mass): the [`MovingBody`] and the free
+/// end velocities (gravity, gyroscopic term and `extra`, no contact of this pair).
+pub fn moving_body(body: &super::EcpBody, s: &super::EcpBodyState, extra: &(crate::math::Vec3, crate::math::Vec3), gravity: &crate::math::Vec3, h: f64) -> (MovingBody, crate::math::Vec3, crate::math::Vec3) {
+    let m = body.mass_kg;
+    let r0 = s.rotation.to_rotation_matrix().into_inner();
+    let inertia = r0 * body.inertia_body * r0.transpose();
+    let p_lin = gravity * (m * h) + extra.0;
+    let p_ang = -(s.angular_velocity.cross(&(inertia * s.angular_velocity))) * h + extra.1;
+    let geom_rot = r0 * body.geom_in_body.rotation.to_rotation_matrix().into_inner();
+    let mb = MovingBody {
+        mass_kg: m,
+        inertia_world: std::array::from_fn(|i| std::array::from_fn(|j| inertia[(i, j)])),
+        com_m: arr3(&s.com_m),
+        velocity: arr3(&s.velocity),
+        angular_velocity: arr3(&s.angular_velocity),
+        impulse_linear: arr3(&p_lin),
+        impulse_angular: arr3(&p_ang),
+        shape: body.shape,
+        geom_axes: std::array::from_fn(|j| arr3(&geom_rot.column(j).into_owned())),
+        geom_offset_m: arr3(&(r0 * body.geom_in_body.translation.vector)),
+    };
+    let w_free = s.angular_velocity + inertia.try_inverse().unwrap_or_else(crate::math::Mat3::zeros) * p_ang;
+    (mb, s.velocity + p_lin / m, w_free)
 }
 
 /// `exp(φ) u` for a constant `u`, with `(sin θ/θ, (1 − cos θ)/θ²)` given.
@@ -154,13 +194,80 @@ pub(crate) fn rotate_vector(phi: &crate::math::Vec3, u: &crate::math::Vec3) -> c
 /// geometry axes (world).
 #[inline]
 pub(crate) fn end_pose<const N: usize>(p: &BodyPlaneProblem, v: &V3<N>, w: &V3<N>) -> (V3<N>, V3<N>, [V3<N>; 3]) {
-    let h = p.h_s;
-    let com = add3(&cst3(&p.com_m), &scale3(v, Dual::cst(h)));
+    pose_after(p.h_s, &p.body.com_m, &p.body.geom_axes, &p.body.geom_offset_m, v, w)
+}
+
+/// The pose map `x⁺ = x⁰ + h v`, `R⁺ = exp(h [ω]×) R⁰` applied to a body whose centre of mass is
+/// `com` and whose geometry axes and origin offset (world, at the start) are `axes`, `offset`:
+/// the end centre of mass, geometry origin and axes.
+#[inline]
+pub(crate) fn pose_after<const N: usize>(h: f64, com: &[f64; 3], axes: &[[f64; 3]; 3], offset: &[f64; 3], v: &V3<N>, w: &V3<N>) -> (V3<N>, V3<N>, [V3<N>; 3]) {
+    let com = add3(&cst3(com), &scale3(v, Dual::cst(h)));
     let phi = scale3(w, Dual::cst(h));
     let (a, b) = rodrigues(&phi);
-    let axes = [rotate(&phi, a, b, &p.geom_axes[0]), rotate(&phi, a, b, &p.geom_axes[1]), rotate(&phi, a, b, &p.geom_axes[2])];
-    let origin = add3(&com, &rotate(&phi, a, b, &p.geom_offset_m));
+    let axes = [rotate(&phi, a, b, &axes[0]), rotate(&phi, a, b, &axes[1]), rotate(&phi, a, b, &axes[2])];
+    let origin = add3(&com, &rotate(&phi, a, b, offset));
     (com, origin, axes)
+}
+
+/// The six Newton–Euler rows of one body over the impulse scale `P` (backward Euler, Sec. III-A,
+/// eq. 7): `m (v − v⁰)/P − F − p_lin/P` and `I⁰ (ω − ω⁰)/P − M − p_ang/P`, with the contact force
+/// `F` and moment `M` (about the end-of-step centre of mass) already in units of `P`.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub(crate) fn newton_euler_rows<const N: usize>(
+    mass: f64,
+    inertia: &[[f64; 3]; 3],
+    v0: &[f64; 3],
+    w0: &[f64; 3],
+    p_lin: &[f64; 3],
+    p_ang: &[f64; 3],
+    inv_scale: f64,
+    (v, w): (&V3<N>, &V3<N>),
+    (force, moment): (&V3<N>, &V3<N>),
+    out: &mut [Dual<N>],
+) {
+    for k in 0..3 {
+        out[k] = (v[k] - v0[k]) * (mass * inv_scale) - force[k] - p_lin[k] * inv_scale;
+        let iw = (0..3).fold(Dual::cst(0.0), |acc, j| acc + (w[j] - w0[j]) * inertia[k][j]);
+        out[3 + k] = iw * inv_scale - moment[k] - p_ang[k] * inv_scale;
+    }
+}
+
+/// The friction rows (Sec. III-C, eq. 9) for the sliding velocities `(v_t, v_o)` and spin `v_r`:
+/// `e² μ p_n v + p σ` per row, and the limit-surface slack `ζ = μ² p_n² − Σ (p/e)²`.
+#[inline]
+pub(crate) fn friction_rows<const N: usize>(mu_pn: Dual<N>, e: &[f64; 3], slip: [Dual<N>; 3], p: [Dual<N>; 3], sigma: Dual<N>) -> ([Dual<N>; 3], Dual<N>) {
+    let rows = std::array::from_fn(|k| mu_pn * (e[k] * e[k]) * slip[k] + p[k] * sigma);
+    let zeta = (0..3).fold(mu_pn * mu_pn, |acc, k| acc - p[k] * p[k] / (e[k] * e[k]));
+    (rows, zeta)
+}
+
+/// `c = ∇f_{k1}(ξ) + Σ_{i≠k1} l_i ∇f_i(ξ)` (eq. 11; all inequalities with `k1 = None`) and every
+/// `f_i(ξ)`, for the shape at geometry origin `origin` and axes `axes`; `l` holds one multiplier
+/// per inequality.
+#[inline]
+pub(crate) fn gradient_combination<const N: usize>(
+    shape: &ConvexShape,
+    k1: Option<usize>,
+    l: &[Dual<N>],
+    xi: &V3<N>,
+    origin: &V3<N>,
+    axes: &[V3<N>; 3],
+) -> (V3<N>, [Dual<N>; MAX_INEQUALITIES]) {
+    let mut f_at = [Dual::cst(0.0); MAX_INEQUALITIES];
+    let mut c = [Dual::cst(0.0); 3];
+    if let Some(k) = k1 {
+        (f_at[k], c) = inequality_at(shape, k, xi, origin, axes);
+    }
+    for i in 0..shape.inequality_count() {
+        if Some(i) != k1 {
+            let (f, g) = inequality_at(shape, i, xi, origin, axes);
+            f_at[i] = f;
+            c = add3(&c, &scale3(&g, l[i]));
+        }
+    }
+    (c, f_at)
 }
 
 /// `f_i` at the world point ξ and its world gradient, for geometry origin and axes.
@@ -188,26 +295,12 @@ pub fn residual<const N: usize>(p: &BodyPlaneProblem, z: &[Dual<N>; NZ], out: &m
     let force = add3(&add3(&scale3(&n, pn), &scale3(&t, pt)), &scale3(&o, po));
     let r = sub3(&a1, &com);
     let moment = add3(&cross3(&r, &force), &scale3(&n, pr));
-    let inv_scale = 1.0 / scale;
-    for k in 0..3 {
-        out[k] = (v[k] - p.velocity[k]) * (p.mass_kg * inv_scale) - force[k] - p.impulse_linear[k] * inv_scale;
-        let iw = (0..3).fold(Dual::cst(0.0), |acc, j| acc + (w[j] - p.angular_velocity[j]) * p.inertia_world[k][j]);
-        out[3 + k] = iw * inv_scale - moment[k] - p.impulse_angular[k] * inv_scale;
-    }
+    newton_euler_rows(p.body.mass_kg, &p.body.inertia_world, &p.body.velocity, &p.body.angular_velocity, &p.body.impulse_linear, &p.body.impulse_angular, 1.0 / scale, (&v, &w), (&force, &moment), &mut out[0..6]);
 
     // closest-point conditions
-    let m = p.shape.inequality_count();
-    let (f_k1, mut c) = inequality_at(&p.shape, p.k1, &a1, &origin, &axes);
-    let mut f_at_a1 = [Dual::cst(0.0); MAX_INEQUALITIES];
-    f_at_a1[p.k1] = f_k1;
-    for i in 0..m {
-        if i == p.k1 {
-            continue;
-        }
-        let (f, g) = inequality_at(&p.shape, i, &a1, &origin, &axes);
-        f_at_a1[i] = f;
-        c = add3(&c, &scale3(&g, z[idx::L + i]));
-    }
+    let m = p.body.shape.inequality_count();
+    let (c, f_at_a1) = gradient_combination(&p.body.shape, Some(p.k1), &z[idx::L..idx::L + MAX_INEQUALITIES], &a1, &origin, &axes);
+    let f_k1 = f_at_a1[p.k1];
     let l_k1 = z[idx::L + p.k1];
     let gap_vec = add3(&sub3(&a1, &a2), &scale3(&c, l_k1));
     let normal_vec = add3(&c, &scale3(&n, lg));
@@ -215,12 +308,10 @@ pub fn residual<const N: usize>(p: &BodyPlaneProblem, z: &[Dual<N>; NZ], out: &m
     out[9..12].copy_from_slice(&normal_vec);
 
     // friction: maximal power dissipation on the ellipsoidal limit surface
-    let [et, eo, er] = p.limit_surface;
     let vp = add3(&v, &cross3(&w, &r));
     let mu_pn = pn * p.friction;
-    out[12] = mu_pn * (et * et) * dot3(&t, &vp) + pt * sigma;
-    out[13] = mu_pn * (eo * eo) * dot3(&o, &vp) + po * sigma;
-    out[14] = mu_pn * (er * er) * dot3c(&w, &p.normal) + pr * sigma;
+    let (rows, zeta) = friction_rows(mu_pn, &p.limit_surface, [dot3(&t, &vp), dot3(&o, &vp), dot3c(&w, &p.normal)], [pt, po, pr], sigma);
+    out[12..15].copy_from_slice(&rows);
 
     // complementarity
     for i in 0..MAX_INEQUALITIES {
@@ -239,32 +330,45 @@ pub fn residual<const N: usize>(p: &BodyPlaneProblem, z: &[Dual<N>; NZ], out: &m
     out[22] = match p.gap_mode {
         GapMode::SignedGap => fischer_burmeister(pn, l_k1),
         GapMode::PaperMax => {
-            let mut worst = inequality_at(&p.shape, 0, &a2, &origin, &axes).0;
+            let mut worst = inequality_at(&p.body.shape, 0, &a2, &origin, &axes).0;
             for i in 1..m {
-                worst = worst.max(inequality_at(&p.shape, i, &a2, &origin, &axes).0);
+                worst = worst.max(inequality_at(&p.body.shape, i, &a2, &origin, &axes).0);
             }
             fischer_burmeister(pn, worst)
         }
     };
-    let zeta = mu_pn * mu_pn - pt * pt / (et * et) - po * po / (eo * eo) - pr * pr / (er * er);
     out[23] = fischer_burmeister(sigma, zeta);
 }
 
+/// A square system `Φ(z) = 0` of `NZ` unknowns whose residual is written once, generic over the
+/// number of seeded dual-number derivatives (plain values with `N = 0`, the exact Jacobian with
+/// `N = NZ`).
+pub trait MncpSystem<const NZ: usize> {
+    /// Writes Φ(z) into `out`.
+    fn eval<const N: usize>(&self, z: &[Dual<N>; NZ], out: &mut [Dual<N>; NZ]);
+}
+
+impl MncpSystem<NZ> for BodyPlaneProblem {
+    fn eval<const N: usize>(&self, z: &[Dual<N>; NZ], out: &mut [Dual<N>; NZ]) {
+        residual(self, z, out)
+    }
+}
+
 /// Φ(z) as plain numbers.
-pub fn residual_value(p: &BodyPlaneProblem, z: &[f64; NZ]) -> [f64; NZ] {
-    let zd: [Dual<0>; NZ] = std::array::from_fn(|i| Dual::cst(z[i]));
-    let mut out = [Dual::cst(0.0); NZ];
-    residual(p, &zd, &mut out);
+pub fn residual_value<S: MncpSystem<M>, const M: usize>(p: &S, z: &[f64; M]) -> [f64; M] {
+    let zd: [Dual<0>; M] = std::array::from_fn(|i| Dual::cst(z[i]));
+    let mut out = [Dual::cst(0.0); M];
+    p.eval(&zd, &mut out);
     std::array::from_fn(|i| out[i].v)
 }
 
 /// Φ(z) and its Jacobian ∂Φ/∂z (exact, by forward-mode dual numbers).
-pub fn residual_and_jacobian(p: &BodyPlaneProblem, z: &[f64; NZ]) -> (SVector<f64, NZ>, SMatrix<f64, NZ, NZ>) {
-    let zd: [Dual<NZ>; NZ] = std::array::from_fn(|i| Dual::var(z[i], i));
-    let mut out = [Dual::cst(0.0); NZ];
-    residual(p, &zd, &mut out);
-    let phi = SVector::<f64, NZ>::from_fn(|i, _| out[i].v);
-    let jac = SMatrix::<f64, NZ, NZ>::from_fn(|i, j| out[i].d[j]);
+pub fn residual_and_jacobian<S: MncpSystem<M>, const M: usize>(p: &S, z: &[f64; M]) -> (SVector<f64, M>, SMatrix<f64, M, M>) {
+    let zd: [Dual<M>; M] = std::array::from_fn(|i| Dual::var(z[i], i));
+    let mut out = [Dual::cst(0.0); M];
+    p.eval(&zd, &mut out);
+    let phi = SVector::<f64, M>::from_fn(|i, _| out[i].v);
+    let jac = SMatrix::<f64, M, M>::from_fn(|i, j| out[i].d[j]);
     (phi, jac)
 }
 
@@ -283,16 +387,16 @@ fn inf_norm(x: &[f64]) -> f64 {
     x.iter().fold(0.0, |m, v| m.max(v.abs()))
 }
 
-fn merit(x: &[f64; NZ]) -> f64 {
+fn merit<const M: usize>(x: &[f64; M]) -> f64 {
     0.5 * x.iter().map(|v| v * v).sum::<f64>()
 }
 
 /// Armijo backtracking along `dir` from `z` (merit `psi`): the accepted point, or `None` below a
 /// step of 1e-10.
-fn line_search(p: &BodyPlaneProblem, z: &[f64; NZ], psi: f64, dir: &SVector<f64, NZ>) -> Option<([f64; NZ], [f64; NZ])> {
+fn line_search<S: MncpSystem<M>, const M: usize>(p: &S, z: &[f64; M], psi: f64, dir: &SVector<f64, M>) -> Option<([f64; M], [f64; M])> {
     let mut theta = 1.0;
     while theta >= 1e-10 {
-        let trial: [f64; NZ] = std::array::from_fn(|i| z[i] + theta * dir[i]);
+        let trial: [f64; M] = std::array::from_fn(|i| z[i] + theta * dir[i]);
         let phi = residual_value(p, &trial);
         let psi_trial = merit(&phi);
         if psi_trial.is_finite() && psi_trial <= (1.0 - 1e-4 * theta) * psi {
@@ -307,7 +411,10 @@ fn line_search(p: &BodyPlaneProblem, z: &[f64; NZ], psi: f64, dir: &SVector<f64,
 /// Jacobian, Levenberg–Marquardt steps `(JᵀJ + λI) d = −JᵀΦ` when the Newton step is singular or
 /// fails the Armijo test, Armijo backtracking on `½‖Φ‖²`. Stops at `‖Φ‖∞ ≤ tolerance` or after
 /// `max_iterations` Jacobians. Allocates nothing (fixed-size matrices on the stack).
-pub fn solve(p: &BodyPlaneProblem, z: &mut [f64; NZ], tolerance: f64, max_iterations: u32) -> SolveOutcome {
+pub fn solve<S: MncpSystem<M>, const M: usize>(p: &S, z: &mut [f64; M], tolerance: f64, max_iterations: u32) -> SolveOutcome
+where
+    Const<M>: DimMin<Const<M>, Output = Const<M>>,
+{
     let mut phi = residual_value(p, z);
     let mut out = SolveOutcome { iterations: 0, residual: inf_norm(&phi), converged: false };
     while out.iterations < max_iterations {
@@ -334,7 +441,7 @@ pub fn solve(p: &BodyPlaneProblem, z: &mut [f64; NZ], tolerance: f64, max_iterat
             let mut lambda = 1e-10 * phi_v.norm().max(1.0);
             while accepted.is_none() && lambda < 1e6 {
                 let mut a = jtj;
-                for i in 0..NZ {
+                for i in 0..M {
                     a[(i, i)] += lambda;
                 }
                 if let Some(ch) = a.cholesky() {

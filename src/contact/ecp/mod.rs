@@ -11,25 +11,27 @@
 //! deviations from the paper and the tests.
 //!
 //! Scope: scenes whose moving bodies are single free objects of those shapes and whose only
-//! contacts are with the ground ([`crate::contact::SceneCoverage::ConvexObjectsOnGround`]);
+//! contacts are with the ground ([`crate::contact::SceneCoverage::ConvexObjects`]);
 //! other scenes are refused when they are loaded. A model built without that check (a library
 //! user calling `Simulation::from_scene`) still steps: trees the scheme does not own move as if
 //! they had no contacts (v⁺ = v*, positions with the engine's map).
 //!
-//! What wrench readers see: the ECP's force is distributed over the collision contacts of the
-//! body–ground pair with non-negative weights whose weighted mean point is the ECP (carried to
-//! the start-of-step pose, where the contacts are), so the net force and the net moment of the
-//! pair equal the ECP wrench; the friction moment about the normal goes on the torsion row of
-//! the pair's first contact.
+//! What wrench readers see: after the step the scheme replaces the collision contacts of every
+//! pair it solved by one contact at the ECP (carried, as a material point of the body, to the
+//! start-of-step pose, where the engine's contacts and body poses of the step are) with the
+//! normal impulse, the friction impulses and the friction moment on its four rows
+//! ([`ContactRows::POINT_TORSION`]); contact wrenches, F/T sensors, `contact_markers` and bags
+//! therefore show the ECP and its wrench.
 
 mod dual;
 pub mod mncp;
 mod shape;
+pub mod pair;
 #[cfg(test)]
 mod tests;
 
 pub use dual::Dual;
-pub use mncp::{BodyPlaneProblem, GapMode, SolveOutcome, NZ};
+pub use mncp::{BodyPlaneProblem, GapMode, MovingBody, SolveOutcome, NZ};
 pub use shape::ConvexShape;
 
 use super::method::{check_params, contact_method, tolerance_and_iterations, Capabilities, ContactRows, MethodKind, MethodParams, ParamError};
@@ -58,11 +60,16 @@ pub struct EcpParams {
     pub e_o: f64,
     /// Limit-surface scale of the friction moment about the normal, e_r (m).
     pub e_r_m: f64,
+    /// Most Gauss–Seidel sweeps over the contacts per step when bodies touch each other.
+    pub max_sweeps: u32,
+    /// The sweeps stop when no contact's impulse changed by more than this, relative to the
+    /// lighter body's weight impulse m g h (dimensionless).
+    pub sweep_tolerance: f64,
 }
 
 impl Default for EcpParams {
     fn default() -> Self {
-        EcpParams { max_iterations: 60, tolerance: 1e-10, gap_mode: GapMode::SignedGap, e_t: 1.0, e_o: 1.0, e_r_m: 1.0 }
+        EcpParams { max_iterations: 60, tolerance: 1e-10, gap_mode: GapMode::SignedGap, e_t: 1.0, e_o: 1.0, e_r_m: 1.0, max_sweeps: 200, sweep_tolerance: 1e-9 }
     }
 }
 
@@ -77,7 +84,7 @@ impl MethodParams for EcpParams {
         contact_rows: ContactRows::POINT_TORSION,
         friction: FrictionModel::EllipsoidalLimitSurface,
         dense_mass: false,
-        coverage: SceneCoverage::ConvexObjectsOnGround,
+        coverage: SceneCoverage::ConvexObjects,
     };
 
     fn validate(&self) -> Result<(), ParamError> {
@@ -87,6 +94,8 @@ impl MethodParams for EcpParams {
             (self.e_t > 0.0 && self.e_t.is_finite(), "e_t", "must be > 0"),
             (self.e_o > 0.0 && self.e_o.is_finite(), "e_o", "must be > 0"),
             (self.e_r_m > 0.0 && self.e_r_m.is_finite(), "e_r_m", "must be > 0 (m)"),
+            (self.max_sweeps >= 1, "max_sweeps", "must be ≥ 1"),
+            (self.sweep_tolerance > 0.0 && self.sweep_tolerance.is_finite(), "sweep_tolerance", "must be > 0"),
         ])
     }
     tolerance_and_iterations!(tolerance, "1 (scaled residual)", max_iterations);
@@ -206,7 +215,7 @@ impl EcpStepper {
     }
 
     /// The end-of-step pose for end velocities `(v, ω)`: centre of mass and rotation.
-    fn end_pose(state: &EcpBodyState, h: f64, v: &Vec3, w: &Vec3) -> (Vec3, UnitQuaternion<f64>) {
+    pub(crate) fn end_pose(state: &EcpBodyState, h: f64, v: &Vec3, w: &Vec3) -> (Vec3, UnitQuaternion<f64>) {
         let r0 = state.rotation.to_rotation_matrix().into_inner();
         let phi = w * h;
         let cols = [mncp::rotate_vector(&phi, &r0.column(0).into_owned()), mncp::rotate_vector(&phi, &r0.column(1).into_owned()), mncp::rotate_vector(&phi, &r0.column(2).into_owned())];
@@ -232,16 +241,10 @@ impl EcpStepper {
     ) -> EcpContact {
         let h = h_s;
         let m = body.mass_kg;
-        let r0 = state.rotation.to_rotation_matrix().into_inner();
-        let inertia = r0 * body.inertia_body * r0.transpose();
         let (v0, w0) = (state.velocity, state.angular_velocity);
         // explicit gyroscopic impulse −h ω × I ω (Sec. III-A; the factor h made explicit)
-        let p_lin = gravity * (m * h) + applied_linear;
-        let p_ang = -(w0.cross(&(inertia * w0))) * h + applied_angular;
-        let v_free = v0 + p_lin / m;
-        let w_free = w0 + inertia.try_inverse().unwrap_or_else(Mat3::zeros) * p_ang;
-        let geom_rot0 = r0 * body.geom_in_body.rotation.to_rotation_matrix().into_inner();
-        let geom_off0 = r0 * body.geom_in_body.translation.vector;
+        let (moving, v_free, w_free) = mncp::moving_body(body, state, &(*applied_linear, *applied_angular), gravity, h);
+        let p_lin = Vec3::from(moving.impulse_linear);
         let (com_free, rot_free) = Self::end_pose(state, h, &v_free, &w_free);
         let geom_rot_free = rot_free.to_rotation_matrix().into_inner() * body.geom_in_body.rotation.to_rotation_matrix().into_inner();
         let geom_centre_free = com_free + rot_free * body.geom_in_body.translation.vector;
@@ -261,16 +264,7 @@ impl EcpStepper {
         let scale = m * h * gravity.norm().max(1.0);
         let mut problem = BodyPlaneProblem {
             h_s: h,
-            mass_kg: m,
-            inertia_world: std::array::from_fn(|i| std::array::from_fn(|j| inertia[(i, j)])),
-            com_m: arr(&state.com_m),
-            velocity: arr(&v0),
-            angular_velocity: arr(&w0),
-            impulse_linear: arr(&p_lin),
-            impulse_angular: arr(&p_ang),
-            shape: body.shape,
-            geom_axes: std::array::from_fn(|j| arr(&geom_rot0.column(j).into_owned())),
-            geom_offset_m: arr(&geom_off0),
+            body: moving,
             normal: arr(&plane.normal),
             tangent1: arr(&plane.tangent1),
             tangent2: arr(&plane.tangent2),
@@ -392,6 +386,24 @@ pub fn convex_shape(shape: &GeomShape) -> Option<ConvexShape> {
     }
 }
 
+/// The impulse a contact passes between its bodies over a step: `force` (N·s) at `point_a` and
+/// the friction moment `twist` (N·m·s) on A, their opposites at `point_b` on B (none for the
+/// ground). Points at the end of the step (world).
+#[derive(Clone, Copy, Debug, Default)]
+struct Exchange {
+    force: Vec3,
+    twist: Vec3,
+    point_a: Vec3,
+    point_b: Vec3,
+}
+
+impl Exchange {
+    /// Largest change of the impulses from `other`, over `scale` (N·s).
+    fn change(&self, other: &Exchange, scale: f64) -> f64 {
+        ((self.force - other.force).norm() + (self.twist - other.twist).norm()) / scale
+    }
+}
+
 /// One free object the scheme moves.
 #[derive(Clone, Debug)]
 struct Slot {
@@ -402,6 +414,43 @@ struct Slot {
     ecp_body: EcpBody,
     stepper: EcpStepper,
     last: EcpContact,
+    /// The ground pair of its geometry: index and friction coefficient.
+    ground_pair: Option<(usize, f64)>,
+    /// Its ground contact's impulses (previous sweep / step).
+    ground: Exchange,
+    /// Start-of-step state and the current end-of-step estimate.
+    start: EcpBodyState,
+    end: EcpBodyState,
+}
+
+/// Two free objects that can touch: A is the body of the collision pair's second geometry.
+#[derive(Clone, Debug)]
+struct BodyPair {
+    pair: usize,
+    a: usize,
+    b: usize,
+    friction: f64,
+    stepper: pair::PairStepper,
+    /// Solved this step (close enough to touch).
+    active: bool,
+    /// Expected normal from B into A.
+    n0: Vec3,
+    exchange: Exchange,
+    last: pair::PairContact,
+}
+
+/// A contact the scheme solved, in the form the rest of the engine reads ([`Contact`] plus its
+/// impulse rows in the [`ContactRows::POINT_TORSION`] layout).
+#[derive(Clone, Copy, Debug)]
+struct SolvedContact {
+    /// Index into `Model::collision_pairs`.
+    pair: usize,
+    /// The contact: the ECP as a material point of body B carried to the start-of-step pose
+    /// (where the engine's collision contacts and body poses of the step are), the contact frame
+    /// (normal from A into B).
+    contact: Contact,
+    /// `[p_n, p_t, p_o, p_r]` on body B (N·s, N·s, N·s, N·m·s).
+    impulse: [f64; 4],
 }
 
 /// The ECP whole-step scheme: one [`EcpStepper`] per free object, the ground plane.
@@ -412,6 +461,19 @@ pub struct EcpScheme {
     ground: Option<(EcpPlane, usize)>,
     /// Per tree: moved by a slot (else it moves freely, without contact).
     owned_trees: Vec<bool>,
+    /// Per collision pair: its contacts are the scheme's (replaced by the solved ECP).
+    owned_pairs: Vec<bool>,
+    /// The contacts of the last step (capacity: one per collision pair).
+    solved: Vec<SolvedContact>,
+    /// Pairs of free objects that can touch.
+    pairs: Vec<BodyPair>,
+    /// Gauss–Seidel sweeps of the last step.
+    last_sweeps: u32,
+    /// Newton iterations (Jacobian evaluations) of the current step, over every solve.
+    step_iterations: u32,
+    /// Scratch of the cold-start estimate: slots by height, load per slot (N·s).
+    order: Vec<usize>,
+    load: Vec<f64>,
 }
 
 impl EcpScheme {
@@ -438,13 +500,240 @@ impl EcpScheme {
                 ecp_body,
                 stepper: EcpStepper::new(params.clone()),
                 last: EcpContact::default(),
+                ground_pair: ground.and_then(|(_, g)| Self::ground_pair(model, g, geom)),
+                ground: Exchange::default(),
+                start: EcpBodyState { com_m: Vec3::zeros(), rotation: UnitQuaternion::identity(), velocity: Vec3::zeros(), angular_velocity: Vec3::zeros() },
+                end: EcpBodyState { com_m: Vec3::zeros(), rotation: UnitQuaternion::identity(), velocity: Vec3::zeros(), angular_velocity: Vec3::zeros() },
             });
         }
         let mut owned_trees = vec![false; model.trees.len()];
         for s in &slots {
             owned_trees[model.bodies[s.body].tree] = true;
         }
-        EcpScheme { params, slots, ground, owned_trees }
+        let n_slots = slots.len();
+        let slot_of = |g: usize| slots.iter().position(|s| s.geom == g);
+        let mut pairs = Vec::new();
+        for (k, p) in model.collision_pairs.iter().enumerate() {
+            if let (false, Some(b), Some(a)) = (p.with_ground, slot_of(p.geom_a), slot_of(p.geom_b)) {
+                pairs.push(BodyPair {
+                    pair: k,
+                    a,
+                    b,
+                    friction: p.friction,
+                    stepper: pair::PairStepper::default(),
+                    active: false,
+                    n0: Vec3::z(),
+                    exchange: Exchange::default(),
+                    last: pair::PairContact::default(),
+                });
+            }
+        }
+        let owned_pairs = model
+            .collision_pairs
+            .iter()
+            .enumerate()
+            .map(|(k, p)| (p.with_ground && slot_of(p.geom_b).is_some()) || pairs.iter().any(|bp| bp.pair == k))
+            .collect();
+        EcpScheme { params, slots, ground, owned_trees, owned_pairs, solved: Vec::with_capacity(model.collision_pairs.len()), pairs, last_sweeps: 0, step_iterations: 0, order: (0..n_slots).collect(), load: vec![0.0; n_slots] }
+    }
+
+    /// Fills `solved` with the last step's contacts in contact (the ECP carried, as a material
+    /// point of the pushed body, to its start-of-step pose).
+    fn report(&mut self, model: &Model) {
+        let carry = |s: &Slot, point: &Vec3| s.start.com_m + s.start.rotation * (s.end.rotation.inverse() * (point - s.end.com_m));
+        let key = |pair: usize| crate::state::ContactKey { pair: pair as u32, feature_a: u32::MAX, feature_b: u32::MAX };
+        for slot in &self.slots {
+            let (c, Some((pl, g)), Some((pair, mu))) = (&slot.last, self.ground, slot.ground_pair) else { continue };
+            if c.in_contact {
+                self.solved.push(SolvedContact {
+                    pair,
+                    contact: Contact {
+                        key: key(pair),
+                        body_a: None,
+                        body_b: Some(slot.body),
+                        geom_a: g,
+                        geom_b: slot.geom,
+                        position: carry(slot, &c.ecp_m),
+                        normal: pl.normal,
+                        tangent1: pl.tangent1,
+                        tangent2: pl.tangent2,
+                        distance: 0.0,
+                        friction: mu,
+                    },
+                    impulse: [c.normal_impulse, c.tangent_impulse[0], c.tangent_impulse[1], c.torsion_impulse],
+                });
+            }
+        }
+        for p in self.pairs.iter().filter(|p| p.active && p.last.in_contact) {
+            let (sa, sb) = (&self.slots[p.a], &self.slots[p.b]);
+            let [n, t, o] = p.last.frame;
+            self.solved.push(SolvedContact {
+                pair: p.pair,
+                contact: Contact {
+                    key: key(p.pair),
+                    body_a: Some(sb.body),
+                    body_b: Some(sa.body),
+                    geom_a: sb.geom,
+                    geom_b: sa.geom,
+                    position: carry(sa, &p.last.ecp_m),
+                    normal: n,
+                    tangent1: t,
+                    tangent2: o,
+                    distance: 0.0,
+                    friction: model.collision_pairs[p.pair].friction,
+                },
+                impulse: p.last.impulse,
+            });
+        }
+    }
+
+    /// Gauss–Seidel sweeps over the contacts in the last step (1 when no two bodies touch).
+    pub fn last_sweeps(&self) -> u32 {
+        self.last_sweeps
+    }
+
+    /// The last step's contacts between two free objects: `(body A, body B, contact)` (B pushes A
+    /// with the contact's impulse).
+    pub fn last_pair_contacts(&self) -> impl Iterator<Item = (usize, usize, &pair::PairContact)> {
+        self.pairs.iter().filter(|p| p.active).map(|p| (self.slots[p.a].body, self.slots[p.b].body, &p.last))
+    }
+
+    /// The impulses of slot `i`'s contacts other than its ground contact (when `skip_ground`)
+    /// and the body pair `skip_pair`: linear (N·s) and angular about its current end-of-step
+    /// centre of mass (N·m·s).
+    fn frozen_impulse(&self, i: usize, skip_ground: bool, skip_pair: Option<usize>) -> (Vec3, Vec3) {
+        let com = self.slots[i].end.com_m;
+        let (mut lin, mut ang) = (Vec3::zeros(), Vec3::zeros());
+        if !skip_ground {
+            let e = &self.slots[i].ground;
+            lin += e.force;
+            ang += (e.point_a - com).cross(&e.force) + e.twist;
+        }
+        for (k, p) in self.pairs.iter().enumerate() {
+            if !p.active || Some(k) == skip_pair {
+                continue;
+            }
+            let e = &p.exchange;
+            if p.a == i {
+                lin += e.force;
+                ang += (e.point_a - com).cross(&e.force) + e.twist;
+            } else if p.b == i {
+                lin -= e.force;
+                ang -= (e.point_b - com).cross(&e.force) + e.twist;
+            }
+        }
+        (lin, ang)
+    }
+
+    /// Cold start of the sweeps: the contacts without impulses from the previous step get the
+    /// static load they would carry (each body's weight plus what rests on it, shared equally
+    /// among the contacts below it, highest bodies first), so that a stack starts near its
+    /// solution instead of propagating the weight one level per sweep.
+    fn estimate_cold_loads(&mut self, gravity: &Vec3, h: f64) {
+        let Some(up) = (-gravity).try_normalize(1e-12) else { return };
+        let slots = &self.slots;
+        self.order.sort_unstable_by(|&i, &j| up.dot(&slots[j].start.com_m).total_cmp(&up.dot(&slots[i].start.com_m)));
+        for (i, s) in self.slots.iter().enumerate() {
+            self.load[i] = s.ecp_body.mass_kg * gravity.norm() * h;
+        }
+        for k in 0..self.order.len() {
+            let i = self.order[k];
+            let slot = self.slots[i].clone();
+            let on_ground = match (self.ground, slot.ground_pair) {
+                (Some((pl, _)), Some(_)) => {
+                    let geom = Pose::from_parts(slot.start.com_m.into(), slot.start.rotation) * slot.ecp_body.geom_in_body;
+                    let gap = slot.ecp_body.shape.plane_gap(&geom.translation.vector, &geom.rotation.to_rotation_matrix().into_inner(), &pl.normal, pl.offset_m);
+                    gap <= 0.01 * slot.ecp_body.shape.size_m()
+                }
+                _ => false,
+            };
+            let below = |p: &BodyPair, slots: &[Slot]| p.active && (p.a == i || p.b == i) && {
+                let other = if p.a == i { p.b } else { p.a };
+                up.dot(&slots[other].start.com_m) < up.dot(&slot.start.com_m)
+            };
+            let supports = self.pairs.iter().filter(|p| below(p, &self.slots)).count() + on_ground as usize;
+            if supports == 0 {
+                continue;
+            }
+            let share = self.load[i] / supports as f64;
+            let com = slot.start.com_m;
+            if on_ground && self.slots[i].ground.force == Vec3::zeros() {
+                self.slots[i].ground = Exchange { force: up * share, twist: Vec3::zeros(), point_a: com, point_b: com };
+            }
+            for p in 0..self.pairs.len() {
+                if !below(&self.pairs[p], &self.slots) {
+                    continue;
+                }
+                let (a, b) = (self.pairs[p].a, self.pairs[p].b);
+                let other = if a == i { b } else { a };
+                self.load[other] += share;
+                if self.pairs[p].exchange.force == Vec3::zeros() {
+                    // force on A: up when A is the upper body
+                    let force = if a == i { up * share } else { -up * share };
+                    self.pairs[p].exchange = Exchange { force, twist: Vec3::zeros(), point_a: com, point_b: com };
+                }
+            }
+        }
+    }
+
+    /// Solves slot `i` against the ground with its other contacts frozen; returns the change of
+    /// its ground impulse (relative to its weight impulse).
+    fn solve_ground(&mut self, i: usize, gravity: &Vec3, h: f64) -> f64 {
+        let extra = self.frozen_impulse(i, true, None);
+        let plane = self.ground.zip(self.slots[i].ground_pair).map(|((pl, _), (_, mu))| EcpPlane { friction: mu, ..pl });
+        let slot = &mut self.slots[i];
+        slot.stepper.params.clone_from(&self.params);
+        let mut end = slot.start;
+        let c = slot.stepper.step(&slot.ecp_body, &mut end, plane.as_ref(), gravity, h, &extra.0, &extra.1);
+        slot.end = end;
+        slot.last = c;
+        self.step_iterations += c.solve.iterations;
+        let exchange = match (c.in_contact, plane) {
+            (true, Some(pl)) => Exchange {
+                force: pl.normal * c.normal_impulse + pl.tangent1 * c.tangent_impulse[0] + pl.tangent2 * c.tangent_impulse[1],
+                twist: pl.normal * c.torsion_impulse,
+                point_a: c.ecp_m,
+                point_b: c.ecp_m,
+            },
+            _ => Exchange::default(),
+        };
+        let change = exchange.change(&slot.ground, slot.ecp_body.mass_kg * gravity.norm().max(1.0) * h);
+        slot.ground = exchange;
+        change
+    }
+
+    /// Solves body pair `k` with both bodies' other contacts frozen; returns the change of its
+    /// impulse (relative to the lighter body's weight impulse).
+    fn solve_pair(&mut self, k: usize, gravity: &Vec3, h: f64) -> f64 {
+        let (a, b) = (self.pairs[k].a, self.pairs[k].b);
+        let (extra_a, extra_b) = (self.frozen_impulse(a, false, Some(k)), self.frozen_impulse(b, false, Some(k)));
+        let (sa, sb) = (self.slots[a].start, self.slots[b].start);
+        let (ba, bb) = (self.slots[a].ecp_body, self.slots[b].ecp_body);
+        let p = &mut self.pairs[k];
+        let c = p.stepper.solve(&self.params, (&ba, &sa, &extra_a), (&bb, &sb, &extra_b), gravity, h, p.friction, &p.n0);
+        p.last = c;
+        self.step_iterations += c.solve.iterations;
+        let [n, t, o] = c.frame;
+        let [pn, pt, po, pr] = c.impulse;
+        let exchange = if c.in_contact {
+            Exchange { force: n * pn + t * pt + o * po, twist: n * pr, point_a: c.ecp_m, point_b: c.point_b_m }
+        } else {
+            Exchange::default()
+        };
+        let change = exchange.change(&p.exchange, ba.mass_kg.min(bb.mass_kg) * gravity.norm().max(1.0) * h);
+        p.exchange = exchange;
+        let [va, wa, vb, wb] = c.velocities;
+        for (slot, v, w, start) in [(a, va, wa, sa), (b, vb, wb, sb)] {
+            let (com, rotation) = EcpStepper::end_pose(&start, h, &v, &w);
+            self.slots[slot].end = EcpBodyState { com_m: com, rotation, velocity: v, angular_velocity: w };
+        }
+        change
+    }
+
+    /// The contacts the last step solved, as the engine reports them: `(collision pair index,
+    /// contact, [p_n, p_t, p_o, p_r])` with the ECP carried to the start-of-step pose.
+    pub fn reported_contacts(&self) -> impl Iterator<Item = (usize, &Contact, [f64; 4])> {
+        self.solved.iter().map(|c| (c.pair, &c.contact, c.impulse))
     }
 
     /// The last step's contact of each free object with the ground: `(body index, contact)`.
@@ -452,116 +741,115 @@ impl EcpScheme {
         self.slots.iter().map(|s| (s.body, &s.last))
     }
 
-    /// Friction coefficient of the ground pair of `geom` (0 when they cannot touch).
-    fn ground_friction(model: &Model, ground: usize, geom: usize) -> Option<f64> {
-        model.collision_pairs.iter().find(|p| p.with_ground && p.geom_a == ground && p.geom_b == geom).map(|p| p.friction)
-    }
-}
-
-/// Distributes the force of a contact at `point` over `contacts[idxs]` with non-negative weights
-/// whose weighted mean point is `point` (or the nearest point of their hull), written into
-/// `weights` (same order as `idxs`). Coordinates in the plane `(t1, t2)`.
-fn hull_weights(contacts: &[Contact], idxs: &[usize], point: &Vec3, t1: &Vec3, t2: &Vec3, weights: &mut [f64]) {
-    let k = idxs.len();
-    let pt = |i: usize| {
-        let p = contacts[idxs[i]].position;
-        (p.dot(t1), p.dot(t2))
-    };
-    let (ax, ay) = (point.dot(t1), point.dot(t2));
-    weights[..k].fill(0.0);
-    // a triangle containing the point (exact)
-    for i in 0..k {
-        for j in i + 1..k {
-            for l in j + 1..k {
-                let (p, q, r) = (pt(i), pt(j), pt(l));
-                let det = (q.0 - p.0) * (r.1 - p.1) - (r.0 - p.0) * (q.1 - p.1);
-                if det.abs() < 1e-12 {
-                    continue;
-                }
-                let wq = ((ax - p.0) * (r.1 - p.1) - (r.0 - p.0) * (ay - p.1)) / det;
-                let wr = ((q.0 - p.0) * (ay - p.1) - (ax - p.0) * (q.1 - p.1)) / det;
-                let wp = 1.0 - wq - wr;
-                if wp >= -1e-12 && wq >= -1e-12 && wr >= -1e-12 {
-                    let s = wp.max(0.0) + wq.max(0.0) + wr.max(0.0);
-                    weights[i] = wp.max(0.0) / s;
-                    weights[j] = wq.max(0.0) / s;
-                    weights[l] = wr.max(0.0) / s;
-                    return;
-                }
-            }
-        }
-    }
-    // otherwise the nearest point on a segment or a single contact
-    let mut best = (f64::INFINITY, 0usize, 0usize, 1.0f64);
-    for i in 0..k {
-        let p = pt(i);
-        let d = (p.0 - ax).powi(2) + (p.1 - ay).powi(2);
-        if d < best.0 {
-            best = (d, i, i, 1.0);
-        }
-        for j in i + 1..k {
-            let q = pt(j);
-            let (ex, ey) = (q.0 - p.0, q.1 - p.1);
-            let len2 = ex * ex + ey * ey;
-            if len2 < 1e-24 {
-                continue;
-            }
-            let s = (((ax - p.0) * ex + (ay - p.1) * ey) / len2).clamp(0.0, 1.0);
-            let d = (p.0 + s * ex - ax).powi(2) + (p.1 + s * ey - ay).powi(2);
-            if d < best.0 {
-                best = (d, i, j, 1.0 - s);
-            }
-        }
-    }
-    if k > 0 {
-        weights[best.1] += best.3;
-        weights[best.2] += 1.0 - best.3;
+    /// Index and friction coefficient of the ground pair of `geom` (`None` when they cannot touch).
+    fn ground_pair(model: &Model, ground: usize, geom: usize) -> Option<(usize, f64)> {
+        model.collision_pairs.iter().position(|p| p.with_ground && p.geom_a == ground && p.geom_b == geom).map(|i| (i, model.collision_pairs[i].friction))
     }
 }
 
 impl WholeStepScheme for EcpScheme {
+    /// One step: every body's contacts (with the ground and with other bodies) solved by
+    /// Gauss–Seidel sweeps over the contacts, each contact's problem (body–ground, 24 unknowns;
+    /// body–body, 35) solved in full with the other contacts of its bodies frozen at their
+    /// latest impulses, until no impulse changes (docs/ecp.md, "Bodies touching each other").
     fn advance(&mut self, input: &SchemeInput, state: &mut State, output: &mut SchemeOutput) -> SolveStats {
         let model = input.model;
         let h = model.timestep_s;
+        let gravity = model.gravity;
         output.velocity.copy_from_slice(input.free_velocity.as_slice());
         let rows = ContactRows::POINT_TORSION;
         output.impulse[..rows.start(input.contacts.len())].fill(0.0);
-        let mut stats = SolveStats { iterations: 0, residual: 0.0, converged: true };
-        let zero = Vec3::zeros();
+        self.solved.clear();
         for slot in &mut self.slots {
-            slot.stepper.params.clone_from(&self.params);
             let (qi, vi) = (slot.q_index, slot.v_index);
             let q = &state.q[qi..qi + 7];
             let rot = UnitQuaternion::new_normalize(Quaternion::new(q[6], q[3], q[4], q[5]));
             let v = &state.v[vi..vi + 6];
-            let mut body_state = EcpBodyState {
+            slot.start = EcpBodyState {
                 com_m: Vec3::new(q[0], q[1], q[2]),
                 rotation: rot,
                 velocity: rot * Vec3::new(v[0], v[1], v[2]),
                 angular_velocity: rot * Vec3::new(v[3], v[4], v[5]),
             };
-            let start = body_state;
-            let plane = self.ground.and_then(|(pl, g)| Self::ground_friction(model, g, slot.geom).map(|mu| EcpPlane { friction: mu, ..pl }));
-            let contact = slot.stepper.step(&slot.ecp_body, &mut body_state, plane.as_ref(), &model.gravity, h, &zero, &zero);
-            stats.iterations = stats.iterations.max(contact.solve.iterations);
-            stats.residual = stats.residual.max(contact.solve.residual);
-            stats.converged &= contact.solve.converged;
-            // positions and body-frame velocities at the end pose
-            let (p, r) = (body_state.com_m, body_state.rotation);
-            let c = r.quaternion();
-            state.q[qi..qi + 7].copy_from_slice(&[p.x, p.y, p.z, c.i, c.j, c.k, c.w]);
-            let (vb, wb) = (r.inverse() * body_state.velocity, r.inverse() * body_state.angular_velocity);
-            output.velocity[vi..vi + 6].copy_from_slice(&[vb.x, vb.y, vb.z, wb.x, wb.y, wb.z]);
-            slot.last = contact;
-            if contact.in_contact {
-                if let Some((pl, g)) = self.ground {
-                    // the ECP as a material point of the body, carried to the start-of-step pose
-                    let ecp_start = start.com_m + start.rotation * (body_state.rotation.inverse() * (contact.ecp_m - body_state.com_m));
-                    let force = pl.normal * contact.normal_impulse + pl.tangent1 * contact.tangent_impulse[0] + pl.tangent2 * contact.tangent_impulse[1];
-                    report_on_contacts(input.contacts, g, slot.geom, &ecp_start, &force, contact.torsion_impulse, &pl, output.impulse);
+            slot.end = slot.start;
+        }
+        // which body pairs can touch by the end of the step: close at their free end poses
+        // along the expected normal (the collision normal at the start, else centre to centre)
+        let mut any_pair = false;
+        for k in 0..self.pairs.len() {
+            let (a, b) = (self.pairs[k].a, self.pairs[k].b);
+            let (sa, sb) = (self.slots[a].start, self.slots[b].start);
+            let mut n0 = Vec3::zeros();
+            for c in input.contacts.iter().filter(|c| c.key.pair as usize == self.pairs[k].pair) {
+                n0 += c.normal;
+            }
+            if n0.norm() < 1e-9 {
+                n0 = sa.com_m - sb.com_m;
+            }
+            let n0 = n0.try_normalize(1e-12).unwrap_or_else(Vec3::z);
+            let (ba, bb) = (&self.slots[a].ecp_body, &self.slots[b].ecp_body);
+            let free = |body: &EcpBody, s: &EcpBodyState| mncp::moving_body(body, s, &(Vec3::zeros(), Vec3::zeros()), &gravity, h);
+            let ((_, va, wa), (_, vb, wb)) = (free(ba, &sa), free(bb, &sb));
+            let margin = 0.01 * (ba.shape.size_m() + bb.shape.size_m()) + h * (sa.velocity - sb.velocity).norm();
+            let reach = |body: &EcpBody| body.shape.bounding_radius_m() + body.geom_in_body.translation.vector.norm();
+            let near = (sa.com_m - sb.com_m).norm() <= reach(ba) + reach(bb) + margin
+                && pair::gap_along(ba, &sa, (&va, &wa), bb, &sb, (&vb, &wb), h, &n0) <= margin;
+            let p = &mut self.pairs[k];
+            if !near {
+                p.stepper.reset();
+                p.exchange = Exchange::default();
+                p.last = pair::PairContact::default();
+            }
+            p.active = near;
+            p.n0 = n0;
+            any_pair |= near;
+        }
+        if any_pair {
+            self.estimate_cold_loads(&gravity, h);
+        }
+        // Gauss–Seidel sweeps, alternating direction; the previous step's impulses start them
+        let (n_slots, n_items) = (self.slots.len(), self.slots.len() + self.pairs.len());
+        let sweeps = if any_pair { self.params.max_sweeps } else { 1 };
+        let mut stats = SolveStats { iterations: 0, residual: 0.0, converged: true };
+        let mut sweeps_done = 0;
+        self.step_iterations = 0;
+        for sweep in 0..sweeps {
+            let mut change: f64 = 0.0;
+            for k in 0..n_items {
+                let item = if sweep % 2 == 0 { k } else { n_items - 1 - k };
+                if item < n_slots {
+                    change = change.max(self.solve_ground(item, &gravity, h));
+                } else if self.pairs[item - n_slots].active {
+                    change = change.max(self.solve_pair(item - n_slots, &gravity, h));
                 }
             }
+            sweeps_done += 1;
+            if change <= self.params.sweep_tolerance {
+                break;
+            }
+            stats.converged &= sweep + 1 < sweeps || !any_pair;
         }
+        self.last_sweeps = sweeps_done;
+        stats.iterations = self.step_iterations;
+        for slot in &self.slots {
+            stats.residual = stats.residual.max(slot.last.solve.residual);
+            stats.converged &= slot.last.solve.converged;
+        }
+        for p in self.pairs.iter().filter(|p| p.active) {
+            stats.residual = stats.residual.max(p.last.solve.residual);
+            stats.converged &= p.last.solve.converged;
+        }
+        // positions and body-frame velocities at the end pose
+        for slot in &self.slots {
+            let (qi, vi) = (slot.q_index, slot.v_index);
+            let (start, end) = (slot.start, slot.end);
+            let (com, r) = EcpStepper::end_pose(&start, h, &end.velocity, &end.angular_velocity);
+            let c = r.quaternion();
+            state.q[qi..qi + 7].copy_from_slice(&[com.x, com.y, com.z, c.i, c.j, c.k, c.w]);
+            let (vb, wb) = (r.inverse() * end.velocity, r.inverse() * end.angular_velocity);
+            output.velocity[vi..vi + 6].copy_from_slice(&[vb.x, vb.y, vb.z, wb.x, wb.y, wb.z]);
+        }
+        self.report(model);
         // trees the scheme does not move (only reachable when a scene outside the coverage was
         // built without `check_model`): free motion, v⁺ = v*, with the engine's position map
         for (t, tree) in model.trees.iter().enumerate() {
@@ -574,35 +862,31 @@ impl WholeStepScheme for EcpScheme {
         output.positions_integrated = true;
         stats
     }
-}
 
-/// Writes the impulse `force` (N·s, on the body) at `point` and the torsion impulse (N·m·s)
-/// onto the contacts of the pair (ground geometry `ground`, body geometry `geom`) in the
-/// [`ContactRows::POINT_TORSION`] layout.
-#[allow(clippy::too_many_arguments)]
-fn report_on_contacts(contacts: &[Contact], ground: usize, geom: usize, point: &Vec3, force: &Vec3, torsion: f64, plane: &EcpPlane, impulse: &mut [f64]) {
-    const MAX_PAIR_POINTS: usize = 16;
-    let mut idxs = [0usize; MAX_PAIR_POINTS];
-    let mut k = 0;
-    for (i, c) in contacts.iter().enumerate() {
-        if c.geom_a == ground && c.geom_b == geom && k < MAX_PAIR_POINTS {
-            idxs[k] = i;
-            k += 1;
+    /// Replaces the collision contacts of the pairs the scheme owns (a box on its face: four
+    /// corners) by one contact per solved patch at its ECP, with the normal impulse, the friction
+    /// impulses and the friction moment on its four rows.
+    fn rewrite_contacts(&mut self, contacts: &mut Vec<Contact>, impulse: &mut [f64], num_joint_rows: usize) {
+        let rows = ContactRows::POINT_TORSION;
+        let nr = rows.len();
+        let joint_start = rows.start(contacts.len());
+        // keep the contacts of other pairs, with their rows
+        let mut kept = 0;
+        for i in 0..contacts.len() {
+            if self.owned_pairs.get(contacts[i].key.pair as usize).copied().unwrap_or(false) {
+                continue;
+            }
+            contacts[kept] = contacts[i];
+            impulse.copy_within(rows.start(i)..rows.start(i) + nr, rows.start(kept));
+            kept += 1;
         }
-    }
-    if k == 0 {
-        return;
-    }
-    let mut weights = [0.0; MAX_PAIR_POINTS];
-    hull_weights(contacts, &idxs[..k], point, &plane.tangent1, &plane.tangent2, &mut weights);
-    let rows = ContactRows::POINT_TORSION;
-    for (j, &i) in idxs[..k].iter().enumerate() {
-        let c = &contacts[i];
-        let f = force * weights[j];
-        let r = rows.start(i);
-        impulse[r] = f.dot(&c.normal);
-        impulse[r + 1] = f.dot(&c.tangent1);
-        impulse[r + 2] = f.dot(&c.tangent2);
-        impulse[r + 3] = if j == 0 { torsion } else { 0.0 };
+        contacts.truncate(kept);
+        let added = self.solved.len().min(contacts.capacity() - kept);
+        impulse.copy_within(joint_start..joint_start + num_joint_rows, rows.start(kept + added));
+        for c in &self.solved[..added] {
+            let r = rows.start(contacts.len());
+            impulse[r..r + nr].copy_from_slice(&c.impulse);
+            contacts.push(c.contact);
+        }
     }
 }

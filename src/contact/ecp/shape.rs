@@ -147,6 +147,15 @@ impl ConvexShape {
         }
     }
 
+    /// Radius of the smallest sphere about the geometry origin that contains the shape (m).
+    pub fn bounding_radius_m(&self) -> f64 {
+        match *self {
+            ConvexShape::Box { half_extents_m: h } => (h[0] * h[0] + h[1] * h[1] + h[2] * h[2]).sqrt(),
+            ConvexShape::Sphere { radius_m } => radius_m,
+            ConvexShape::Cylinder { radius_m, half_length_m } => radius_m.hypot(half_length_m),
+        }
+    }
+
     /// Lower bound of the shape's size (m), for relative tolerances.
     pub fn size_m(&self) -> f64 {
         match *self {

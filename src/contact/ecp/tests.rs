@@ -1,7 +1,7 @@
 //! Unit tests of the ECP step: the dual-number Jacobian against central differences, and a cube
 //! at rest.
 
-use super::mncp::{residual_and_jacobian, residual_value, BodyPlaneProblem, GapMode, NZ};
+use super::mncp::{residual_and_jacobian, residual_value, BodyPlaneProblem, GapMode, MovingBody, NZ};
 use super::*;
 
 /// A box–plane problem with a slightly rotated spinning cube near the plane.
@@ -10,16 +10,18 @@ fn cube_problem(k1: usize, gap_mode: GapMode) -> BodyPlaneProblem {
     let inertia = rot * (Mat3::identity() / 6.0) * rot.transpose();
     BodyPlaneProblem {
         h_s: 0.01,
-        mass_kg: 1.0,
-        inertia_world: std::array::from_fn(|i| std::array::from_fn(|j| inertia[(i, j)])),
-        com_m: [0.1, -0.2, 0.52],
-        velocity: [0.8, 0.3, -0.5],
-        angular_velocity: [0.4, -0.7, 1.1],
-        impulse_linear: [0.0, 0.0, -0.098],
-        impulse_angular: [0.001, 0.0, -0.002],
-        shape: ConvexShape::Box { half_extents_m: [0.5, 0.5, 0.5] },
-        geom_axes: std::array::from_fn(|j| std::array::from_fn(|i| rot[(i, j)])),
-        geom_offset_m: [0.0; 3],
+        body: MovingBody {
+            mass_kg: 1.0,
+            inertia_world: std::array::from_fn(|i| std::array::from_fn(|j| inertia[(i, j)])),
+            com_m: [0.1, -0.2, 0.52],
+            velocity: [0.8, 0.3, -0.5],
+            angular_velocity: [0.4, -0.7, 1.1],
+            impulse_linear: [0.0, 0.0, -0.098],
+            impulse_angular: [0.001, 0.0, -0.002],
+            shape: ConvexShape::Box { half_extents_m: [0.5, 0.5, 0.5] },
+            geom_axes: std::array::from_fn(|j| std::array::from_fn(|i| rot[(i, j)])),
+            geom_offset_m: [0.0; 3],
+        },
         normal: [0.0, 0.0, 1.0],
         tangent1: [1.0, 0.0, 0.0],
         tangent2: [0.0, 1.0, 0.0],
@@ -52,7 +54,7 @@ fn dual_number_jacobian_matches_central_differences_at_random_states() {
         for gap_mode in [GapMode::SignedGap, GapMode::PaperMax] {
             for trial in 0..20 {
                 let mut p = cube_problem(trial % shape.inequality_count(), gap_mode);
-                p.shape = *shape;
+                p.body.shape = *shape;
                 let z: [f64; NZ] = std::array::from_fn(|_| 0.3 + next());
                 let (_, jac) = residual_and_jacobian(&p, &z);
                 for j in 0..NZ {
@@ -95,4 +97,52 @@ fn cube_at_rest_stays_at_rest_with_the_ecp_under_its_centre() {
         assert_eq!(c.active_inequalities, 1, "face contact");
     }
     assert!((state.com_m - Vec3::new(0.0, 0.0, 0.5)).norm() < 1e-12);
+}
+
+#[test]
+fn pair_jacobian_matches_central_differences_at_random_states() {
+    use super::pair::{BodyPairProblem, NZ_PAIR};
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    };
+    let shapes = [
+        ConvexShape::Box { half_extents_m: [0.5, 0.5, 0.5] },
+        ConvexShape::Sphere { radius_m: 0.5 },
+        ConvexShape::Cylinder { radius_m: 0.4, half_length_m: 0.6 },
+    ];
+    let mut worst: f64 = 0.0;
+    for (s, shape_a) in shapes.iter().enumerate() {
+        for shape_b in &shapes {
+            for trial in 0..6 {
+                let base = cube_problem(0, GapMode::SignedGap);
+                let mut a = base.body;
+                a.shape = *shape_a;
+                let mut b = base.body;
+                b.shape = *shape_b;
+                b.com_m = [0.0, 0.1, -0.5];
+                b.velocity = [-0.2, 0.1, 0.3];
+                let p = BodyPairProblem { h_s: 0.01, a, b, tangent_ref: [1.0, 0.0, 0.0], friction: 0.4, limit_surface: [1.0, 1.0, 0.5], k1: trial % shape_a.inequality_count(), impulse_scale: 0.098 };
+                let z: [f64; NZ_PAIR] = std::array::from_fn(|_| 0.3 + next());
+                let (_, jac) = residual_and_jacobian(&p, &z);
+                for j in 0..NZ_PAIR {
+                    let step = 1e-6 * z[j].abs().max(1.0);
+                    let (mut zp, mut zm) = (z, z);
+                    zp[j] += step;
+                    zm[j] -= step;
+                    let (fp, fm) = (residual_value(&p, &zp), residual_value(&p, &zm));
+                    for i in 0..NZ_PAIR {
+                        let fd = (fp[i] - fm[i]) / (2.0 * step);
+                        let err = (fd - jac[(i, j)]).abs() / jac[(i, j)].abs().max(1.0);
+                        assert!(err < 1e-6, "shape {s} trial {trial}: ∂Φ{i}/∂z{j} dual {} vs differences {fd}", jac[(i, j)]);
+                        worst = worst.max(err);
+                    }
+                }
+            }
+        }
+    }
+    assert!(worst > 0.0, "the comparison must see round-off, not nothing");
 }
