@@ -345,6 +345,8 @@ pub struct SchemeInput<'a> {
     /// The velocity-level constraint rows, for methods of kind [`MethodKind::WholeStepOnRows`]
     /// (`None` for the others).
     pub rows: Option<ConstraintRows<'a>>,
+    /// World pose of each geometry (for collision queries of deformable nodes).
+    pub geom_pose: &'a [Pose],
 }
 
 /// The step's velocity-level constraint rows (contact rows in the method's [`ContactRows`]
@@ -438,6 +440,11 @@ pub struct SchemeOutput<'a> {
     /// Set when the scheme integrated the positions (and FEM state) itself; otherwise the step
     /// integrates `q⁺ = q ⊕ dt v⁺`.
     pub positions_integrated: bool,
+    /// The deformable bodies' scratch (`None` without deformables): a scheme that simulates
+    /// deformables writes their contacts and welds (with impulses) here, and the node velocities
+    /// into `State::fem_v`; the step integrates `fem_x += dt fem_v` unless
+    /// `positions_integrated`.
+    pub fem: Option<&'a mut crate::fem::FemWorkspace>,
 }
 
 /// A time-stepping scheme that owns the step from the constraint stage on.

@@ -340,6 +340,8 @@ pub fn whole_step_stage(
         factor_jt,
         row_trees,
         joint_rows,
+        fem,
+        collision,
         ..
     } = ws;
     let rows = with_rows.then(|| crate::contact::ConstraintRows {
@@ -380,10 +382,16 @@ pub fn whole_step_stage(
         free_velocity,
         contacts,
         rows,
+        geom_pose: &collision.geom_pose,
     };
-    let mut output = SchemeOutput { velocity: scratch_nv.as_mut_slice(), impulse: impulse.as_mut_slice(), positions_integrated: false };
+    let mut output = SchemeOutput { velocity: scratch_nv.as_mut_slice(), impulse: impulse.as_mut_slice(), positions_integrated: false, fem: fem.as_mut() };
     report.solve = scheme.advance(&input, state, &mut output);
-    output.positions_integrated
+    let positions_integrated = output.positions_integrated;
+    if let Some(f) = fem.as_ref() {
+        report.contacts += f.contacts.len();
+        report.max_penetration_m = f.contacts.iter().map(|c| (-c.distance).max(0.0)).fold(report.max_penetration_m, f64::max);
+    }
+    positions_integrated
 }
 
 /// Stage 7: v⁺ (in `ws.scratch_nv`) into `state.v`, the accelerations, and the servo efforts
