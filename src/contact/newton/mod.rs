@@ -14,7 +14,7 @@
 //!
 //! In this engine the step works on generalized coordinates: `M̃` (the mass matrix with the
 //! implicit joint damping and PD servos folded in) is the paper's mass block `H` (no geometric
-//! stiffness: it is for particle DOFs only, and there are no particle DOFs here), the contact
+//! stiffness on rigid DOFs: the paper applies it to particle DOFs only, see [`fem`]), the contact
 //! and joint rows are the step's ([`crate::contact::ConstraintRows`]) and their Delassus matrix
 //! `J̄ M̃⁻¹ J̄ᵀ` applies the Schur complement. The end-of-step gap of a contact is linearised at
 //! the start of the step, `gap + h J̄ₙ u`, with the normal and the contact points fixed for the
@@ -27,8 +27,9 @@
 //! `docs/newton.md` has the measured differences (the paper's start drags free bodies: a falling
 //! body reaches 7.81 m/s instead of 9.81 m/s after 1 s at 120 Hz with 4 iterations).
 //!
-//! Not covered: FEM bodies (the paper's compliance-form elements); a scene with deformables is
-//! refused with the methods that handle them.
+//! Deformable bodies ([`fem`]): their nodes join the unknowns, co-rotational elastic forces are
+//! compliant rows (the paper's compliance form), node contacts and welds are rows, and one Newton
+//! system couples them with the rigid trees. Stable Neo-Hookean materials are refused.
 
 pub mod core;
 pub mod fem;
