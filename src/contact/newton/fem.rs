@@ -95,6 +95,21 @@ impl Jacobian<'_> {
         s
     }
 
+    /// The node part of `[J̄ H⁻¹ J̄ᵀ]ᵢᵢ`, `Σ_a Σ_c (J̄ᵢ)²_{a,c} / H_{a,c}` (`hinv` per node DOF).
+    #[inline]
+    fn node_diagonal(&self, i: usize, hinv: &[f64]) -> f64 {
+        let mut d = 0.0;
+        for (a, &nd) in self.nodes[i].iter().enumerate() {
+            if nd == NONE {
+                break;
+            }
+            let k = 3 * nd as usize;
+            let c = &self.coef[i][a];
+            d += c.x * c.x * hinv[k] + c.y * c.y * hinv[k + 1] + c.z * c.z * hinv[k + 2];
+        }
+        d
+    }
+
     /// `out = J̄ᵀ v` (rows `0..v.len()`, in row order).
     fn transpose_mul(&self, v: &[f64], out: &mut [f64]) {
         out.fill(0.0);
@@ -468,15 +483,7 @@ impl FemNewton {
         }
         // the complementarity scale [J̄ H₀⁻¹ J̄ᵀ]ᵢᵢ (node part, plus the rigid part through M̃⁻¹)
         for i in el..m {
-            let mut d = 0.0;
-            for (a, &nd) in self.nodes[i].iter().enumerate() {
-                if nd == NONE {
-                    break;
-                }
-                let k = 3 * nd as usize;
-                let c = &self.coef[i][a];
-                d += c.x * c.x * self.hinv[k] + c.y * c.y * self.hinv[k + 1] + c.z * c.z * self.hinv[k + 2];
-            }
+            let d = Jacobian { nodes: &self.nodes, coef: &self.coef, rigid: &self.rigid, rigid_jac: &self.rigid_jac, n3, nv }.node_diagonal(i, &self.hinv);
             let mut rd = 0.0;
             if self.rigid[i] != NONE {
                 let r = self.rigid[i] as usize * nv;
@@ -569,15 +576,7 @@ impl FemNewton {
             for i in 0..m {
                 self.rhs[i] = self.alpha[i] * jac.row_dot(i, &self.tmp) - self.residual[i];
                 // Jacobi preconditioner 1 / diag(A) with the current H
-                let mut d = self.rigid_diag[i];
-                for (a, &nd) in self.nodes[i].iter().enumerate() {
-                    if nd == NONE {
-                        break;
-                    }
-                    let k = 3 * nd as usize;
-                    let c = &self.coef[i][a];
-                    d += c.x * c.x * self.hinv[k] + c.y * c.y * self.hinv[k + 1] + c.z * c.z * self.hinv[k + 2];
-                }
+                let d = self.rigid_diag[i] + jac.node_diagonal(i, &self.hinv);
                 self.inv_diag[i] = 1.0 / (self.alpha[i] * self.alpha[i] * d + self.compliance[i] + eps);
             }
             self.x[..m].fill(0.0);
