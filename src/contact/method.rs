@@ -345,8 +345,6 @@ pub struct SchemeInput<'a> {
     /// The velocity-level constraint rows, for methods of kind [`MethodKind::WholeStepOnRows`]
     /// (`None` for the others).
     pub rows: Option<ConstraintRows<'a>>,
-    /// World pose of each geometry (for collision queries of deformable nodes).
-    pub geom_pose: &'a [Pose],
 }
 
 /// The step's velocity-level constraint rows (contact rows in the method's [`ContactRows`]
@@ -440,8 +438,9 @@ pub struct SchemeOutput<'a> {
     /// Set when the scheme integrated the positions (and FEM state) itself; otherwise the step
     /// integrates `q⁺ = q ⊕ dt v⁺`.
     pub positions_integrated: bool,
-    /// The deformable bodies' scratch (`None` without deformables): a scheme that simulates
-    /// deformables writes their contacts and welds (with impulses) here, and the node velocities
+    /// The deformable bodies' scratch (`None` without deformables), with this step's node
+    /// contacts and prescribed node velocities already in it: a scheme that simulates
+    /// deformables writes the contacts' impulses and the welds here, and the node velocities
     /// into `State::fem_v`; the step integrates `fem_x += dt fem_v` unless
     /// `positions_integrated`.
     pub fem: Option<&'a mut crate::fem::FemWorkspace>,

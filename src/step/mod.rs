@@ -361,6 +361,11 @@ pub fn whole_step_stage(
         row_trees: &row_trees[..m],
         joint_rows: &joint_rows[..nj],
     });
+    if let Some(f) = fem.as_mut() {
+        // deformable nodes: prescribed velocities and contacts, as for the coupled solve
+        crate::coupled::prescribe_node_velocities(model, body_pose, body_velocity, f);
+        crate::coupled::collide_nodes(model, state, &collision.geom_pose, f);
+    }
     let scheme: &mut dyn WholeStepScheme = match external {
         Some(s) => s,
         None => match solver.stage() {
@@ -382,7 +387,6 @@ pub fn whole_step_stage(
         free_velocity,
         contacts,
         rows,
-        geom_pose: &collision.geom_pose,
     };
     let mut output = SchemeOutput { velocity: scratch_nv.as_mut_slice(), impulse: impulse.as_mut_slice(), positions_integrated: false, fem: fem.as_mut() };
     report.solve = scheme.advance(&input, state, &mut output);

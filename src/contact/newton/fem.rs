@@ -31,7 +31,8 @@
 //!     as the shear stiffness — is missing from the Newton matrix (docs/newton.md).
 //! - the step's **rigid rows** (contacts, joint limits, joint friction, mimic couplings), exactly
 //!   as in the rigid-only scheme;
-//! - **node contacts** (node–ground, node–rigid body, node–node; [`crate::coupled::collide_nodes`]):
+//! - **node contacts** (node–ground, node–rigid body, node–node; found by the step before the
+//!   scheme runs, [`crate::coupled::collide_nodes`]):
 //!   normal and two friction rows each, the node's coefficient the contact frame's row, the other
 //!   side's the opposite (a rigid body's point Jacobian, or the other node);
 //! - **welds** (a node welded to a link): three bilateral rows, world axes, `x_node − p_link = 0`.
@@ -143,8 +144,13 @@ fn apply_inverse_mass(model: &Model, factor: &BranchMatrix, hinv: &[f64], v: &mu
     for (x, w) in v[..n3].iter_mut().zip(hinv) {
         *x *= w;
     }
-    if model.nv > 0 {
-        crate::dynamics::solve(model, factor, &mut v[n3..]);
+    solve_mass(model, factor, &mut v[n3..]);
+}
+
+/// `x ← M̃⁻¹ x` with the factor of `M̃`, tree by tree.
+fn solve_mass(model: &Model, factor: &BranchMatrix, x: &mut [f64]) {
+    for t in &model.trees {
+        factor.solve(t.v_start, t.v_end, x);
     }
 }
 
@@ -378,8 +384,6 @@ impl FemNewton {
         let h = model.timestep_s;
         let (n3, nv) = (self.n3, self.nv);
         let n = n3 + nv;
-        crate::coupled::prescribe_node_velocities(model, input.body_pose, input.body_velocity, fem);
-        crate::coupled::collide_nodes(model, state, input.geom_pose, fem);
         // ũ: nodes under gravity (prescribed ones at their velocity), the rigid v*
         for g in 0..n3 / 3 {
             for c in 0..3 {
@@ -488,7 +492,7 @@ impl FemNewton {
             if self.rigid[i] != NONE {
                 let r = self.rigid[i] as usize * nv;
                 self.rigid_tmp.copy_from_slice(&self.rigid_jac[r..r + nv]);
-                crate::dynamics::solve(model, input.mass_factor, &mut self.rigid_tmp);
+                solve_mass(model, input.mass_factor, &mut self.rigid_tmp);
                 rd = self.rigid_tmp.iter().zip(&self.rigid_jac[r..r + nv]).map(|(a, b)| a * b).sum();
             }
             self.rigid_diag[i] = rd;
