@@ -139,7 +139,7 @@ pub fn solve(model: &Model, state: &mut State, ws: &mut Workspace, m: usize) -> 
 
 /// Prescribed node velocities: pinned (zero) and driven one-way (the link point's); two-way
 /// welded nodes are free unknowns (see [`push_welds`]).
-fn prescribe_node_velocities(model: &Model, body_pose: &[Pose], body_velocity: &[crate::math::Vec6], f: &mut FemWorkspace) {
+pub(crate) fn prescribe_node_velocities(model: &Model, body_pose: &[Pose], body_velocity: &[crate::math::Vec6], f: &mut FemWorkspace) {
     for d in &model.deformables {
         for (i, at) in d.attachment.iter().enumerate() {
             let g = d.node_start + i;

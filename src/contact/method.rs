@@ -443,6 +443,12 @@ pub struct SchemeOutput<'a> {
     /// Set when the scheme integrated the positions (and FEM state) itself; otherwise the step
     /// integrates `q⁺ = q ⊕ dt v⁺`.
     pub positions_integrated: bool,
+    /// The deformable bodies' scratch (`None` without deformables), with this step's node
+    /// contacts and prescribed node velocities already in it: a scheme that simulates
+    /// deformables writes the contacts' impulses and the welds here, and the node velocities
+    /// into `State::fem_v`; the step integrates `fem_x += dt fem_v` unless
+    /// `positions_integrated`.
+    pub fem: Option<&'a mut crate::fem::FemWorkspace>,
 }
 
 /// A time-stepping scheme that owns the step from the constraint stage on.

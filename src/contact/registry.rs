@@ -218,6 +218,12 @@ impl SolverConfig {
                 able.join(", ")
             ));
         }
+        if let (SolverConfig::Newton(_), Some((i, d))) = (self, model.deformables.iter().enumerate().find(|(_, d)| d.material.model != crate::fem::ElasticModel::Corotational)) {
+            return Err(format!(
+                "{scene_file}: deformables[{i}] ('{}'): material.model '{:?}' is not available with solver 'newton' (co-rotational only); use model: corotational, or solver: vfpi",
+                d.name, d.material.model
+            ));
+        }
         let coverage = self.capabilities().coverage;
         if let Some(why) = coverage.unsupported(model) {
             let able: Vec<&str> = SolverKind::ALL.iter().filter(|k| k.capabilities().coverage.unsupported(model).is_none()).map(|k| k.name()).collect();

@@ -340,6 +340,8 @@ pub fn whole_step_stage(
         factor_jt,
         row_trees,
         joint_rows,
+        fem,
+        collision,
         ..
     } = ws;
     let rows = with_rows.then(|| crate::contact::ConstraintRows {
@@ -359,6 +361,11 @@ pub fn whole_step_stage(
         row_trees: &row_trees[..m],
         joint_rows: &joint_rows[..nj],
     });
+    if let Some(f) = fem.as_mut() {
+        // deformable nodes: prescribed velocities and contacts, as for the coupled solve
+        crate::coupled::prescribe_node_velocities(model, body_pose, body_velocity, f);
+        crate::coupled::collide_nodes(model, state, &collision.geom_pose, f);
+    }
     let scheme: &mut dyn WholeStepScheme = match external {
         Some(s) => s,
         None => match solver.stage() {
@@ -381,11 +388,15 @@ pub fn whole_step_stage(
         contacts,
         rows,
     };
-    let mut output = SchemeOutput { velocity: scratch_nv.as_mut_slice(), impulse: impulse.as_mut_slice(), positions_integrated: false };
+    let mut output = SchemeOutput { velocity: scratch_nv.as_mut_slice(), impulse: impulse.as_mut_slice(), positions_integrated: false, fem: fem.as_mut() };
     report.solve = scheme.advance(&input, state, &mut output);
     let positions_integrated = output.positions_integrated;
     scheme.rewrite_contacts(contacts, impulse.as_mut_slice(), nj);
     report.contacts = contacts.len();
+    if let Some(f) = fem.as_ref() {
+        report.contacts += f.contacts.len();
+        report.max_penetration_m = f.contacts.iter().map(|c| (-c.distance).max(0.0)).fold(report.max_penetration_m, f64::max);
+    }
     positions_integrated
 }
 

@@ -401,21 +401,47 @@ pub fn conjugate_residual(
 /// projection on the friction disk, `|η|` on bilateral rows) and `‖η‖₂²` (the line search's merit).
 fn evaluate_rows(prob: &NewtonProblem, opts: &NewtonOptions, impulse: &[f64], velocity_impulse: &[f64], free_weight: f64, scr: &mut NewtonScratch) -> (f64, f64) {
     let m = prob.dim();
-    let h = opts.timestep_s;
     let d = prob.delassus;
     delassus_product(d, m, velocity_impulse, &mut scr.row_velocity, scr.pool.as_ref());
     for i in 0..m {
         scr.row_velocity[i] += free_weight * prob.free_row_velocity[i];
     }
+    let scale = |i: usize| d[i * m + i];
+    let out = RowLaws { alpha: &mut scr.alpha[..m], compliance: &mut scr.compliance[..m], residual: &mut scr.residual[..m], natural: &mut scr.natural[..m] };
+    evaluate_laws(prob.rows, opts, impulse, &scr.row_velocity[..m], scale, out);
+    // a NaN row makes the error infinite (f64::max would skip it)
+    let inf_norm = scr.natural[..m].iter().fold(0.0f64, |a, e| if e.is_nan() { f64::INFINITY } else { a.max(*e) });
+    (inf_norm, scr.residual[..m].iter().map(|e| e * e).sum())
+}
+
+/// Where [`evaluate_laws`] writes, per row: the Jacobian scaling α, the diagonal of `C`, the
+/// Newton residual η and the row's natural error (m/s).
+pub struct RowLaws<'a> {
+    /// α (FB partial on normal rows, 0 on inactive friction rows, 1 elsewhere).
+    pub alpha: &'a mut [f64],
+    /// `C`, the row's compliance in the Schur complement (m/s per N·s).
+    pub compliance: &'a mut [f64],
+    /// η (m/s).
+    pub residual: &'a mut [f64],
+    /// The natural residual of the row's law (m/s), for the stopping test.
+    pub natural: &'a mut [f64],
+}
+
+/// Evaluates every row's law at the impulses `impulse` and row velocities `w = J̄ u`:
+/// `inverse_effective_mass(i)` is `[J̄ H⁻¹ J̄ᵀ]ᵢᵢ`, the effective-mass complementarity scale
+/// (paper eq. 66) of row `i`. Shared by the dense iteration ([`solve`]) and the FEM iteration
+/// ([`super::fem`]).
+pub fn evaluate_laws(rows: &[NewtonRow], opts: &NewtonOptions, impulse: &[f64], w: &[f64], inverse_effective_mass: impl Fn(usize) -> f64, out: RowLaws) {
+    let h = opts.timestep_s;
+    let m = rows.len();
     let scale = |i: usize| match opts.scale {
-        ComplementarityScale::EffectiveMass => d[i * m + i],
+        ComplementarityScale::EffectiveMass => inverse_effective_mass(i),
         ComplementarityScale::Global => 1.0,
         ComplementarityScale::Identity => 1.0 / (h * h),
     };
-    let w = &scr.row_velocity;
     let mut i = 0;
     while i < m {
-        match prob.rows[i] {
+        match rows[i] {
             NewtonRow::Unilateral { gap } => {
                 let r = scale(i);
                 let (a, b) = (gap / h + w[i], r * impulse[i]);
@@ -423,10 +449,10 @@ fn evaluate_rows(prob: &NewtonProblem, opts: &NewtonOptions, impulse: &[f64], ve
                     NcpFunction::FischerBurmeister => fischer_burmeister(a, b),
                     NcpFunction::MinMap => min_map(a, b),
                 };
-                scr.alpha[i] = da;
-                scr.compliance[i] = db * r;
-                scr.residual[i] = phi;
-                scr.natural[i] = a.min(b).abs();
+                out.alpha[i] = da;
+                out.compliance[i] = db * r;
+                out.residual[i] = phi;
+                out.natural[i] = a.min(b).abs();
                 i += 1;
             }
             NewtonRow::FrictionPair { normal_row, mu } => {
@@ -446,17 +472,17 @@ fn evaluate_rows(prob: &NewtonProblem, opts: &NewtonOptions, impulse: &[f64], ve
                     // error (m/s), whatever W is
                     let natural = disk_residual(r_f, [impulse[i], impulse[i + 1]], [w[i], w[i + 1]], cone);
                     for k in [i, i + 1] {
-                        scr.alpha[k] = 1.0;
-                        scr.compliance[k] = wf;
-                        scr.residual[k] = w[k] + wf * impulse[k];
-                        scr.natural[k] = natural;
+                        out.alpha[k] = 1.0;
+                        out.compliance[k] = wf;
+                        out.residual[k] = w[k] + wf * impulse[k];
+                        out.natural[k] = natural;
                     }
                 } else {
                     for k in [i, i + 1] {
-                        scr.alpha[k] = 0.0;
-                        scr.compliance[k] = r_f;
-                        scr.residual[k] = r_f * impulse[k];
-                        scr.natural[k] = r_f * impulse[i].hypot(impulse[i + 1]);
+                        out.alpha[k] = 0.0;
+                        out.compliance[k] = r_f;
+                        out.residual[k] = r_f * impulse[k];
+                        out.natural[k] = r_f * impulse[i].hypot(impulse[i + 1]);
                     }
                 }
                 i += 2;
@@ -471,30 +497,27 @@ fn evaluate_rows(prob: &NewtonProblem, opts: &NewtonOptions, impulse: &[f64], ve
                 let trial = r_f * impulse[i] - w[i];
                 let limit = r_f * bound;
                 if trial.abs() < limit {
-                    scr.alpha[i] = 1.0;
-                    scr.compliance[i] = 0.0;
-                    scr.residual[i] = w[i];
+                    out.alpha[i] = 1.0;
+                    out.compliance[i] = 0.0;
+                    out.residual[i] = w[i];
                 } else {
                     let target = bound.copysign(trial);
-                    scr.alpha[i] = 0.0;
-                    scr.compliance[i] = r_f;
-                    scr.residual[i] = r_f * (impulse[i] - target);
+                    out.alpha[i] = 0.0;
+                    out.compliance[i] = r_f;
+                    out.residual[i] = r_f * (impulse[i] - target);
                 }
-                scr.natural[i] = (r_f * impulse[i] - trial.clamp(-limit, limit)).abs();
+                out.natural[i] = (r_f * impulse[i] - trial.clamp(-limit, limit)).abs();
                 i += 1;
             }
             NewtonRow::Bilateral { error, compliance } => {
-                scr.alpha[i] = 1.0;
-                scr.compliance[i] = compliance;
-                scr.residual[i] = error / h + w[i] + compliance * impulse[i];
-                scr.natural[i] = scr.residual[i].abs();
+                out.alpha[i] = 1.0;
+                out.compliance[i] = compliance;
+                out.residual[i] = error / h + w[i] + compliance * impulse[i];
+                out.natural[i] = out.residual[i].abs();
                 i += 1;
             }
         }
     }
-    // a NaN row makes the error infinite (f64::max would skip it)
-    let inf_norm = scr.natural[..m].iter().fold(0.0f64, |a, e| if e.is_nan() { f64::INFINITY } else { a.max(*e) });
-    (inf_norm, scr.residual[..m].iter().map(|e| e * e).sum())
 }
 
 /// Runs the Newton iteration on `prob` from `it` (see the module docs); leaves the solution in

@@ -14,7 +14,7 @@
 //!
 //! In this engine the step works on generalized coordinates: `M̃` (the mass matrix with the
 //! implicit joint damping and PD servos folded in) is the paper's mass block `H` (no geometric
-//! stiffness: it is for particle DOFs only, and there are no particle DOFs here), the contact
+//! stiffness on rigid DOFs: the paper applies it to particle DOFs only, see [`fem`]), the contact
 //! and joint rows are the step's ([`crate::contact::ConstraintRows`]) and their Delassus matrix
 //! `J̄ M̃⁻¹ J̄ᵀ` applies the Schur complement. The end-of-step gap of a contact is linearised at
 //! the start of the step, `gap + h J̄ₙ u`, with the normal and the contact points fixed for the
@@ -27,10 +27,12 @@
 //! `docs/newton.md` has the measured differences (the paper's start drags free bodies: a falling
 //! body reaches 7.81 m/s instead of 9.81 m/s after 1 s at 120 Hz with 4 iterations).
 //!
-//! Not covered: FEM bodies (the paper's compliance-form elements); a scene with deformables is
-//! refused with the methods that handle them.
+//! Deformable bodies ([`fem`]): their nodes join the unknowns, co-rotational elastic forces are
+//! compliant rows (the paper's compliance form), node contacts and welds are rows, and one Newton
+//! system couples them with the rigid trees. Stable Neo-Hookean materials are refused.
 
 pub mod core;
+pub mod fem;
 
 use self::core::{ComplementarityScale, LinearSolver, NcpFunction, NewtonIterate, NewtonOptions, NewtonProblem, NewtonRow, NewtonScratch, NewtonStats};
 use super::method::{check_params, contact_method, Capabilities, ContactRows, MethodParams, ParamError, Tolerance};
@@ -88,6 +90,9 @@ pub struct NewtonParams {
     pub complementarity_scale: ComplementarityScale,
     /// Diagonal regularisation ε of the Newton system (m/s per N·s; paper: 1e-6).
     pub regularization: f64,
+    /// The diagonal geometric stiffness of the deformables' node DOFs (paper §6.3; default on
+    /// in both presets, as in the paper).
+    pub geometric_stiffness: Option<bool>,
     /// Worker threads of the method's own pool for the Delassus products of problems with at
     /// least 192 rows (results bit-identical to the serial path). 1 (default): serial, which is
     /// the allocation- and lock-free path the real-time loop needs; above 1 rayon allocates and
@@ -111,6 +116,7 @@ impl Default for NewtonParams {
             ncp: None,
             complementarity_scale: ComplementarityScale::EffectiveMass,
             regularization: 1e-6,
+            geometric_stiffness: None,
             threads: 1,
         }
     }
@@ -125,6 +131,8 @@ pub struct ResolvedNewton {
     pub warm_start: bool,
     /// Start from ũ.
     pub start_from_free_velocity: bool,
+    /// Diagonal geometric stiffness on deformable node DOFs.
+    pub geometric_stiffness: bool,
 }
 
 impl NewtonParams {
@@ -147,6 +155,7 @@ impl NewtonParams {
             },
             warm_start: self.warm_start.unwrap_or(!paper),
             start_from_free_velocity: self.start_from_free_velocity.unwrap_or(!paper),
+            geometric_stiffness: self.geometric_stiffness.unwrap_or(true),
         }
     }
 }
@@ -155,7 +164,7 @@ impl MethodParams for NewtonParams {
     type Runtime = NewtonScheme;
     const NAME: &'static str = "newton";
     const SUMMARY: &'static str = "non-smooth Newton: implicit step, position-level contact complementarity with effective-mass scaling, frozen friction compliance, Krylov or dense Newton solves (Macklin et al.)";
-    const CAPABILITIES: Capabilities = Capabilities::WHOLE_STEP_ON_POINT_ROWS;
+    const CAPABILITIES: Capabilities = Capabilities { deformables: true, ..Capabilities::WHOLE_STEP_ON_POINT_ROWS };
 
     fn validate(&self) -> Result<(), ParamError> {
         let pos = |v: Option<f64>| v.is_none_or(|v| v.is_finite() && v > 0.0);
@@ -198,6 +207,8 @@ pub struct NewtonScheme {
     dv: Vec<f64>,
     scratch: NewtonScratch,
     last: NewtonStats,
+    /// The deformables' rows and scratch (`None` without deformables).
+    fem: Option<fem::FemNewton>,
 }
 
 impl NewtonScheme {
@@ -213,12 +224,73 @@ impl NewtonScheme {
             dv: vec![0.0; model.nv],
             scratch: NewtonScratch::with_threads(rows, threads),
             last: NewtonStats::default(),
+            fem: (!model.deformables.is_empty()).then(|| fem::FemNewton::new(model)),
         }
     }
 
     /// What the last step's solve did (Newton and conjugate-residual iteration counts).
     pub fn last_stats(&self) -> NewtonStats {
         self.last
+    }
+}
+
+/// The laws of the step's rigid rows (contact normals and friction pairs, joint limits, joint
+/// friction, mimic couplings) into `out[offset..offset + m]`, friction pairs naming their normal
+/// row by its index in `out`. A contact's or limit's correction is capped like every other
+/// method's: the gap is at least `−h · contact.max_depenetration_speed_m_s`.
+pub(crate) fn rigid_row_laws(input: &SchemeInput, rows: &super::ConstraintRows, state: &State, out: &mut [NewtonRow], offset: usize) {
+    let model = input.model;
+    let prob = &rows.problem;
+    let layout = prob.contact_rows;
+    // the deepest correction a step may ask for (m): a body that starts deep inside another
+    // is pushed out at the capped speed instead of in one step
+    let max_correction = model.timestep_s * model.contact.max_depenetration_speed_m_s;
+    for (ci, contact) in input.contacts.iter().enumerate() {
+        let i = offset + layout.start(ci);
+        out[i] = NewtonRow::Unilateral { gap: contact.distance.max(-max_correction) };
+        out[i + 1] = NewtonRow::FrictionPair { normal_row: i, mu: prob.friction[ci] };
+        out[i + 2] = NewtonRow::FrictionSecond;
+    }
+    let first_joint_row = offset + prob.first_joint_row();
+    for (r, row) in rows.joint_rows.iter().enumerate() {
+        let joint = &model.bodies[model.dof_body[row.dof]].joint;
+        let q = state.q[joint.q_index];
+        out[first_joint_row + r] = match row.kind {
+            JointRowKind::LowerLimit | JointRowKind::UpperLimit => {
+                let (lo, hi) = joint.position_limits.unwrap_or((f64::NEG_INFINITY, f64::INFINITY));
+                let gap = if row.kind == JointRowKind::LowerLimit { q - lo } else { hi - q };
+                NewtonRow::Unilateral { gap: gap.max(-max_correction) }
+            }
+            JointRowKind::Friction => NewtonRow::BoundedFriction { bound: prob.row_upper[r] },
+            JointRowKind::Mimic => {
+                let mimic = &model.mimics[row.slot - 3 * model.one_dof_joint_count()];
+                let leader = state.q[model.bodies[mimic.leader].joint.q_index];
+                NewtonRow::Bilateral { error: q - mimic.multiplier * leader - mimic.offset, compliance: 0.0 }
+            }
+        };
+    }
+}
+
+/// Projects each contact's impulses (rows in `layout`, Coulomb coefficients `friction`) exactly
+/// into its cone — `p_n ≥ 0`, `‖p_f‖ ≤ μ p_n` — and moves `shadow` (when given) by the same change.
+/// The iterate meets the cone only to the tolerance; the reported forces (and, with `shadow`,
+/// the motion) use impulses exactly inside it.
+pub(crate) fn project_into_cones(layout: ContactRows, friction: &[f64], impulse: &mut [f64], mut shadow: Option<&mut [f64]>) {
+    for (ci, &mu) in friction.iter().enumerate() {
+        let i = layout.start(ci);
+        let mut projected = [impulse[i].max(0.0), impulse[i + 1], impulse[i + 2]];
+        let (radius, norm) = (mu * projected[0], impulse[i + 1].hypot(impulse[i + 2]));
+        if norm > radius {
+            let k = if norm > 0.0 { radius / norm } else { 0.0 };
+            projected[1] *= k;
+            projected[2] *= k;
+        }
+        for r in 0..3 {
+            if let Some(y) = shadow.as_deref_mut() {
+                y[i + r] += projected[r] - impulse[i + r];
+            }
+            impulse[i + r] = projected[r];
+        }
     }
 }
 
@@ -229,6 +301,12 @@ impl WholeStepScheme for NewtonScheme {
         let h = model.timestep_s;
         let resolved = self.params.resolve(h);
         let free_weight0 = if resolved.start_from_free_velocity { 1.0 } else { 0.0 };
+        if let (Some(fs), Some(f)) = (self.fem.as_mut(), output.fem.as_deref_mut()) {
+            let (warm, free) = (resolved.warm_start, resolved.start_from_free_velocity);
+            let stats = fs.advance(input, state, f, output.velocity, output.impulse, &resolved.options, warm, free, resolved.geometric_stiffness);
+            self.last = stats;
+            return SolveStats { iterations: stats.newton_iterations, residual: stats.residual_m_s, converged: stats.residual_m_s <= self.params.tolerance_m_s };
+        }
         let Some(rows) = input.rows.as_ref() else {
             // run outside the registry (step_with_scheme): no rows, the free motion of the start iterate
             let mut it = NewtonIterate { impulse: &mut [], velocity_impulse: &mut [], free_weight: free_weight0 };
@@ -242,34 +320,7 @@ impl WholeStepScheme for NewtonScheme {
         let prob = &rows.problem;
         let m = prob.dim();
         let layout = prob.contact_rows;
-        // the deepest correction a step may ask for (m): a body that starts deep inside another
-        // is pushed out at the capped speed instead of in one step
-        let max_correction = h * model.contact.max_depenetration_speed_m_s;
-        for (ci, contact) in input.contacts.iter().enumerate() {
-            let i = layout.start(ci);
-            self.rows[i] = NewtonRow::Unilateral { gap: contact.distance.max(-max_correction) };
-            self.rows[i + 1] = NewtonRow::FrictionPair { normal_row: i, mu: prob.friction[ci] };
-            self.rows[i + 2] = NewtonRow::FrictionSecond;
-        }
-        let first_joint_row = prob.first_joint_row();
-        for (r, row) in rows.joint_rows.iter().enumerate() {
-            let i = first_joint_row + r;
-            let joint = &model.bodies[model.dof_body[row.dof]].joint;
-            let q = state.q[joint.q_index];
-            self.rows[i] = match row.kind {
-                JointRowKind::LowerLimit | JointRowKind::UpperLimit => {
-                    let (lo, hi) = joint.position_limits.unwrap_or((f64::NEG_INFINITY, f64::INFINITY));
-                    let gap = if row.kind == JointRowKind::LowerLimit { q - lo } else { hi - q };
-                    NewtonRow::Unilateral { gap: gap.max(-max_correction) }
-                }
-                JointRowKind::Friction => NewtonRow::BoundedFriction { bound: prob.row_upper[r] },
-                JointRowKind::Mimic => {
-                    let mimic = &model.mimics[row.slot - 3 * model.one_dof_joint_count()];
-                    let leader = state.q[model.bodies[mimic.leader].joint.q_index];
-                    NewtonRow::Bilateral { error: q - mimic.multiplier * leader - mimic.offset, compliance: 0.0 }
-                }
-            };
-        }
+        rigid_row_laws(input, rows, state, &mut self.rows[..m], 0);
         // J̄ ũ
         for i in 0..m {
             let jrow = &rows.jacobian[i * nv..(i + 1) * nv];
@@ -287,21 +338,7 @@ impl WholeStepScheme for NewtonScheme {
         // the iterate meets the cone only to the tolerance: report (and move the bodies with)
         // impulses exactly inside it — p_n ≥ 0, ‖p_f‖ ≤ μ p_n — moving y by the same change so that
         // the motion and the reported forces agree
-        let impulse = &mut output.impulse[..m];
-        for ci in 0..input.contacts.len() {
-            let i = layout.start(ci);
-            let mut projected = [impulse[i].max(0.0), impulse[i + 1], impulse[i + 2]];
-            let (radius, norm) = (prob.friction[ci] * projected[0], impulse[i + 1].hypot(impulse[i + 2]));
-            if norm > radius {
-                let k = if norm > 0.0 { radius / norm } else { 0.0 };
-                projected[1] *= k;
-                projected[2] *= k;
-            }
-            for r in 0..3 {
-                self.velocity_impulse[i + r] += projected[r] - impulse[i + r];
-                impulse[i + r] = projected[r];
-            }
-        }
+        project_into_cones(layout, &prob.friction[..input.contacts.len()], &mut output.impulse[..m], Some(&mut self.velocity_impulse[..m]));
         // v⁺ = s ũ + M̃⁻¹ J̄ᵀ y
         self.dv.fill(0.0);
         rows.velocity_change(model, input.mass_factor, &self.velocity_impulse[..m], &mut self.dv);

@@ -1,0 +1,665 @@
+//! FEM bodies in the non-smooth Newton step: the deformables' nodes as velocity DOFs next to the
+//! rigid trees' generalized velocities, elastic forces as compliant constraint rows (the paper's
+//! *compliance form*, §9), node contacts and welds as rows, all in one Newton system.
+//!
+//! # Unknowns and rows
+//!
+//! `u = [u_nodes (3 per node, m/s, world) | v (the rigid trees' generalized velocities)]`, with
+//! the block-diagonal mass `H = diag(m_i I₃ + S_i, M̃)`: lumped node masses plus the diagonal
+//! geometric stiffness `S` (§6.3, below), and the step's `M̃` (joint damping and PD servos folded
+//! in). Positions follow the iterate, `x = x⁻ + h u` (backward Euler, paper eq. 45).
+//!
+//! Every row `i` has a sparse geometric Jacobian `J̄ᵢ`: up to four node coefficients (3-vectors)
+//! and, when it touches a movable rigid body, a dense row over the rigid velocities. The rows are,
+//! in this order:
+//!
+//! - **elastic rows**, a fixed number per tetrahedron, re-evaluated at every Newton iterate
+//!   (they are nonlinear in `x`). Each is a scalar strain `s(x)` with a *constant* stiffness `k`
+//!   (energy `½ k V s²`, `V` the rest volume), so its compliance is diagonal. The strains are
+//!   scaled by the element size `ℓ = V^{1/3}`, which puts their residuals in m/s like every other
+//!   row: with `s' = ℓ s` the row reads `s'/h + J̄ᵢ Δu + (ℓ²/(k V h²)) p = 0` (impulse `p = h λ`).
+//!   - *co-rotational* (7 rows): with `R` the polar rotation of `F` (frozen when differentiating)
+//!     and `ε = sym(Rᵀ F) − I`: `ε_xx, ε_yy, ε_zz` (k = 2μ), the engineering shears `γ_yz, γ_xz,
+//!     γ_xy` (k = μ) and `tr ε` (k = λ). Their energies sum to `V (μ ε:ε + λ/2 (tr ε)²)`, linear
+//!     isotropic elasticity on the rotated-back strain (the paper's linear co-rotational model,
+//!     its 6×6 compliance block split into diagonal rows with the same energy).
+//!   - *Stable Neo-Hookean*: not available (the scene is refused). Written as ten constant-
+//!     compliance rows (the nine `F_ij` with k = μ and `J − α` with k = λ + μ, the same energy as
+//!     the paper's App. B without the log term), the iteration diverged on a resting ball once
+//!     contacts appeared: the `F_ij` rows carry a rest prestress that the volume row balances,
+//!     and the volume row's second derivative times that prestress — an indefinite term as large
+//!     as the shear stiffness — is missing from the Newton matrix (docs/newton.md).
+//! - the step's **rigid rows** (contacts, joint limits, joint friction, mimic couplings), exactly
+//!   as in the rigid-only scheme;
+//! - **node contacts** (node–ground, node–rigid body, node–node; found by the step before the
+//!   scheme runs, [`crate::coupled::collide_nodes`]):
+//!   normal and two friction rows each, the node's coefficient the contact frame's row, the other
+//!   side's the opposite (a rigid body's point Jacobian, or the other node);
+//! - **welds** (a node welded to a link): three bilateral rows, world axes, `x_node − p_link = 0`.
+//!
+//! # Iteration
+//!
+//! The laws of every row are [`super::core::evaluate_laws`], shared with the rigid-only scheme.
+//! Each Newton iteration forms the momentum residual `g = H₀ (u − ũ) − J̄ᵀ (α∘p)` and solves the
+//! Schur complement `[α∘J̄ H⁻¹ J̄ᵀ∘α + C + ε I] x = α∘J̄ H⁻¹ g − η` matrix-free with the
+//! Jacobi-preconditioned conjugate residual (§8.3), then `p ← p + t x`,
+//! `u ← u + t H⁻¹ (J̄ᵀ (α∘x) − g)`. Elastic impulses, node-contact impulses and weld impulses are
+//! warm-started from the previous step (default preset); the velocity starts consistent with
+//! them, `u⁰ = ũ + H⁻¹ J̄ᵀ p⁰`.
+//!
+//! **Geometric stiffness** (§6.3, node DOFs only): after each update the elastic rows' force
+//! `J̄(x)ᵀ p` is compared before and after the rows move with `x`, at fixed `p`; the secant
+//! `c_k = δ_k / Δu_k` (kg) gives the shift `S_k = max(S_k, −min(0, c_k))` added to the node's mass
+//! block (stabilising tension adds mass; compression adds nothing). Reset every step.
+//!
+//! Not modelled under this scheme: the deformables' Rayleigh damping (the paper's FEM has none;
+//! backward Euler and inelastic contact dissipate) and the midpoint integrator option (positions
+//! are always `x⁻ + h u`).
+
+use super::core::{conjugate_residual, evaluate_laws, NewtonOptions, NewtonRow, NewtonStats, RowLaws};
+use crate::contact::SchemeInput;
+use crate::fem::{polar_rotation_fast, ElasticModel, FemWeld, FemWorkspace, NodeAttachment};
+use crate::math::{BranchMatrix, Vec3};
+use crate::model::Model;
+use crate::state::State;
+
+/// No node / no rigid row.
+const NONE: u32 = u32::MAX;
+
+/// The sparse geometric Jacobian of a step's rows.
+struct Jacobian<'a> {
+    nodes: &'a [[u32; 4]],
+    coef: &'a [[Vec3; 4]],
+    rigid: &'a [u32],
+    rigid_jac: &'a [f64],
+    n3: usize,
+    nv: usize,
+}
+
+impl Jacobian<'_> {
+    /// `J̄ᵢ u`.
+    #[inline]
+    fn row_dot(&self, i: usize, u: &[f64]) -> f64 {
+        let mut s = 0.0;
+        for (a, &nd) in self.nodes[i].iter().enumerate() {
+            if nd == NONE {
+                break;
+            }
+            let k = 3 * nd as usize;
+            let c = &self.coef[i][a];
+            s += c.x * u[k] + c.y * u[k + 1] + c.z * u[k + 2];
+        }
+        if self.rigid[i] != NONE {
+            let r = self.rigid[i] as usize * self.nv;
+            s += self.rigid_jac[r..r + self.nv].iter().zip(&u[self.n3..self.n3 + self.nv]).map(|(a, b)| a * b).sum::<f64>();
+        }
+        s
+    }
+
+    /// The node part of `[J̄ H⁻¹ J̄ᵀ]ᵢᵢ`, `Σ_a Σ_c (J̄ᵢ)²_{a,c} / H_{a,c}` (`hinv` per node DOF).
+    #[inline]
+    fn node_diagonal(&self, i: usize, hinv: &[f64]) -> f64 {
+        let mut d = 0.0;
+        for (a, &nd) in self.nodes[i].iter().enumerate() {
+            if nd == NONE {
+                break;
+            }
+            let k = 3 * nd as usize;
+            let c = &self.coef[i][a];
+            d += c.x * c.x * hinv[k] + c.y * c.y * hinv[k + 1] + c.z * c.z * hinv[k + 2];
+        }
+        d
+    }
+
+    /// `out = J̄ᵀ v` (rows `0..v.len()`, in row order).
+    fn transpose_mul(&self, v: &[f64], out: &mut [f64]) {
+        out.fill(0.0);
+        for (i, &vi) in v.iter().enumerate() {
+            if vi == 0.0 {
+                continue;
+            }
+            for (a, &nd) in self.nodes[i].iter().enumerate() {
+                if nd == NONE {
+                    break;
+                }
+                let k = 3 * nd as usize;
+                let c = &self.coef[i][a];
+                out[k] += c.x * vi;
+                out[k + 1] += c.y * vi;
+                out[k + 2] += c.z * vi;
+            }
+            if self.rigid[i] != NONE {
+                let r = self.rigid[i] as usize * self.nv;
+                for (o, j) in out[self.n3..self.n3 + self.nv].iter_mut().zip(&self.rigid_jac[r..r + self.nv]) {
+                    *o += j * vi;
+                }
+            }
+        }
+    }
+}
+
+/// `v ← H⁻¹ v`: node DOFs by `hinv`, the rigid part by the factor of `M̃`.
+fn apply_inverse_mass(model: &Model, factor: &BranchMatrix, hinv: &[f64], v: &mut [f64]) {
+    let n3 = hinv.len();
+    for (x, w) in v[..n3].iter_mut().zip(hinv) {
+        *x *= w;
+    }
+    solve_mass(model, factor, &mut v[n3..]);
+}
+
+/// `x ← M̃⁻¹ x` with the factor of `M̃`, tree by tree.
+fn solve_mass(model: &Model, factor: &BranchMatrix, x: &mut [f64]) {
+    for t in &model.trees {
+        factor.solve(t.v_start, t.v_end, x);
+    }
+}
+
+/// The FEM part of the Newton scheme: the row structure and the scratch, sized once.
+pub struct FemNewton {
+    n3: usize,
+    nv: usize,
+    /// Number of elastic rows (they come first).
+    elastic_rows: usize,
+    /// Per tetrahedron (global order): its first elastic row.
+    tet_row: Vec<usize>,
+    /// Per tetrahedron: the strain scale ℓ = V^{1/3} (m).
+    tet_length: Vec<f64>,
+    /// Per elastic row: its compliance in the Schur complement `ℓ² / (k V h²)` (m/s per N·s);
+    /// infinite for a row without stiffness (λ = 0 at ν = 0), which is then left out.
+    elastic_compliance: Vec<f64>,
+    /// Per elastic row: its rest value (SNH volume row: α; co-rotational: 0), subtracted from s.
+    laws: Vec<NewtonRow>,
+    nodes: Vec<[u32; 4]>,
+    coef: Vec<[Vec3; 4]>,
+    rigid: Vec<u32>,
+    rigid_jac: Vec<f64>,
+    /// `[J̄ H₀⁻¹ J̄ᵀ]ᵢᵢ` of the step (H₀ without geometric stiffness): the complementarity scale.
+    diag0: Vec<f64>,
+    /// The rigid part of `diag0`.
+    rigid_diag: Vec<f64>,
+    p: Vec<f64>,
+    best_p: Vec<f64>,
+    w: Vec<f64>,
+    alpha: Vec<f64>,
+    compliance: Vec<f64>,
+    residual: Vec<f64>,
+    natural: Vec<f64>,
+    rhs: Vec<f64>,
+    x: Vec<f64>,
+    inv_diag: Vec<f64>,
+    scaled: Vec<f64>,
+    cr: [Vec<f64>; 6],
+    u: Vec<f64>,
+    best_u: Vec<f64>,
+    u_free: Vec<f64>,
+    du: Vec<f64>,
+    g: Vec<f64>,
+    tmp: Vec<f64>,
+    /// Node masses per DOF (kg, 3 per node).
+    mass: Vec<f64>,
+    /// `1 / (m + S)` per node DOF; 0 for prescribed nodes.
+    hinv: Vec<f64>,
+    /// Geometric-stiffness shift S per node DOF (kg).
+    shift: Vec<f64>,
+    /// `J̄_elᵀ p` before the rows moved (N·s per node DOF).
+    elastic_force: Vec<f64>,
+    /// Positions at the iterate (m).
+    pos: Vec<f64>,
+    /// Warm start: elastic impulses, node-contact impulses per node (contact frame).
+    warm_elastic: Vec<f64>,
+    warm_node: Vec<f64>,
+    rigid_tmp: Vec<f64>,
+}
+
+impl FemNewton {
+    /// The structure for `model`'s deformables (rows for every tetrahedron, the step's rigid
+    /// rows, a contact per surface node and the welds).
+    pub fn new(model: &Model) -> Self {
+        let h = model.timestep_s;
+        let nodes_total = model.fem_nodes();
+        let (n3, nv) = (3 * nodes_total, model.nv);
+        let mut tet_row = vec![];
+        let mut tet_length = vec![];
+        let mut elastic_compliance = vec![];
+        let mut warm_elastic = vec![];
+        let mut nodes = vec![];
+        for d in &model.deformables {
+            let (lambda, mu) = (d.material.lame_lambda(), d.material.lame_mu());
+            let stiffness: &[f64] = match d.material.model {
+                ElasticModel::Corotational => &[2.0 * mu, 2.0 * mu, 2.0 * mu, mu, mu, mu, lambda],
+                ElasticModel::NeoHookean => &[],
+            };
+            for (e, t) in d.tets.iter().enumerate() {
+                let v = d.volume[e];
+                let l = v.cbrt();
+                tet_row.push(elastic_compliance.len());
+                tet_length.push(l);
+                let ids = t.map(|a| (d.node_start + a) as u32);
+                for &k in stiffness {
+                    elastic_compliance.push(if k > 0.0 { l * l / (k * v * h * h) } else { f64::INFINITY });
+                    nodes.push(ids);
+                    warm_elastic.push(0.0);
+                }
+            }
+        }
+        let elastic_rows = elastic_compliance.len();
+        let surface: usize = model.deformables.iter().map(|d| d.surface_nodes.len()).sum();
+        let welded = crate::fem::welded_node_count(&model.deformables);
+        let rigid_rows = model.max_constraint_rows(crate::contact::ContactRows::POINT.len());
+        let other = rigid_rows + 3 * surface + 3 * welded;
+        let cap = elastic_rows + other;
+        nodes.resize(cap, [NONE; 4]);
+        let v = |k: usize| vec![0.0; k];
+        let mut mass = v(n3);
+        for d in &model.deformables {
+            for (i, m) in d.mass.iter().enumerate() {
+                mass[3 * (d.node_start + i)..3 * (d.node_start + i) + 3].fill(*m);
+            }
+        }
+        FemNewton {
+            n3,
+            nv,
+            elastic_rows,
+            tet_row,
+            tet_length,
+            elastic_compliance,
+            laws: vec![NewtonRow::Bilateral { error: 0.0, compliance: 0.0 }; cap],
+            nodes,
+            coef: vec![[Vec3::zeros(); 4]; cap],
+            rigid: vec![NONE; cap],
+            rigid_jac: v(other * nv),
+            diag0: v(cap),
+            rigid_diag: v(cap),
+            p: v(cap),
+            best_p: v(cap),
+            w: v(cap),
+            alpha: v(cap),
+            compliance: v(cap),
+            residual: v(cap),
+            natural: v(cap),
+            rhs: v(cap),
+            x: v(cap),
+            inv_diag: v(cap),
+            scaled: v(cap),
+            cr: std::array::from_fn(|_| v(cap)),
+            u: v(n3 + nv),
+            best_u: v(n3 + nv),
+            u_free: v(n3 + nv),
+            du: v(n3 + nv),
+            g: v(n3 + nv),
+            tmp: v(n3 + nv),
+            mass,
+            hinv: v(n3),
+            shift: v(n3),
+            elastic_force: v(n3),
+            pos: v(n3),
+            warm_elastic,
+            warm_node: v(n3),
+            rigid_tmp: v(nv),
+        }
+    }
+
+    /// Evaluates the elastic rows at the positions `self.pos`: their Jacobian, their law
+    /// (`Bilateral` with the error chosen so that `error/h + J̄ᵢ u = s'(x)/h`) and `w = J̄ u`.
+    fn evaluate_elastic(&mut self, model: &Model, h: f64) {
+        let mut e_global = 0;
+        for d in &model.deformables {
+            for (e, t) in d.tets.iter().enumerate() {
+                let row0 = self.tet_row[e_global];
+                let l = self.tet_length[e_global];
+                e_global += 1;
+                let gr = &d.grads[e];
+                let xs = t.map(|a| {
+                    let k = 3 * (d.node_start + a);
+                    Vec3::new(self.pos[k], self.pos[k + 1], self.pos[k + 2])
+                });
+                let f = xs[0] * gr[0].transpose() + xs[1] * gr[1].transpose() + xs[2] * gr[2].transpose() + xs[3] * gr[3].transpose();
+                let mut strain = [0.0; 7];
+                let count = match d.material.model {
+                    ElasticModel::Corotational => {
+                        let r = polar_rotation_fast(&f);
+                        let g = r.transpose() * f;
+                        strain[..7].copy_from_slice(&[
+                            g[(0, 0)] - 1.0,
+                            g[(1, 1)] - 1.0,
+                            g[(2, 2)] - 1.0,
+                            g[(1, 2)] + g[(2, 1)],
+                            g[(0, 2)] + g[(2, 0)],
+                            g[(0, 1)] + g[(1, 0)],
+                            g[(0, 0)] + g[(1, 1)] + g[(2, 2)] - 3.0,
+                        ]);
+                        let (c0, c1, c2) = (r.column(0).into_owned(), r.column(1).into_owned(), r.column(2).into_owned());
+                        for a in 0..4 {
+                            let ga = gr[a] * l;
+                            let rows = [c0 * ga.x, c1 * ga.y, c2 * ga.z, c1 * ga.z + c2 * ga.y, c0 * ga.z + c2 * ga.x, c0 * ga.y + c1 * ga.x];
+                            for (k, c) in rows.iter().enumerate() {
+                                self.coef[row0 + k][a] = *c;
+                            }
+                            self.coef[row0 + 6][a] = rows[0] + rows[1] + rows[2];
+                        }
+                        7
+                    }
+                    // refused at scene load (`SolverConfig::check_model`): its rows diverge, see docs/newton.md
+                    ElasticModel::NeoHookean => 0,
+                };
+                for k in 0..count {
+                    let i = row0 + k;
+                    let compliance = self.elastic_compliance[i];
+                    if compliance.is_infinite() {
+                        // no stiffness (λ = 0): the row is left out, its impulse driven to 0
+                        self.coef[i] = [Vec3::zeros(); 4];
+                        self.w[i] = 0.0;
+                        self.laws[i] = NewtonRow::Bilateral { error: 0.0, compliance: 1.0 };
+                        continue;
+                    }
+                    let mut w = 0.0;
+                    for (a, c) in self.coef[i].iter().enumerate() {
+                        let j = 3 * self.nodes[i][a] as usize;
+                        w += c.x * self.u[j] + c.y * self.u[j + 1] + c.z * self.u[j + 2];
+                    }
+                    self.w[i] = w;
+                    self.laws[i] = NewtonRow::Bilateral { error: l * strain[k] - h * w, compliance };
+                }
+            }
+        }
+    }
+
+    /// One step of the coupled system (see the module docs). Writes the rigid velocity into
+    /// `velocity`, the rigid rows' impulses into `impulse`, the node velocities into
+    /// `state.fem_v` and the node contacts and welds (with impulses) into `fem`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn advance(
+        &mut self,
+        input: &SchemeInput,
+        state: &mut State,
+        fem: &mut FemWorkspace,
+        velocity: &mut [f64],
+        impulse: &mut [f64],
+        opts: &NewtonOptions,
+        warm_start: bool,
+        start_from_free_velocity: bool,
+        geometric_stiffness: bool,
+    ) -> NewtonStats {
+        let model = input.model;
+        let h = model.timestep_s;
+        let (n3, nv) = (self.n3, self.nv);
+        let n = n3 + nv;
+        // ũ: nodes under gravity (prescribed ones at their velocity), the rigid v*
+        for g in 0..n3 / 3 {
+            for c in 0..3 {
+                let k = 3 * g + c;
+                if fem.system.prescribed[g] {
+                    self.u_free[k] = fem.system.prescribed_velocity[k];
+                    self.hinv[k] = 0.0;
+                } else {
+                    self.u_free[k] = state.fem_v[k] + h * model.gravity[c];
+                    self.hinv[k] = 1.0 / self.mass[k];
+                }
+            }
+        }
+        self.u_free[n3..n].copy_from_slice(input.free_velocity.as_slice());
+        self.shift.fill(0.0);
+        // rows: elastic (structure fixed), then the step's rigid rows, node contacts, welds
+        let el = self.elastic_rows;
+        if warm_start {
+            self.p[..el].copy_from_slice(&self.warm_elastic);
+        } else {
+            self.p[..el].fill(0.0);
+        }
+        let mut m = el;
+        let mut slots = 0usize;
+        let mut rigid_rows = 0;
+        if let Some(rows) = input.rows.as_ref() {
+            let mr = rows.problem.dim();
+            super::rigid_row_laws(input, rows, state, &mut self.laws[..m + mr], m);
+            for i in 0..mr {
+                self.nodes[m + i] = [NONE; 4];
+                self.rigid[m + i] = slots as u32;
+                self.rigid_jac[slots * nv..(slots + 1) * nv].copy_from_slice(&rows.jacobian[i * nv..(i + 1) * nv]);
+                slots += 1;
+                self.p[m + i] = if warm_start { impulse[i] } else { 0.0 };
+            }
+            m += mr;
+            rigid_rows = mr;
+        }
+        let max_correction = h * model.contact.max_depenetration_speed_m_s;
+        let first_node_contact = m;
+        for c in fem.contacts.iter() {
+            let friction_of = |g: usize| model.deformables.iter().find(|d| g >= d.node_start && g < d.node_start + d.num_nodes()).map(|d| d.friction).unwrap_or(0.5);
+            let mut mu = friction_of(c.node);
+            if let Some(o) = c.other_node {
+                mu = mu.min(friction_of(o));
+            }
+            self.laws[m] = NewtonRow::Unilateral { gap: c.distance.max(-max_correction) };
+            self.laws[m + 1] = NewtonRow::FrictionPair { normal_row: m, mu };
+            self.laws[m + 2] = NewtonRow::FrictionSecond;
+            for r in 0..3 {
+                let i = m + r;
+                let dir = c.frame.row(r).transpose();
+                let other = c.other_node.map_or(NONE, |o| o as u32);
+                self.nodes[i] = [c.node as u32, other, NONE, NONE];
+                self.coef[i] = [dir, -dir, Vec3::zeros(), Vec3::zeros()];
+                self.rigid[i] = NONE;
+                if let Some(b) = c.body {
+                    let row = &mut self.rigid_jac[slots * nv..(slots + 1) * nv];
+                    row.fill(0.0);
+                    crate::kinematics::add_point_jacobian_row(model, input.dof_axis, b, &c.position, &dir, -1.0, row);
+                    if row.iter().any(|x| *x != 0.0) {
+                        self.rigid[i] = slots as u32;
+                        slots += 1;
+                    }
+                }
+                self.p[i] = if warm_start { self.warm_node[3 * c.node + r] } else { 0.0 };
+            }
+            m += 3;
+        }
+        let first_weld = m;
+        fem.welds.clear();
+        for d in &model.deformables {
+            for (ln, at) in d.attachment.iter().enumerate() {
+                let NodeAttachment::Body(b, off) = *at else { continue };
+                if fem.welds.len() == fem.welds.capacity() {
+                    break;
+                }
+                let g = d.node_start + ln;
+                let p_link = (input.body_pose[b] * nalgebra::Point3::from(off)).coords;
+                let p_node = Vec3::new(state.fem_x[3 * g], state.fem_x[3 * g + 1], state.fem_x[3 * g + 2]);
+                let err = p_node - p_link;
+                fem.welds.push(FemWeld { node: g, body: b, position: p_link, error: err, impulse: [0.0; 3], jv_row: None });
+                for r in 0..3 {
+                    let i = m + r;
+                    let dir = Vec3::ith(r, 1.0);
+                    self.laws[i] = NewtonRow::Bilateral { error: err[r], compliance: 0.0 };
+                    self.nodes[i] = [g as u32, NONE, NONE, NONE];
+                    self.coef[i] = [dir, Vec3::zeros(), Vec3::zeros(), Vec3::zeros()];
+                    let row = &mut self.rigid_jac[slots * nv..(slots + 1) * nv];
+                    row.fill(0.0);
+                    crate::kinematics::add_point_jacobian_row(model, input.dof_axis, b, &p_link, &dir, -1.0, row);
+                    self.rigid[i] = NONE;
+                    if row.iter().any(|x| *x != 0.0) {
+                        self.rigid[i] = slots as u32;
+                        slots += 1;
+                    }
+                    self.p[i] = if warm_start { state.fem_weld_impulse[3 * g + r] } else { 0.0 };
+                }
+                m += 3;
+            }
+        }
+        // the complementarity scale [J̄ H₀⁻¹ J̄ᵀ]ᵢᵢ (node part, plus the rigid part through M̃⁻¹)
+        for i in el..m {
+            let d = Jacobian { nodes: &self.nodes, coef: &self.coef, rigid: &self.rigid, rigid_jac: &self.rigid_jac, n3, nv }.node_diagonal(i, &self.hinv);
+            let mut rd = 0.0;
+            if self.rigid[i] != NONE {
+                let r = self.rigid[i] as usize * nv;
+                self.rigid_tmp.copy_from_slice(&self.rigid_jac[r..r + nv]);
+                solve_mass(model, input.mass_factor, &mut self.rigid_tmp);
+                rd = self.rigid_tmp.iter().zip(&self.rigid_jac[r..r + nv]).map(|(a, b)| a * b).sum();
+            }
+            self.rigid_diag[i] = rd;
+            self.diag0[i] = d + rd;
+        }
+        self.rigid_diag[..el].fill(0.0);
+        // start: u⁰ = s ũ + H⁻¹ J̄ᵀ p⁰ (prescribed nodes at their velocity)
+        let s0 = if start_from_free_velocity { 1.0 } else { 0.0 };
+        for k in 0..n {
+            let prescribed = k < n3 && self.hinv[k] == 0.0;
+            self.u[k] = if prescribed { self.u_free[k] } else { s0 * self.u_free[k] };
+        }
+        // elastic rows need positions for their Jacobian: evaluate at x⁻ first
+        self.pos.copy_from_slice(&state.fem_x);
+        self.evaluate_elastic(model, h);
+        {
+            let jac = Jacobian { nodes: &self.nodes, coef: &self.coef, rigid: &self.rigid, rigid_jac: &self.rigid_jac, n3, nv };
+            jac.transpose_mul(&self.p[..m], &mut self.tmp[..n]);
+        }
+        apply_inverse_mass(model, input.mass_factor, &self.hinv, &mut self.tmp[..n]);
+        for k in 0..n {
+            self.u[k] += self.tmp[k];
+        }
+
+        let mut stats = NewtonStats::default();
+        let mut best = f64::INFINITY;
+        let eps = opts.regularization;
+        let mut have_force = false;
+        loop {
+            for k in 0..n3 {
+                self.pos[k] = state.fem_x[k] + h * self.u[k];
+            }
+            self.evaluate_elastic(model, h);
+            let jac = Jacobian { nodes: &self.nodes, coef: &self.coef, rigid: &self.rigid, rigid_jac: &self.rigid_jac, n3, nv };
+            for i in el..m {
+                self.w[i] = jac.row_dot(i, &self.u);
+            }
+            if geometric_stiffness && have_force {
+                // secant of the elastic force at fixed p over the last update (node DOFs only)
+                jac.transpose_mul(&self.p[..el], &mut self.tmp[..n]);
+                for k in 0..n3 {
+                    if self.hinv[k] == 0.0 || self.du[k].abs() < 1e-9 {
+                        continue;
+                    }
+                    let c = (self.tmp[k] - self.elastic_force[k]) / self.du[k];
+                    self.shift[k] = self.shift[k].max(-c.min(0.0));
+                    self.hinv[k] = 1.0 / (self.mass[k] + self.shift[k]);
+                }
+            }
+            let diag0 = &self.diag0;
+            let laws = RowLaws { alpha: &mut self.alpha[..m], compliance: &mut self.compliance[..m], residual: &mut self.residual[..m], natural: &mut self.natural[..m] };
+            evaluate_laws(&self.laws[..m], opts, &self.p[..m], &self.w[..m], |i| diag0[i], laws);
+            let res = self.natural[..m].iter().fold(0.0f64, |a, e| if e.is_nan() { f64::INFINITY } else { a.max(*e) });
+            stats.residual_m_s = res;
+            if res < best {
+                best = res;
+                self.best_p[..m].copy_from_slice(&self.p[..m]);
+                self.best_u[..n].copy_from_slice(&self.u[..n]);
+            }
+            if opts.tolerance_m_s > 0.0 && res <= opts.tolerance_m_s {
+                stats.converged = true;
+                break;
+            }
+            if stats.newton_iterations >= opts.max_newton_iterations {
+                break;
+            }
+            // g = H₀ (u − ũ) − J̄ᵀ (α∘p)
+            for i in 0..m {
+                self.scaled[i] = self.alpha[i] * self.p[i];
+            }
+            jac.transpose_mul(&self.scaled[..m], &mut self.tmp[..n]);
+            for k in 0..n3 {
+                self.g[k] = self.mass[k] * (self.u[k] - self.u_free[k]) - self.tmp[k];
+            }
+            for r in 0..nv {
+                let mut s = 0.0;
+                for c in 0..nv {
+                    s += input.mass_tilde[(r, c)] * (self.u[n3 + c] - self.u_free[n3 + c]);
+                }
+                self.g[n3 + r] = s - self.tmp[n3 + r];
+            }
+            // b = α∘J̄ H⁻¹ g − η
+            self.tmp[..n].copy_from_slice(&self.g[..n]);
+            apply_inverse_mass(model, input.mass_factor, &self.hinv, &mut self.tmp[..n]);
+            for i in 0..m {
+                self.rhs[i] = self.alpha[i] * jac.row_dot(i, &self.tmp) - self.residual[i];
+                // Jacobi preconditioner 1 / diag(A) with the current H
+                let d = self.rigid_diag[i] + jac.node_diagonal(i, &self.hinv);
+                self.inv_diag[i] = 1.0 / (self.alpha[i] * self.alpha[i] * d + self.compliance[i] + eps);
+            }
+            self.x[..m].fill(0.0);
+            {
+                let (alpha, compliance, hinv) = (&self.alpha[..m], &self.compliance[..m], &self.hinv);
+                let (scaled, tmp) = (&mut self.scaled, &mut self.tmp);
+                let mut apply = |v: &[f64], out: &mut [f64]| {
+                    for i in 0..m {
+                        scaled[i] = alpha[i] * v[i];
+                    }
+                    jac.transpose_mul(&scaled[..m], &mut tmp[..n]);
+                    apply_inverse_mass(model, input.mass_factor, hinv, &mut tmp[..n]);
+                    for i in 0..m {
+                        out[i] = alpha[i] * jac.row_dot(i, tmp) + (compliance[i] + eps) * v[i];
+                    }
+                };
+                stats.linear_iterations += conjugate_residual(&mut apply, &self.rhs[..m], &self.inv_diag[..m], &mut self.x[..m], opts.max_linear_iterations, opts.linear_tolerance, &mut self.cr);
+            }
+            stats.newton_iterations += 1;
+            // Δu = H⁻¹ (J̄ᵀ (α∘x) − g)
+            for i in 0..m {
+                self.scaled[i] = self.alpha[i] * self.x[i];
+            }
+            jac.transpose_mul(&self.scaled[..m], &mut self.tmp[..n]);
+            for k in 0..n {
+                self.tmp[k] -= self.g[k];
+            }
+            apply_inverse_mass(model, input.mass_factor, &self.hinv, &mut self.tmp[..n]);
+            let t = opts.step_fraction;
+            for k in 0..n {
+                self.du[k] = t * self.tmp[k];
+                self.u[k] += self.du[k];
+            }
+            for i in 0..m {
+                self.p[i] += t * self.x[i];
+            }
+            if geometric_stiffness {
+                jac.transpose_mul(&self.p[..el], &mut self.tmp[..n]);
+                self.elastic_force.copy_from_slice(&self.tmp[..n3]);
+                have_force = true;
+            }
+        }
+        if !stats.converged && opts.tolerance_m_s > 0.0 && best < stats.residual_m_s {
+            self.p[..m].copy_from_slice(&self.best_p[..m]);
+            self.u[..n].copy_from_slice(&self.best_u[..n]);
+            stats.residual_m_s = best;
+        }
+        // outputs: the iterate's velocity, the impulses reported exactly inside their cones
+        if let Some(rows) = input.rows.as_ref() {
+            let nc = input.contacts.len();
+            super::project_into_cones(rows.problem.contact_rows, &rows.problem.friction[..nc], &mut self.p[el..el + rigid_rows], None);
+        }
+        self.warm_node.fill(0.0);
+        for (k, c) in fem.contacts.iter_mut().enumerate() {
+            let i = first_node_contact + 3 * k;
+            self.warm_node[3 * c.node..3 * c.node + 3].copy_from_slice(&self.p[i..i + 3]);
+            let mu = match self.laws[i + 1] {
+                NewtonRow::FrictionPair { mu, .. } => mu,
+                _ => 0.0,
+            };
+            let l = &mut self.p[i..i + 3];
+            l[0] = l[0].max(0.0);
+            let (radius, norm) = (mu * l[0], l[1].hypot(l[2]));
+            if norm > radius {
+                let s = if norm > 0.0 { radius / norm } else { 0.0 };
+                l[1] *= s;
+                l[2] *= s;
+            }
+            c.impulse = [l[0], l[1], l[2]];
+        }
+        state.fem_v.copy_from_slice(&self.u[..n3]);
+        velocity[..nv].copy_from_slice(&self.u[n3..n]);
+        self.warm_elastic.copy_from_slice(&self.p[..el]);
+        impulse[..rigid_rows].copy_from_slice(&self.p[el..el + rigid_rows]);
+        for (k, w) in fem.welds.iter_mut().enumerate() {
+            let i = first_weld + 3 * k;
+            w.impulse = [self.p[i], self.p[i + 1], self.p[i + 2]];
+            state.fem_weld_impulse[3 * w.node..3 * w.node + 3].copy_from_slice(&w.impulse);
+        }
+        stats
+    }
+}
