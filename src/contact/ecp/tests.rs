@@ -37,18 +37,8 @@ fn cube_problem(k1: usize, gap_mode: GapMode) -> BodyPlaneProblem {
 #[test]
 fn dual_number_jacobian_matches_central_differences_at_random_states() {
     // deterministic pseudo-random states (xorshift), away from Fischer–Burmeister kinks
-    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-    };
-    let shapes = [
-        ConvexShape::Box { half_extents_m: [0.5, 0.5, 0.5] },
-        ConvexShape::Sphere { radius_m: 0.5 },
-        ConvexShape::Cylinder { radius_m: 0.4, half_length_m: 0.6 },
-    ];
+    let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
+    let shapes = test_shapes();
     let mut worst: f64 = 0.0;
     for (s, shape) in shapes.iter().enumerate() {
         for gap_mode in [GapMode::SignedGap, GapMode::PaperMax] {
@@ -61,6 +51,21 @@ fn dual_number_jacobian_matches_central_differences_at_random_states() {
         }
     }
     assert!(worst > 0.0, "the comparison must see round-off, not nothing");
+}
+
+/// Deterministic pseudo-random numbers in [-1, 1) (xorshift64).
+fn xorshift(mut seed: u64) -> impl FnMut() -> f64 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    }
+}
+
+/// One box, one sphere, one cylinder, of about unit size.
+fn test_shapes() -> [ConvexShape; 3] {
+    [ConvexShape::Box { half_extents_m: [0.5, 0.5, 0.5] }, ConvexShape::Sphere { radius_m: 0.5 }, ConvexShape::Cylinder { radius_m: 0.4, half_length_m: 0.6 }]
 }
 
 /// The largest relative difference between the dual-number Jacobian of `p` at `z` and central
@@ -110,18 +115,8 @@ fn cube_at_rest_stays_at_rest_with_the_ecp_under_its_centre() {
 #[test]
 fn pair_jacobian_matches_central_differences_at_random_states() {
     use super::pair::{BodyPairProblem, NZ_PAIR};
-    let mut seed = 0x2545_f491_4f6c_dd1du64;
-    let mut next = || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-    };
-    let shapes = [
-        ConvexShape::Box { half_extents_m: [0.5, 0.5, 0.5] },
-        ConvexShape::Sphere { radius_m: 0.5 },
-        ConvexShape::Cylinder { radius_m: 0.4, half_length_m: 0.6 },
-    ];
+    let mut next = xorshift(0x2545_f491_4f6c_dd1d);
+    let shapes = test_shapes();
     let mut worst: f64 = 0.0;
     for (s, shape_a) in shapes.iter().enumerate() {
         for shape_b in &shapes {
