@@ -271,6 +271,12 @@ pub trait MethodParams: Clone + Default + std::fmt::Debug + PartialEq + serde::S
     fn set_max_iterations(&mut self, n: u32);
     /// Builds the runtime for `model`, allocating all its scratch (the step allocates nothing).
     fn build(&self, model: &Model) -> Self::Runtime;
+    /// Why this method cannot simulate something in `model` beyond what [`Capabilities`] says
+    /// (a material it does not have, ...): one sentence naming the element, without the scene
+    /// file (the caller adds it). `None` (the default) when it can.
+    fn unsupported_in(&self, _model: &Model) -> Option<String> {
+        None
+    }
 }
 
 /// A built method: its parameters (changeable between steps) and its entry into the step.

@@ -79,6 +79,11 @@ macro_rules! contact_methods {
             pub fn validate(&self) -> Result<(), ParamError> {
                 match self { $( SolverConfig::$variant(p) => p.validate(), )+ }
             }
+            /// Why the method cannot simulate something in `model` beyond its capabilities
+            /// ([`MethodParams::unsupported_in`]).
+            pub fn unsupported_in(&self, model: &Model) -> Option<String> {
+                match self { $( SolverConfig::$variant(p) => p.unsupported_in(model), )+ }
+            }
             /// The main stopping tolerance, with its unit.
             pub fn tolerance(&self) -> Tolerance {
                 match self { $( SolverConfig::$variant(p) => p.tolerance(), )+ }
@@ -218,11 +223,8 @@ impl SolverConfig {
                 able.join(", ")
             ));
         }
-        if let (SolverConfig::Newton(_), Some((i, d))) = (self, model.deformables.iter().enumerate().find(|(_, d)| d.material.model != crate::fem::ElasticModel::Corotational)) {
-            return Err(format!(
-                "{scene_file}: deformables[{i}] ('{}'): material.model '{:?}' is not available with solver 'newton' (co-rotational only); use model: corotational, or solver: vfpi",
-                d.name, d.material.model
-            ));
+        if let Some(why) = self.unsupported_in(model) {
+            return Err(format!("{scene_file}: {why}"));
         }
         let coverage = self.capabilities().coverage;
         if let Some(why) = coverage.unsupported(model) {

@@ -193,6 +193,15 @@ impl MethodParams for NewtonParams {
     fn build(&self, model: &Model) -> NewtonScheme {
         NewtonScheme::new(self.clone(), model)
     }
+    /// Deformables must be co-rotational: Stable Neo-Hookean is not available in this scheme
+    /// (docs/newton.md, "Known limits").
+    fn unsupported_in(&self, model: &Model) -> Option<String> {
+        let (i, d) = model.deformables.iter().enumerate().find(|(_, d)| d.material.model != crate::fem::ElasticModel::Corotational)?;
+        Some(format!(
+            "deformables[{i}] ('{}'): material.model '{:?}' is not available with solver 'newton' (co-rotational only); use model: corotational, or solver: vfpi",
+            d.name, d.material.model
+        ))
+    }
 }
 
 contact_method!(NewtonScheme, NewtonParams, WholeStep);
