@@ -11,6 +11,13 @@ use contact_sim::compare::{compare, CompareOptions, CompareReport};
 use contact_sim::config::{load_scene, Scene};
 use contact_sim::sim::Simulation;
 use std::path::{Path, PathBuf};
+#[path = "common/counting_alloc.rs"]
+mod counting_alloc;
+use counting_alloc::{live_bytes_during, CountingAllocator};
+
+/// Counts allocations only on a thread that asks (the memory-growth test below).
+#[global_allocator]
+static GLOBAL: CountingAllocator = CountingAllocator;
 
 fn repo(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
@@ -634,27 +641,120 @@ fn example_replay_config_parses() {
     assert!(bad.unwrap_err().to_string().contains("joint_mapp"));
 }
 
-/// The recorder never blocks its producers: a tiny queue flooded from a loop drops and counts
-/// what does not fit; written + dropped = sent, and the bag is complete.
+/// A joint state of 20 joints (about 600 bytes of CDR), stamped `i` ns.
+fn flood_message(i: u64) -> Msg {
+    Msg::JointState(JointState { header: Header::new(i as i64, ""), name: (0..20).map(|j| format!("joint_{j}")).collect(), position: vec![1.0; 20], velocity: vec![0.5; 20], effort: vec![0.0; 20] })
+}
+
+/// The recorder never blocks its producers: a queue with a tiny byte budget, flooded from a loop,
+/// drops and counts what does not fit; written + dropped = sent, the bag is complete, and the
+/// queue never held more than its budget plus one message.
 #[test]
 fn recorder_drops_instead_of_blocking() {
     let root = tmp("flood");
     let d = root.join("bag");
-    let mut rec = BagRecorder::start(&d, &RecorderOptions { queue_capacity: 8, ..Default::default() }).unwrap();
+    let limit = 16 * 1024;
+    let mut rec = BagRecorder::start(&d, &RecorderOptions { queue_limit_bytes: limit, ..Default::default() }).unwrap();
     let id = rec.add_topic("/joint_states", MsgType::JointState);
     let h = rec.handle();
     let n = 20_000u64;
+    let msgs: Vec<Msg> = (0..n).map(flood_message).collect();
+    let one = msgs[0].heap_bytes() + 512;
     let mut ok = 0u64;
-    for i in 0..n {
-        let m = Msg::JointState(JointState { header: Header::new(i as i64, ""), name: vec!["a".into(); 20], position: vec![1.0; 20], ..Default::default() });
-        ok += h.record(id, i, m) as u64;
+    for (i, m) in msgs.into_iter().enumerate() {
+        ok += h.record(id, i as u64, m) as u64;
     }
     drop(h);
     let s = rec.finish().unwrap();
+    assert!(s.dropped > 0, "a 16 KiB queue flooded with 20 000 messages drops");
     assert_eq!(s.bag.messages, ok);
     assert_eq!(s.bag.messages + s.dropped, n);
+    assert!(s.peak_queued_bytes <= limit + one, "peak {} B over the {limit} B budget", s.peak_queued_bytes);
     let bag = read_bag(&d).unwrap();
     assert!(bag.warnings.is_empty() && bag.messages.len() as u64 == ok);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A writer that falls behind loses nothing within the default budget: 100 000 ready-made
+/// messages recorded in a tight loop (far faster than the writer serializes and writes them)
+/// pile up in the queue, far beyond the 16 384 messages the queue used to hold, and every one
+/// reaches the bag, in order.
+#[test]
+fn recorder_keeps_everything_while_the_writer_falls_behind() {
+    let root = tmp("behind");
+    let d = root.join("bag");
+    let mut rec = BagRecorder::start(&d, &RecorderOptions::default()).unwrap();
+    let id = rec.add_topic("/joint_states", MsgType::JointState);
+    let h = rec.handle();
+    let n = 100_000u64;
+    let msgs: Vec<Msg> = (0..n).map(flood_message).collect();
+    let per_message = msgs[0].heap_bytes();
+    for (i, m) in msgs.into_iter().enumerate() {
+        assert!(h.record(id, i as u64, m), "message {i} dropped");
+    }
+    let peak = h.peak_queued_bytes();
+    drop(h);
+    let s = rec.finish().unwrap();
+    println!("peak queue {:.1} MB ({} messages' worth)", peak as f64 / 1e6, peak / per_message);
+    assert_eq!((s.dropped, s.bag.messages), (0, n));
+    assert!(peak > 16_384 * per_message, "the writer fell behind by more than 16 384 messages (peak {peak} B)");
+    let bag = read_bag(&d).unwrap();
+    assert!(bag.warnings.is_empty());
+    assert!(bag.messages.iter().enumerate().all(|(i, m)| m.log_time_ns == i as u64), "every message, in order");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// Writes `n` flood messages from `first` into `w` (topic 0).
+fn write_flood(w: &mut BagWriter, first: u64, n: u64) {
+    let t = contact_sim::bag::TopicId(0);
+    for i in first..first + n {
+        w.write(t, i * 1000, &flood_message(i)).unwrap();
+    }
+}
+
+/// A bag split by size: every file is a complete MCAP listed in `metadata.yaml` with its own
+/// count and time range, the reader reads them as one bag (every message once, in order), and
+/// the writer's memory stays flat: what it keeps per written chunk (the MCAP chunk index) is
+/// freed with each finished file. Unsplit, the same writing keeps growing (the test's control).
+#[test]
+fn a_bag_split_by_size_reads_as_one_and_keeps_the_writer_memory_flat() {
+    let root = tmp("split");
+    let opts = |max: Option<u64>| WriterOptions { chunk_size_bytes: 4096, max_file_bytes: max, ..Default::default() };
+    // memory kept by writing 40 000 messages (about 25 MB, 6 000 chunks) after a warm-up
+    let growth = |name: &str, max: Option<u64>| -> (i64, Vec<String>) {
+        let mut w = BagWriter::create(&root.join(name), &opts(max)).unwrap();
+        w.add_topic("/joint_states", MsgType::JointState).unwrap();
+        write_flood(&mut w, 0, 5_000);
+        let grown = live_bytes_during(|| write_flood(&mut w, 5_000, 40_000));
+        let files = w.file_names();
+        w.finish().unwrap();
+        (grown, files)
+    };
+    let (unsplit, one) = growth("unsplit", None);
+    let (split, files) = growth("split", Some(1 << 20));
+    println!("writer memory kept over 40 000 messages: unsplit {unsplit} B, split at 1 MiB {split} B ({} files)", files.len());
+    assert_eq!(one.len(), 1);
+    assert!(files.len() >= 20, "{} files", files.len());
+    assert!(unsplit > 1_000_000, "the control: an unsplit file keeps its chunk indexes ({unsplit} B)");
+    assert!(split < 200_000, "split files keep the writer flat ({split} B)");
+    // the split bag: metadata lists every file with its count; the reader reads all of it
+    let d = root.join("split");
+    let meta: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(d.join("metadata.yaml")).unwrap()).unwrap();
+    let info = &meta["rosbag2_bagfile_information"];
+    let listed: Vec<String> = info["relative_file_paths"].as_sequence().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
+    assert_eq!(listed, files);
+    assert_eq!(listed[1], "split_1.mcap");
+    let per_file: u64 = info["files"].as_sequence().unwrap().iter().map(|f| f["message_count"].as_u64().unwrap()).sum();
+    assert_eq!((per_file, info["message_count"].as_u64().unwrap()), (45_000, 45_000));
+    for f in &files {
+        let bytes = std::fs::read(d.join(f)).unwrap();
+        let summary = mcap::Summary::read(&bytes).unwrap().expect("each file has its summary");
+        assert_eq!(summary.channels.len(), 1, "{f} declares its channel");
+    }
+    let bag = read_bag(&d).unwrap();
+    assert!(bag.warnings.is_empty(), "{:?}", bag.warnings);
+    assert_eq!(bag.messages.len(), 45_000);
+    assert!(bag.messages.iter().enumerate().all(|(i, m)| m.log_time_ns == i as u64 * 1000));
     let _ = std::fs::remove_dir_all(&root);
 }
 

@@ -27,6 +27,14 @@ impl CdrWriter {
         buf.extend_from_slice(&CDR_LE_HEADER);
         CdrWriter { buf }
     }
+
+    /// An empty message written into `buf` (cleared first; its capacity is reused).
+    pub fn reusing(mut buf: Vec<u8>) -> Self {
+        buf.clear();
+        buf.extend_from_slice(&CDR_LE_HEADER);
+        CdrWriter { buf }
+    }
+
     fn align(&mut self, n: usize) {
         let pos = self.buf.len() - 4;
         let pad = (n - pos % n) % n;

@@ -690,6 +690,46 @@ impl MsgType {
 }
 
 impl Msg {
+    /// The bytes this message holds on the heap, approximately (vector and string payloads; not
+    /// the allocator's overhead). The bag recorder's queue budget
+    /// ([`super::RecorderOptions::queue_limit_bytes`]) counts messages by this.
+    pub fn heap_bytes(&self) -> usize {
+        fn s(x: &str) -> usize {
+            x.len()
+        }
+        fn h(x: &Header) -> usize {
+            x.frame_id.len()
+        }
+        fn strings(v: &[String]) -> usize {
+            v.len() * std::mem::size_of::<String>() + v.iter().map(|x| x.len()).sum::<usize>()
+        }
+        let f = std::mem::size_of::<f64>();
+        match self {
+            Msg::JointState(m) => h(&m.header) + strings(&m.name) + (m.position.len() + m.velocity.len() + m.effort.len()) * f,
+            Msg::WrenchStamped(m) => h(&m.header),
+            Msg::Odometry(m) => std::mem::size_of::<Odometry>() + h(&m.header) + s(&m.child_frame_id),
+            Msg::DiagnosticArray(m) => {
+                h(&m.header)
+                    + m.status
+                        .iter()
+                        .map(|st| std::mem::size_of::<DiagnosticStatus>() + s(&st.name) + s(&st.message) + s(&st.hardware_id) + st.values.iter().map(|kv| std::mem::size_of::<KeyValue>() + s(&kv.key) + s(&kv.value)).sum::<usize>())
+                        .sum::<usize>()
+            }
+            Msg::Clock(_) => 0,
+            Msg::Float64MultiArray(m) => m.dim.iter().map(|d| std::mem::size_of::<MultiArrayDimension>() + s(&d.label)).sum::<usize>() + m.data.len() * f,
+            Msg::JointTrajectory(m) => {
+                h(&m.header) + strings(&m.joint_names) + m.points.iter().map(|p| std::mem::size_of::<JointTrajectoryPoint>() + (p.positions.len() + p.velocities.len() + p.accelerations.len() + p.effort.len()) * f).sum::<usize>()
+            }
+            Msg::TFMessage(m) => m.transforms.iter().map(|t| std::mem::size_of::<TransformStamped>() + h(&t.header) + s(&t.child_frame_id)).sum(),
+            Msg::String(m) => s(&m.data),
+            Msg::MarkerArray(m) => m
+                .markers
+                .iter()
+                .map(|x| std::mem::size_of::<Marker>() + h(&x.header) + s(&x.ns) + s(&x.text) + s(&x.mesh_resource) + x.points.len() * 24 + x.colors.len() * 16)
+                .sum(),
+        }
+    }
+
     /// The message's type.
     pub fn msg_type(&self) -> MsgType {
         match self {
@@ -723,7 +763,14 @@ impl Msg {
 
     /// Encodes as CDR (little endian, with the encapsulation header, no trailing padding).
     pub fn encode(&self) -> Vec<u8> {
-        let mut w = CdrWriter::new();
+        let mut buf = Vec::with_capacity(256);
+        self.encode_into(&mut buf);
+        buf
+    }
+
+    /// [`Msg::encode`] into `buf` (replacing its contents, reusing its capacity).
+    pub fn encode_into(&self, buf: &mut Vec<u8>) {
+        let mut w = CdrWriter::reusing(std::mem::take(buf));
         match self {
             Msg::JointState(m) => {
                 m.header.write(&mut w);
@@ -802,7 +849,7 @@ impl Msg {
                 }
             }
         }
-        w.finish()
+        *buf = w.finish();
     }
 }
 

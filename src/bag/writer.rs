@@ -5,6 +5,15 @@
 //! (encoding `ros2msg`), one channel per topic (message encoding `cdr`), and chunked,
 //! uncompressed data.
 //!
+//! **Split files.** Like rosbag2's `--max-bag-size` / `--max-bag-duration`, a bag is split into
+//! `<name>_1.mcap`, `<name>_2.mcap`, ... once the open file holds
+//! [`WriterOptions::max_file_bytes`] of messages or spans [`WriterOptions::max_file_duration_s`];
+//! `metadata.yaml` lists every file. Each file is complete on its own (schemas, channels, summary).
+//! Besides keeping files a manageable size, splitting bounds the writer's memory: an MCAP writer
+//! keeps one chunk index (about 0.5 kB) per written chunk until the file is finished, that is
+//! about 2 MB per GiB of messages with 256 KiB chunks; an unsplit hour of the node's full
+//! recording (15 GB) would hold about 30 MB of them.
+//!
 //! Crash safety: messages sit in memory in the open chunk until it reaches
 //! [`WriterOptions::chunk_size_bytes`] or [`BagWriter::flush`] is called; then the chunk (with its
 //! message index) goes to the file and the file is flushed. `metadata.yaml` is written when the
@@ -32,13 +41,23 @@ pub struct WriterOptions {
     pub chunk_size_bytes: u64,
     /// `ros_distro` written in `metadata.yaml`.
     pub ros_distro: String,
+    /// A new file is started once the open one holds this many bytes of messages (bytes, counted
+    /// as serialized messages plus their record headers; `None` = one file). Default 1 GiB.
+    pub max_file_bytes: Option<u64>,
+    /// A new file is started once the open one spans this long in log time (s; `None` = no
+    /// limit, the default).
+    pub max_file_duration_s: Option<f64>,
 }
 
 impl Default for WriterOptions {
     fn default() -> Self {
-        WriterOptions { chunk_size_bytes: 256 * 1024, ros_distro: "kilted".into() }
+        WriterOptions { chunk_size_bytes: 256 * 1024, ros_distro: "kilted".into(), max_file_bytes: Some(1 << 30), max_file_duration_s: None }
     }
 }
+
+/// Bytes an MCAP message record adds to its payload (opcode, length, channel, sequence, two
+/// times) plus its message-index entry: the writer's estimate of a file's size.
+const MESSAGE_RECORD_OVERHEAD_BYTES: u64 = 1 + 8 + 2 + 4 + 8 + 8 + 16;
 
 /// The QoS profile a publisher offers on a topic, recorded with the topic (rosbag2's
 /// `offered_qos_profiles`, in `metadata.yaml` and in the MCAP channel's metadata) so that
@@ -90,8 +109,18 @@ struct TopicEntry {
     name: String,
     ty: MsgType,
     qos: OfferedQos,
+    /// The topic's channel id in the open file.
     channel: u16,
     count: u64,
+}
+
+/// One file of the bag: name, log-time range and message count (for `metadata.yaml`).
+struct FileEntry {
+    name: String,
+    range: Option<(u64, u64)>,
+    messages: u64,
+    /// Serialized bytes written, with the record overhead.
+    bytes: u64,
 }
 
 /// What was written.
@@ -110,15 +139,21 @@ pub struct BagSummary {
 /// Writes a rosbag2 (MCAP) bag. See the module docs for the layout and crash safety.
 pub struct BagWriter {
     dir: PathBuf,
-    file_name: String,
+    /// File names are `<stem>_<k>.mcap`.
+    stem: String,
+    /// The files so far; the last one is open.
+    files: Vec<FileEntry>,
     /// Unbuffered file: a completed chunk goes straight to the OS (nothing of it is left in a
     /// user-space buffer when the process is killed).
     mcap: Option<mcap::Writer<File>>,
     topics: Vec<TopicEntry>,
+    /// Schema ids of the open file.
     schemas: HashMap<MsgType, u16>,
     range: Option<(u64, u64)>,
     messages: u64,
-    ros_distro: String,
+    opts: WriterOptions,
+    /// Reused serialization buffer.
+    cdr: Vec<u8>,
 }
 
 impl BagWriter {
@@ -133,23 +168,84 @@ impl BagWriter {
         }
         std::fs::create_dir_all(dir).map_err(|e| BagError::io(dir, e))?;
         let stem = dir.file_name().map(|s| s.to_string_lossy().into_owned()).filter(|s| !s.is_empty() && s != "..").unwrap_or_else(|| "bag".into());
-        let file_name = format!("{stem}_0.mcap");
-        let path = dir.join(&file_name);
+        let mut bw = BagWriter { dir: dir.to_path_buf(), stem, files: vec![], mcap: None, topics: vec![], schemas: HashMap::new(), range: None, messages: 0, opts: opts.clone(), cdr: Vec::new() };
+        bw.open_next_file()?;
+        bw.write_metadata()?;
+        Ok(bw)
+    }
+
+    /// Opens `<stem>_<k>.mcap` (k = the number of files so far) and declares every known topic in
+    /// it. The previous file must be finished.
+    fn open_next_file(&mut self) -> Result<(), BagError> {
+        let name = format!("{}_{}.mcap", self.stem, self.files.len());
+        let path = self.dir.join(&name);
         let f = File::create(&path).map_err(|e| BagError::io(&path, e))?;
         let w = mcap::WriteOptions::new()
             .profile("ros2")
             .library(concat!("contact_sim ", env!("CARGO_PKG_VERSION")))
             .compression(None)
-            .chunk_size(Some(opts.chunk_size_bytes.max(1024)))
+            .chunk_size(Some(self.opts.chunk_size_bytes.max(1024)))
             .create(f)
             .map_err(|e| BagError::mcap(&path, e))?;
-        let bw = BagWriter { dir: dir.to_path_buf(), file_name, mcap: Some(w), topics: vec![], schemas: HashMap::new(), range: None, messages: 0, ros_distro: opts.ros_distro.clone() };
-        bw.write_metadata()?;
-        Ok(bw)
+        self.mcap = Some(w);
+        self.files.push(FileEntry { name, range: None, messages: 0, bytes: 0 });
+        self.schemas.clear();
+        for i in 0..self.topics.len() {
+            let (name, ty, qos) = (self.topics[i].name.clone(), self.topics[i].ty, self.topics[i].qos);
+            self.topics[i].channel = self.declare(&name, ty, qos)?;
+        }
+        Ok(())
+    }
+
+    /// Adds the schema (once per file) and a channel for a topic to the open file.
+    fn declare(&mut self, name: &str, ty: MsgType, qos: OfferedQos) -> Result<u16, BagError> {
+        let path = self.mcap_path();
+        let mcap = self.mcap.as_mut().expect("open");
+        let schema = match self.schemas.get(&ty) {
+            Some(&s) => s,
+            None => {
+                let s = mcap.add_schema(ty.name(), "ros2msg", ty.schema().as_bytes()).map_err(|e| BagError::mcap(&path, e))?;
+                self.schemas.insert(ty, s);
+                s
+            }
+        };
+        let mut meta = BTreeMap::new();
+        meta.insert("offered_qos_profiles".to_string(), qos.yaml_sequence(""));
+        mcap.add_channel(schema, name, "cdr", &meta).map_err(|e| BagError::mcap(&path, e))
+    }
+
+    /// Finishes the open file (summary, footer) if there is one.
+    fn finish_file(&mut self) -> Result<(), BagError> {
+        let path = self.mcap_path();
+        if let Some(mut w) = self.mcap.take() {
+            w.finish().map_err(|e| BagError::mcap(&path, e))?;
+            let mut inner = w.into_inner();
+            inner.flush().map_err(|e| BagError::io(&path, e))?;
+        }
+        Ok(())
+    }
+
+    /// Whether a message at `log_time_ns` goes to a new file.
+    fn file_is_full(&self, log_time_ns: u64) -> bool {
+        let f = self.files.last().expect("a file");
+        if f.messages == 0 {
+            return false;
+        }
+        let by_size = self.opts.max_file_bytes.is_some_and(|max| f.bytes >= max);
+        let by_time = match (self.opts.max_file_duration_s, f.range) {
+            (Some(d), Some((start, _))) => log_time_ns.saturating_sub(start) as f64 * 1e-9 >= d,
+            _ => false,
+        };
+        by_size || by_time
     }
 
     fn mcap_path(&self) -> PathBuf {
-        self.dir.join(&self.file_name)
+        self.dir.join(&self.files.last().expect("a file").name)
+    }
+
+    /// The bag's files so far (names relative to the bag directory; the last one is open).
+    pub fn file_names(&self) -> Vec<String> {
+        self.files.iter().map(|f| f.name.clone()).collect()
     }
 
     /// The bag directory.
@@ -173,19 +269,7 @@ impl BagWriter {
             }
             return Ok(TopicId(i as u16));
         }
-        let path = self.mcap_path();
-        let mcap = self.mcap.as_mut().expect("open");
-        let schema = match self.schemas.get(&ty) {
-            Some(&s) => s,
-            None => {
-                let s = mcap.add_schema(ty.name(), "ros2msg", ty.schema().as_bytes()).map_err(|e| BagError::mcap(&path, e))?;
-                self.schemas.insert(ty, s);
-                s
-            }
-        };
-        let mut meta = BTreeMap::new();
-        meta.insert("offered_qos_profiles".to_string(), qos.yaml_sequence(""));
-        let channel = mcap.add_channel(schema, name, "cdr", &meta).map_err(|e| BagError::mcap(&path, e))?;
+        let channel = self.declare(name, ty, qos)?;
         self.topics.push(TopicEntry { name: name.to_string(), ty, qos, channel, count: 0 });
         Ok(TopicId((self.topics.len() - 1) as u16))
     }
@@ -197,21 +281,34 @@ impl BagWriter {
             return Err(BagError::Invalid { path: self.mcap_path().display().to_string(), reason: format!("topic '{}' has type {}, got a {}", t.name, t.ty.name(), msg.msg_type().name()) });
         }
         let publish = msg.stamp_ns().filter(|&s| s > 0).map(|s| s as u64).unwrap_or(log_time_ns);
-        self.write_raw(topic, log_time_ns, publish, &msg.encode())
+        let mut cdr = std::mem::take(&mut self.cdr);
+        msg.encode_into(&mut cdr);
+        let r = self.write_raw(topic, log_time_ns, publish, &cdr);
+        self.cdr = cdr;
+        r
     }
 
     /// Writes already-serialized CDR bytes.
     pub fn write_raw(&mut self, topic: TopicId, log_time_ns: u64, publish_time_ns: u64, cdr: &[u8]) -> Result<(), BagError> {
+        if self.topics.get(topic.0 as usize).is_none() {
+            return Err(BagError::Invalid { path: self.mcap_path().display().to_string(), reason: format!("no topic with id {}", topic.0) });
+        }
+        if self.file_is_full(log_time_ns) {
+            self.finish_file()?;
+            self.open_next_file()?;
+            self.write_metadata()?;
+        }
         let path = self.mcap_path();
-        let t = self.topics.get_mut(topic.0 as usize).ok_or_else(|| BagError::Invalid { path: path.display().to_string(), reason: format!("no topic with id {}", topic.0) })?;
+        let t = &mut self.topics[topic.0 as usize];
         let header = mcap::records::MessageHeader { channel_id: t.channel, sequence: t.count as u32, log_time: log_time_ns, publish_time: publish_time_ns };
         self.mcap.as_mut().expect("open").write_to_known_channel(&header, cdr).map_err(|e| BagError::mcap(&path, e))?;
         t.count += 1;
         self.messages += 1;
-        self.range = Some(match self.range {
-            None => (log_time_ns, log_time_ns),
-            Some((a, b)) => (a.min(log_time_ns), b.max(log_time_ns)),
-        });
+        self.range = Some(widen(self.range, log_time_ns));
+        let f = self.files.last_mut().expect("a file");
+        f.messages += 1;
+        f.bytes += cdr.len() as u64 + MESSAGE_RECORD_OVERHEAD_BYTES;
+        f.range = Some(widen(f.range, log_time_ns));
         Ok(())
     }
 
@@ -228,12 +325,7 @@ impl BagWriter {
     }
 
     fn close(&mut self) -> Result<BagSummary, BagError> {
-        let path = self.mcap_path();
-        if let Some(mut w) = self.mcap.take() {
-            w.finish().map_err(|e| BagError::mcap(&path, e))?;
-            let mut inner = w.into_inner();
-            inner.flush().map_err(|e| BagError::io(&path, e))?;
-        }
+        self.finish_file()?;
         self.write_metadata()?;
         Ok(BagSummary {
             dir: self.dir.clone(),
@@ -265,19 +357,35 @@ impl BagWriter {
             ));
         }
         s.push_str("  compression_format: \"\"\n  compression_mode: \"\"\n");
-        s.push_str(&format!("  relative_file_paths:\n    - {}\n", yaml_str(&self.file_name)));
-        s.push_str(&format!(
-            "  files:\n    - path: {}\n      starting_time:\n        nanoseconds_since_epoch: {start}\n      duration:\n        nanoseconds: {duration}\n      message_count: {}\n",
-            yaml_str(&self.file_name),
-            self.messages
-        ));
+        s.push_str("  relative_file_paths:\n");
+        for f in &self.files {
+            s.push_str(&format!("    - {}\n", yaml_str(&f.name)));
+        }
+        s.push_str("  files:\n");
+        for f in &self.files {
+            let (start, end) = f.range.unwrap_or((0, 0));
+            s.push_str(&format!(
+                "    - path: {}\n      starting_time:\n        nanoseconds_since_epoch: {start}\n      duration:\n        nanoseconds: {}\n      message_count: {}\n",
+                yaml_str(&f.name),
+                end - start,
+                f.messages
+            ));
+        }
         s.push_str("  custom_data: ~\n");
-        s.push_str(&format!("  ros_distro: {}\n", yaml_str(&self.ros_distro)));
+        s.push_str(&format!("  ros_distro: {}\n", yaml_str(&self.opts.ros_distro)));
         // write-then-rename: a crash never leaves a half-written metadata file
         let tmp = self.dir.join(".metadata.yaml.tmp");
         let dst = self.dir.join("metadata.yaml");
         std::fs::write(&tmp, s).map_err(|e| BagError::io(&tmp, e))?;
         std::fs::rename(&tmp, &dst).map_err(|e| BagError::io(&dst, e))
+    }
+}
+
+/// A log-time range widened to hold `t`.
+fn widen(range: Option<(u64, u64)>, t: u64) -> (u64, u64) {
+    match range {
+        None => (t, t),
+        Some((a, b)) => (a.min(t), b.max(t)),
     }
 }
 

@@ -566,6 +566,7 @@ fn publisher_loop(mut ctx: PublisherCtx) {
             let mut msg = diagnostics(&ctx, &latest, &prev, front, prev_front);
             if let (Some((_, h)), Some(st)) = (&ctx.bag, msg.status.first_mut()) {
                 st.values.push(r2r::diagnostic_msgs::msg::KeyValue { key: "bag_messages_dropped".into(), value: h.dropped().to_string() });
+                st.values.push(r2r::diagnostic_msgs::msg::KeyValue { key: "bag_queue_peak_bytes".into(), value: h.peak_queued_bytes().to_string() });
             }
             if ctx.diagnostics.publish(&msg).is_err() {
                 errors += 1;
@@ -970,7 +971,12 @@ fn run_node(cli: CliArgs) -> Result<()> {
     let mut bag_commands = None;
     if !cfg.record_bag.is_empty() {
         let dir = PathBuf::from(&cfg.record_bag);
-        let mut rec = crate::bag::BagRecorder::start(&dir, &crate::bag::RecorderOptions::default()).map_err(|e| anyhow!("parameter record_bag: {e}"))?;
+        let rec_opts = crate::bag::RecorderOptions {
+            queue_limit_bytes: cfg.record_bag_queue_bytes,
+            writer: crate::bag::WriterOptions { max_file_bytes: cfg.record_bag_max_file_bytes, ..Default::default() },
+            ..Default::default()
+        };
+        let mut rec = crate::bag::BagRecorder::start(&dir, &rec_opts).map_err(|e| anyhow!("parameter record_bag: {e}"))?;
         let opts = crate::bag::topics::SampleTopicOptions {
             namespace: node.namespace().unwrap_or_else(|_| "/".into()),
             clock: cfg.rt.time_mode != TimeMode::Realtime,
@@ -1239,7 +1245,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
     }
     if let Some((dir, rec)) = bag_recorder {
         match rec.finish() {
-            Ok(s) => crate::ros_info!(&logger, "bag {} closed: {} messages on {} topics, {} dropped (queue full)", dir.display(), s.bag.messages, s.bag.topics.len(), s.dropped),
+            Ok(s) => crate::ros_info!(&logger, "bag {} closed: {} messages on {} topics, {} dropped (queue over its budget; peak {:.1} MB)", dir.display(), s.bag.messages, s.bag.topics.len(), s.dropped, s.peak_queued_bytes as f64 / 1e6),
             Err(e) => crate::ros_error!(&logger, "bag {}: {e}", dir.display()),
         }
     }
@@ -1272,6 +1278,10 @@ pub struct NodeConfig {
     pub ros_thread_priority: i32,
     /// Bag directory to record into (empty = no recording).
     pub record_bag: String,
+    /// The bag queue's memory budget (bytes).
+    pub record_bag_queue_bytes: usize,
+    /// Split the bag after this many bytes of messages (`None` = one file).
+    pub record_bag_max_file_bytes: Option<u64>,
     /// What the loop does after a failed step (default hold: keep the last good state).
     pub on_failure: FailurePolicy,
 }
@@ -1323,6 +1333,8 @@ impl NodeConfig {
             contact_marker_scale: s.f64("contact_marker_scale"),
             ros_thread_priority: s.i64("ros_thread_priority") as i32,
             record_bag: s.str("record_bag").to_string(),
+            record_bag_queue_bytes: (s.i64("record_bag_queue_mb").max(1) as usize) << 20,
+            record_bag_max_file_bytes: Some(s.i64("record_bag_max_file_mb")).filter(|&mb| mb > 0).map(|mb| (mb as u64) << 20),
             on_failure: s.str("on_failure").parse().unwrap_or(FailurePolicy::Hold),
         })
     }

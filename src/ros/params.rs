@@ -108,6 +108,8 @@ pub const STATIC_PARAMS: &[(&str, Kind, bool, &str)] = &[
     row("sample_queue_size", Kind::Int { min: 1, max: 65536 }, true, "States in flight from the loop (the oldest is dropped when full)."),
     row("max_trajectory_points", Kind::Int { min: 1, max: 100_000 }, true, "Points a JointTrajectory may have (preallocated)."),
     row("record_bag", Kind::Str { choices: &[] }, true, "Record a rosbag2 bag (MCAP) of every published topic and every received command into this new directory; empty = off. Written by a background thread (never the loop); closed on SIGINT/SIGTERM."),
+    row("record_bag_queue_mb", Kind::Int { min: 1, max: 65_536 }, true, "Memory the bag's queue may hold while its writer thread falls behind (MiB); beyond it messages are dropped and counted (bag_messages_dropped in /diagnostics). 256 MiB is about a minute of the full recording under a 10 kHz command flood."),
+    row("record_bag_max_file_mb", Kind::Int { min: 0, max: 1_048_576 }, true, "Split the bag into a new .mcap file after this many MiB of messages (like rosbag2's --max-bag-size; also bounds the writer's index memory); 0 = one file."),
     row("use_sim_time", Kind::Bool, false, "Standard ROS parameter; the node's stamps come from its own clock either way."),
 ];
 
@@ -149,6 +151,8 @@ pub fn default_value(name: &str, solver_iterations: i64, solver_tolerance: f64) 
         "sample_queue_size" => V::Integer(256),
         "max_trajectory_points" => V::Integer(256),
         "record_bag" => V::String(String::new()),
+        "record_bag_queue_mb" => V::Integer(256),
+        "record_bag_max_file_mb" => V::Integer(1024),
         "use_sim_time" => V::Bool(false),
         _ => V::NotSet,
     }

@@ -6,7 +6,8 @@
 //! ([`start_counting`] … [`stop_counting`]): per thread ([`allocations_during`], so that tests
 //! measuring in parallel do not count each other's) and in total ([`total_allocations`], for a
 //! thread that counts itself, e.g. the real-time loop through its start/exit hooks). The first
-//! counted allocation prints its backtrace.
+//! counted allocation prints its backtrace. The bytes a thread allocates and does not free while
+//! counting are summed too ([`live_bytes_during`]: memory growth, e.g. of a bag writer).
 #![allow(dead_code)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -20,6 +21,13 @@ static TOTAL: AtomicU64 = AtomicU64::new(0);
 thread_local! {
     static COUNTING: Cell<bool> = const { Cell::new(false) };
     static ON_THIS_THREAD: Cell<u64> = const { Cell::new(0) };
+    static LIVE_BYTES_ON_THIS_THREAD: Cell<i64> = const { Cell::new(0) };
+}
+
+fn note_bytes(delta: i64) {
+    if counting() {
+        let _ = LIVE_BYTES_ON_THIS_THREAD.try_with(|n| n.set(n.get() + delta));
+    }
 }
 
 fn counting() -> bool {
@@ -42,18 +50,22 @@ fn note() {
 unsafe impl GlobalAlloc for CountingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         note();
+        note_bytes(layout.size() as i64);
         unsafe { System.alloc(layout) }
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         note();
+        note_bytes(layout.size() as i64);
         unsafe { System.alloc_zeroed(layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         note();
+        note_bytes(new_size as i64 - layout.size() as i64);
         unsafe { System.realloc(ptr, layout, new_size) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         note();
+        note_bytes(-(layout.size() as i64));
         unsafe { System.dealloc(ptr, layout) }
     }
 }
@@ -85,4 +97,14 @@ pub fn allocations_during(f: impl FnOnce()) -> u64 {
     f();
     stop_counting();
     ON_THIS_THREAD.with(|n| n.get()) - before
+}
+
+/// Bytes allocated on this thread while `f` runs and not freed by its end (negative: `f` freed
+/// more than it allocated).
+pub fn live_bytes_during(f: impl FnOnce()) -> i64 {
+    let before = LIVE_BYTES_ON_THIS_THREAD.with(|n| n.get());
+    start_counting();
+    f();
+    stop_counting();
+    LIVE_BYTES_ON_THIS_THREAD.with(|n| n.get()) - before
 }
