@@ -16,6 +16,7 @@ node died, or when the bag lost messages.
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -127,6 +128,7 @@ def main():
     ap.add_argument("--node-bin", default=str(REPO / "target/release/contact_sim_node"))
     ap.add_argument("--scene", default=str(REPO / "config/default.yaml"))
     ap.add_argument("--json", help="write the figures here")
+    ap.add_argument("--keep-bag", action="store_true", help="keep the recorded bag (about 4 GB per 15 min) instead of deleting it")
     args = ap.parse_args()
 
     bag_dir = Path(tempfile.mkdtemp(prefix="contact_sim_soak_")) / "bag"
@@ -171,6 +173,15 @@ def main():
     half = [k for (t, k) in memory if t >= args.duration / 2]
     growth = (half[-1] - half[0]) / half[0] if len(half) >= 2 else 0.0
     counts, total = bag_counts(bag_dir) if (bag_dir / "metadata.yaml").exists() else ({}, 0)
+    bag_files = sorted(p.name for p in bag_dir.glob("*.mcap")) if bag_dir.exists() else []
+    bag_bytes = sum((bag_dir / f).stat().st_size for f in bag_files)
+    if not args.keep_bag:
+        shutil.rmtree(bag_dir.parent, ignore_errors=True)
+    # resident memory once a minute (the trace of any growth)
+    memory_per_minute = {}
+    for t, k in memory:
+        memory_per_minute.setdefault(int(t // 60), [round(t), k])
+    memory_per_minute = list(memory_per_minute.values())
     figures = {
         "duration_s": round(time.monotonic() - start, 1),
         "commands_sent": sent[0],
@@ -180,12 +191,15 @@ def main():
         "rss_end_kib": memory[-1][1] if memory else None,
         "rss_growth_second_half": round(growth, 4),
         "node_alive_at_end": alive,
-        "diagnostics": {k: diag.get(k) for k in ["cycles", "overruns", "skipped_deadlines", "exec_mean_us", "exec_max_us", "jitter_max_us", "commands_received", "commands_applied", "commands_rejected", "commands_dropped", "samples_dropped", "bag_messages_dropped", "unconverged_steps", "failed_steps"]},
+        "diagnostics": {k: diag.get(k) for k in ["cycles", "overruns", "skipped_deadlines", "exec_mean_us", "exec_max_us", "jitter_max_us", "commands_received", "commands_applied", "commands_rejected", "commands_dropped", "samples_dropped", "bag_messages_dropped", "bag_queue_peak_bytes", "unconverged_steps", "failed_steps"]},
         "periods_with_a_cycle_over_1ms_by_cause": over_1ms_by_cause(watcher.worst),
         "slowest_cycles": [d for (_, _, d) in sorted(set(watcher.worst), reverse=True)[:5]],
         "bag_messages": total,
         "bag_joint_commands": counts.get("/joint_commands", counts.get("joint_commands")),
         "bag_joint_states": counts.get("/joint_states", counts.get("joint_states")),
+        "bag_files": len(bag_files),
+        "bag_bytes": bag_bytes,
+        "rss_kib_per_minute": memory_per_minute,
     }
     print(json.dumps(figures, indent=2))
     if args.json:
@@ -197,6 +211,9 @@ def main():
         problems.append(f"memory grew {100 * growth:.1f} % over the second half")
     if diag.get("bag_messages_dropped") not in (None, "0"):
         problems.append(f"the bag dropped {diag['bag_messages_dropped']} messages")
+    received = diag.get("commands_received")
+    if received is not None and figures["bag_joint_commands"] is not None and int(received) != figures["bag_joint_commands"]:
+        problems.append(f"the node received {received} commands but the bag holds {figures['bag_joint_commands']}")
     for p in problems:
         print("soak: " + p, file=sys.stderr)
     sys.exit(1 if problems else 0)
