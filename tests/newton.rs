@@ -374,7 +374,7 @@ fn rigid_box_resting_on_a_soft_block_loads_the_ground_with_both_weights() {
 /// - While held, the wrist F/T sensor (its frame has the world's axes) reads
 ///   `F_z = −(m_hand + 2 m_finger) g − m_tomato g` within 1 % of the tomato's weight, the tomato
 ///   is off the pan (its lowest node more than 20 mm above the pan's top) and no node
-///   penetrates a pad, the pan or the ground by more than 2 mm (measured 1.7 mm, during the grasp:
+///   penetrates a pad, the pan or the ground by more than 2 mm (measured 1.6 mm, during the grasp:
 ///   most of its steps end above the 1e-6 m/s tolerance, docs/newton.md).
 #[test]
 fn soft_tomato_is_weighed_by_the_scale_and_by_the_wrist_sensor() {
