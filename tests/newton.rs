@@ -226,7 +226,7 @@ fn soft_ball_resting_on_the_ground_carries_its_weight() {
 
 /// A stiff ball (r = 40 mm, Y = 1 MPa, ν = 0.35, ρ = 1100 kg/m³: the material of
 /// `config/examples/fem_ball_rest.yaml` on a coarser mesh of 750 tets) dropped 0.5 mm onto the
-/// ground at 100 Hz under the default preset (safeguarded warm start, node-step trust region):
+/// ground at 100 Hz under the default preset (with its safeguarded warm start):
 /// from 1 s to 1.5 s the mean net ground force is m g within 1 %, every step's within 10 %, and
 /// no node penetrates the ground by more than 0.1 mm.
 #[test]
