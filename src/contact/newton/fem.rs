@@ -58,7 +58,7 @@
 //! Costs two evaluations of the rows per step.
 //!
 //! **Line search** (optional, `elastic_line_search`, off by default): backtracking from the
-//! step fraction `t` by halving, at most [`LINE_SEARCH_TRIALS`] trials, on the merit
+//! step fraction `t` by halving, at most eight trials (down to `t/128`), on the merit
 //! `gᵀ H⁻¹ g + Σᵢ ηᵢ² / Aᵢᵢ` (J) — the momentum residual in the inverse-mass norm plus the
 //! Jacobi-weighted residuals of the position-level rows (elastic, contact normals, limits,
 //! welds), friction rows left out since the frozen friction compliance makes their residual a
@@ -66,6 +66,12 @@
 //! with Armijo's decrease, else the trial of smallest merit. Measured on the stiff resting
 //! ball it hurts (see docs/newton.md): the inexact conjugate-residual direction with the frozen
 //! rotation is often no descent direction of the merit, and the search ends at t = 1/128.
+//!
+//! **Node-step trust region** (optional, `node_step_limit` = c, off by default): the step length
+//! is cut to the largest `t ≤ step_fraction` with `h t max |Δuₖ| ≤ c ℓ_min` (`ℓ = V^{1/3}`, the
+//! smallest element), before the line search if that is on; impulses and velocities scale
+//! together, so the momentum balance of each update is kept. Measured with c = 0.1 it kept a
+//! stiff grasp from blowing up but made the stiff resting ball collapse (docs/newton.md).
 //!
 //! **Geometric stiffness** (§6.3, node DOFs only): after each update the elastic rows' force
 //! `J̄(x)ᵀ p` is compared before and after the rows move with `x`, at fixed `p`; the secant
