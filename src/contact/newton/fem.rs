@@ -47,6 +47,32 @@
 //! warm-started from the previous step (default preset); the velocity starts consistent with
 //! them, `u⁰ = ũ + H⁻¹ J̄ᵀ p⁰`.
 //!
+//! **Safeguarded warm start** (ours, not in the paper, whose start is always `u = 0`, `λ = 0`):
+//! the warm iterate is kept only when its stopping-test residual (the largest natural residual
+//! of the rows, m/s) is at most the cold iterate's (`u⁰ = ũ`, `p⁰ = 0`). On a stiff body
+//! (Y = 1 MPa, 6 000 tets, `(h √(Y/ρ) / ℓ)² ≈ 7 000`) the previous step's impulses, re-applied at
+//! the new positions after an impact or a change of the contact set and with the geometric
+//! stiffness having moved the previous iterate off the momentum balance, started the iteration
+//! at residuals of 1–3 m/s (the cold start: `g h` = 0.098 m/s), where the co-rotational rows'
+//! linearisation (the rotation frozen) no longer holds; from there full Newton steps diverged.
+//! Costs two evaluations of the rows per step.
+//!
+//! **Line search** (optional, `elastic_line_search`, off by default): backtracking from the
+//! step fraction `t` by halving, at most eight trials (down to `t/128`), on the merit
+//! `gᵀ H⁻¹ g + Σᵢ ηᵢ² / Aᵢᵢ` (J) — the momentum residual in the inverse-mass norm plus the
+//! Jacobi-weighted residuals of the position-level rows (elastic, contact normals, limits,
+//! welds), friction rows left out since the frozen friction compliance makes their residual a
+//! poor merit (paper §3.4 / §8: the line search "stalls with friction"). It accepts the first t
+//! with Armijo's decrease, else the trial of smallest merit. Measured on the stiff resting
+//! ball it hurts (see docs/newton.md): the inexact conjugate-residual direction with the frozen
+//! rotation is often no descent direction of the merit, and the search ends at t = 1/128.
+//!
+//! **Node-step trust region** (optional, `node_step_limit` = c, off by default): the step length
+//! is cut to the largest `t ≤ step_fraction` with `h t max |Δuₖ| ≤ c ℓ_min` (`ℓ = V^{1/3}`, the
+//! smallest element), before the line search if that is on; impulses and velocities scale
+//! together, so the momentum balance of each update is kept. Measured with c = 0.1 it kept a
+//! stiff grasp from blowing up but made the stiff resting ball collapse (docs/newton.md).
+//!
 //! **Geometric stiffness** (§6.3, node DOFs only): after each update the elastic rows' force
 //! `J̄(x)ᵀ p` is compared before and after the rows move with `x`, at fixed `p`; the secant
 //! `c_k = δ_k / Δu_k` (kg) gives the shift `S_k = max(S_k, −min(0, c_k))` added to the node's mass
@@ -57,6 +83,7 @@
 //! are always `x⁻ + h u`).
 
 use super::core::{conjugate_residual, evaluate_laws, NewtonOptions, NewtonRow, NewtonStats, RowLaws};
+use super::ResolvedNewton;
 use crate::contact::SchemeInput;
 use crate::fem::{polar_rotation_fast, ElasticModel, FemWeld, FemWorkspace, NodeAttachment};
 use crate::math::{BranchMatrix, Vec3};
@@ -65,6 +92,31 @@ use crate::state::State;
 
 /// No node / no rigid row.
 const NONE: u32 = u32::MAX;
+
+/// Step lengths the line search tries at most (t, t/2, …, t/2⁷).
+const LINE_SEARCH_TRIALS: usize = 8;
+
+/// Sufficient decrease of the line search: accept t when the merit fell by at least this
+/// fraction of it times t (Armijo's condition with a small slope).
+const ARMIJO: f64 = 1e-4;
+
+/// The largest of the rows' natural residuals (m/s; NaN counts as infinite).
+fn max_residual(natural: &[f64]) -> f64 {
+    natural.iter().fold(0.0f64, |a, e| if e.is_nan() { f64::INFINITY } else { a.max(*e) })
+}
+
+/// The rows' part of the line search's merit, `Σ ηᵢ² / Aᵢᵢ` (J) over the position-level rows
+/// (elastic, contact normals, limits, welds, mimic couplings) with `weight` = `1 / Aᵢᵢ`, the
+/// Jacobi weights of the iteration's Schur complement; friction rows are left out.
+fn row_merit(laws: &[NewtonRow], residual: &[f64], weight: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for (i, law) in laws.iter().enumerate() {
+        if matches!(law, NewtonRow::Bilateral { .. } | NewtonRow::Unilateral { .. }) {
+            s += weight[i] * residual[i] * residual[i];
+        }
+    }
+    s
+}
 
 /// The sparse geometric Jacobian of a step's rows.
 struct Jacobian<'a> {
@@ -209,6 +261,12 @@ pub struct FemNewton {
     warm_elastic: Vec<f64>,
     warm_node: Vec<f64>,
     rigid_tmp: Vec<f64>,
+    /// The line search's base iterate `(u, p)` and, for the geometric stiffness, `J̄ᵀ p` and
+    /// `J̄ᵀ x` of the elastic rows at the base positions (N·s per DOF).
+    base_u: Vec<f64>,
+    base_p: Vec<f64>,
+    force_base: Vec<f64>,
+    force_step: Vec<f64>,
 }
 
 impl FemNewton {
@@ -296,6 +354,10 @@ impl FemNewton {
             warm_elastic,
             warm_node: v(n3),
             rigid_tmp: v(nv),
+            base_u: v(n3 + nv),
+            base_p: v(cap),
+            force_base: v(n3 + nv),
+            force_step: v(n3 + nv),
         }
     }
 
@@ -364,6 +426,67 @@ impl FemNewton {
         }
     }
 
+    /// `u = u_base + t Δu`, `p = p_base + t x` (the iterate at step length t).
+    fn set_step(&mut self, t: f64, m: usize) {
+        let n = self.n3 + self.nv;
+        for k in 0..n {
+            self.u[k] = self.base_u[k] + t * self.du[k];
+        }
+        for i in 0..m {
+            self.p[i] = self.base_p[i] + t * self.x[i];
+        }
+    }
+
+    /// Evaluates every row at the iterate `(u, p)`: positions `x = x⁻ + h u`, the elastic rows'
+    /// Jacobian and law, `w = J̄ u` and the laws (α, C, η and the natural residual) of rows
+    /// `0..m`.
+    fn evaluate_iterate(&mut self, input: &SchemeInput, x_start: &[f64], opts: &NewtonOptions, m: usize) {
+        let h = input.model.timestep_s;
+        for k in 0..self.n3 {
+            self.pos[k] = x_start[k] + h * self.u[k];
+        }
+        self.evaluate_elastic(input.model, h);
+        let jac = Jacobian { nodes: &self.nodes, coef: &self.coef, rigid: &self.rigid, rigid_jac: &self.rigid_jac, n3: self.n3, nv: self.nv };
+        for i in self.elastic_rows..m {
+            self.w[i] = jac.row_dot(i, &self.u);
+        }
+        let diag0 = &self.diag0;
+        let laws = RowLaws { alpha: &mut self.alpha[..m], compliance: &mut self.compliance[..m], residual: &mut self.residual[..m], natural: &mut self.natural[..m] };
+        evaluate_laws(&self.laws[..m], opts, &self.p[..m], &self.w[..m], |i| diag0[i], laws);
+    }
+
+    /// The stopping test's residual (the largest natural residual of rows `0..m`, m/s) at the
+    /// iterate `(u, p)`.
+    fn start_residual(&mut self, input: &SchemeInput, x_start: &[f64], opts: &NewtonOptions, m: usize) -> f64 {
+        self.evaluate_iterate(input, x_start, opts, m);
+        max_residual(&self.natural[..m])
+    }
+
+    /// The momentum residual `g = H₀ (u − ũ) − J̄ᵀ (α∘p)` (N·s) of the iterate into `g`, `H⁻¹ g`
+    /// into `tmp`; returns `gᵀ H⁻¹ g` (J), the momentum part of the line search's merit.
+    fn momentum_residual(&mut self, input: &SchemeInput, m: usize) -> f64 {
+        let (n3, nv) = (self.n3, self.nv);
+        let n = n3 + nv;
+        for i in 0..m {
+            self.scaled[i] = self.alpha[i] * self.p[i];
+        }
+        let jac = Jacobian { nodes: &self.nodes, coef: &self.coef, rigid: &self.rigid, rigid_jac: &self.rigid_jac, n3, nv };
+        jac.transpose_mul(&self.scaled[..m], &mut self.tmp[..n]);
+        for k in 0..n3 {
+            self.g[k] = self.mass[k] * (self.u[k] - self.u_free[k]) - self.tmp[k];
+        }
+        for r in 0..nv {
+            let mut s = 0.0;
+            for c in 0..nv {
+                s += input.mass_tilde[(r, c)] * (self.u[n3 + c] - self.u_free[n3 + c]);
+            }
+            self.g[n3 + r] = s - self.tmp[n3 + r];
+        }
+        self.tmp[..n].copy_from_slice(&self.g[..n]);
+        apply_inverse_mass(input.model, input.mass_factor, &self.hinv, &mut self.tmp[..n]);
+        self.g[..n].iter().zip(&self.tmp[..n]).map(|(a, b)| a * b).sum()
+    }
+
     /// One step of the coupled system (see the module docs). Writes the rigid velocity into
     /// `velocity`, the rigid rows' impulses into `impulse`, the node velocities into
     /// `state.fem_v` and the node contacts and welds (with impulses) into `fem`.
@@ -375,11 +498,11 @@ impl FemNewton {
         fem: &mut FemWorkspace,
         velocity: &mut [f64],
         impulse: &mut [f64],
-        opts: &NewtonOptions,
-        warm_start: bool,
-        start_from_free_velocity: bool,
-        geometric_stiffness: bool,
+        resolved: &ResolvedNewton,
     ) -> NewtonStats {
+        let ResolvedNewton { options: ref opts, warm_start, start_from_free_velocity, geometric_stiffness, elastic_line_search, node_step_limit } = *resolved;
+        // the trust region's largest node displacement per iteration (m)
+        let max_node_step = node_step_limit * self.tet_length.iter().fold(f64::INFINITY, |a, &l| a.min(l));
         let model = input.model;
         let h = model.timestep_s;
         let (n3, nv) = (self.n3, self.nv);
@@ -516,20 +639,33 @@ impl FemNewton {
         for k in 0..n {
             self.u[k] += self.tmp[k];
         }
+        if warm_start {
+            // keep the warm start only where it beats the cold one (u = s ũ, p = 0) on the
+            // stopping test's residual: the previous step's impulses, re-applied at the new
+            // positions after an impact or a change of the contact set, can start the iteration
+            // far outside the region where the elastic rows' linearisation holds
+            let res_warm = self.start_residual(input, &state.fem_x, opts, m);
+            self.base_u[..n].copy_from_slice(&self.u[..n]);
+            self.base_p[..m].copy_from_slice(&self.p[..m]);
+            for k in 0..n {
+                let prescribed = k < n3 && self.hinv[k] == 0.0;
+                self.u[k] = if prescribed { self.u_free[k] } else { s0 * self.u_free[k] };
+            }
+            self.p[..m].fill(0.0);
+            let res_cold = self.start_residual(input, &state.fem_x, opts, m);
+            if res_warm <= res_cold {
+                self.u[..n].copy_from_slice(&self.base_u[..n]);
+                self.p[..m].copy_from_slice(&self.base_p[..m]);
+            }
+        }
 
         let mut stats = NewtonStats::default();
         let mut best = f64::INFINITY;
         let eps = opts.regularization;
         let mut have_force = false;
         loop {
-            for k in 0..n3 {
-                self.pos[k] = state.fem_x[k] + h * self.u[k];
-            }
-            self.evaluate_elastic(model, h);
+            self.evaluate_iterate(input, &state.fem_x, opts, m);
             let jac = Jacobian { nodes: &self.nodes, coef: &self.coef, rigid: &self.rigid, rigid_jac: &self.rigid_jac, n3, nv };
-            for i in el..m {
-                self.w[i] = jac.row_dot(i, &self.u);
-            }
             if geometric_stiffness && have_force {
                 // secant of the elastic force at fixed p over the last update (node DOFs only)
                 jac.transpose_mul(&self.p[..el], &mut self.tmp[..n]);
@@ -542,10 +678,7 @@ impl FemNewton {
                     self.hinv[k] = 1.0 / (self.mass[k] + self.shift[k]);
                 }
             }
-            let diag0 = &self.diag0;
-            let laws = RowLaws { alpha: &mut self.alpha[..m], compliance: &mut self.compliance[..m], residual: &mut self.residual[..m], natural: &mut self.natural[..m] };
-            evaluate_laws(&self.laws[..m], opts, &self.p[..m], &self.w[..m], |i| diag0[i], laws);
-            let res = self.natural[..m].iter().fold(0.0f64, |a, e| if e.is_nan() { f64::INFINITY } else { a.max(*e) });
+            let res = max_residual(&self.natural[..m]);
             stats.residual_m_s = res;
             if res < best {
                 best = res;
@@ -559,30 +692,17 @@ impl FemNewton {
             if stats.newton_iterations >= opts.max_newton_iterations {
                 break;
             }
-            // g = H₀ (u − ũ) − J̄ᵀ (α∘p)
-            for i in 0..m {
-                self.scaled[i] = self.alpha[i] * self.p[i];
-            }
-            jac.transpose_mul(&self.scaled[..m], &mut self.tmp[..n]);
-            for k in 0..n3 {
-                self.g[k] = self.mass[k] * (self.u[k] - self.u_free[k]) - self.tmp[k];
-            }
-            for r in 0..nv {
-                let mut s = 0.0;
-                for c in 0..nv {
-                    s += input.mass_tilde[(r, c)] * (self.u[n3 + c] - self.u_free[n3 + c]);
-                }
-                self.g[n3 + r] = s - self.tmp[n3 + r];
-            }
+            // g = H₀ (u − ũ) − J̄ᵀ (α∘p), and H⁻¹ g in tmp
+            let momentum_merit = self.momentum_residual(input, m);
+            let jac = Jacobian { nodes: &self.nodes, coef: &self.coef, rigid: &self.rigid, rigid_jac: &self.rigid_jac, n3, nv };
             // b = α∘J̄ H⁻¹ g − η
-            self.tmp[..n].copy_from_slice(&self.g[..n]);
-            apply_inverse_mass(model, input.mass_factor, &self.hinv, &mut self.tmp[..n]);
             for i in 0..m {
                 self.rhs[i] = self.alpha[i] * jac.row_dot(i, &self.tmp) - self.residual[i];
                 // Jacobi preconditioner 1 / diag(A) with the current H
                 let d = self.rigid_diag[i] + jac.node_diagonal(i, &self.hinv);
                 self.inv_diag[i] = 1.0 / (self.alpha[i] * self.alpha[i] * d + self.compliance[i] + eps);
             }
+            let merit0 = momentum_merit + row_merit(&self.laws[..m], &self.residual[..m], &self.inv_diag[..m]);
             self.x[..m].fill(0.0);
             {
                 let (alpha, compliance, hinv) = (&self.alpha[..m], &self.compliance[..m], &self.hinv);
@@ -600,26 +720,56 @@ impl FemNewton {
                 stats.linear_iterations += conjugate_residual(&mut apply, &self.rhs[..m], &self.inv_diag[..m], &mut self.x[..m], opts.max_linear_iterations, opts.linear_tolerance, &mut self.cr);
             }
             stats.newton_iterations += 1;
-            // Δu = H⁻¹ (J̄ᵀ (α∘x) − g)
+            // the full direction Δu = H⁻¹ (J̄ᵀ (α∘x) − g) into du
             for i in 0..m {
                 self.scaled[i] = self.alpha[i] * self.x[i];
             }
-            jac.transpose_mul(&self.scaled[..m], &mut self.tmp[..n]);
+            jac.transpose_mul(&self.scaled[..m], &mut self.du[..n]);
             for k in 0..n {
-                self.tmp[k] -= self.g[k];
+                self.du[k] -= self.g[k];
             }
-            apply_inverse_mass(model, input.mass_factor, &self.hinv, &mut self.tmp[..n]);
-            let t = opts.step_fraction;
+            apply_inverse_mass(model, input.mass_factor, &self.hinv, &mut self.du[..n]);
+            if geometric_stiffness {
+                // J̄ᵀ p at the rows' current positions is linear in the step: J̄ᵀ p + t J̄ᵀ x
+                jac.transpose_mul(&self.p[..el], &mut self.force_base[..n]);
+                jac.transpose_mul(&self.x[..el], &mut self.force_step[..n]);
+            }
+            self.base_u[..n].copy_from_slice(&self.u[..n]);
+            self.base_p[..m].copy_from_slice(&self.p[..m]);
+            let mut t = opts.step_fraction;
+            if max_node_step > 0.0 {
+                let fastest = self.du[..n3].iter().fold(0.0f64, |a, d| a.max(d.abs()));
+                if h * t * fastest > max_node_step {
+                    t = max_node_step / (h * fastest);
+                }
+            }
+            if elastic_line_search {
+                // backtracking on the merit (module docs): the first t with sufficient decrease,
+                // else the trial with the smallest merit
+                let (mut best_t, mut best_merit) = (t, f64::INFINITY);
+                for _ in 0..LINE_SEARCH_TRIALS {
+                    self.set_step(t, m);
+                    self.evaluate_iterate(input, &state.fem_x, opts, m);
+                    let merit = self.momentum_residual(input, m) + row_merit(&self.laws[..m], &self.residual[..m], &self.inv_diag[..m]);
+                    if merit <= (1.0 - ARMIJO * t) * merit0 {
+                        best_t = t;
+                        break;
+                    }
+                    if merit < best_merit {
+                        (best_t, best_merit) = (t, merit);
+                    }
+                    t *= 0.5;
+                }
+                t = best_t;
+            }
+            self.set_step(t, m);
             for k in 0..n {
-                self.du[k] = t * self.tmp[k];
-                self.u[k] += self.du[k];
-            }
-            for i in 0..m {
-                self.p[i] += t * self.x[i];
+                self.du[k] *= t;
             }
             if geometric_stiffness {
-                jac.transpose_mul(&self.p[..el], &mut self.tmp[..n]);
-                self.elastic_force.copy_from_slice(&self.tmp[..n3]);
+                for k in 0..n3 {
+                    self.elastic_force[k] = self.force_base[k] + t * self.force_step[k];
+                }
                 have_force = true;
             }
         }
