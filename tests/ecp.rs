@@ -16,6 +16,8 @@ use nalgebra::UnitQuaternion;
 
 const H: f64 = 0.01;
 const G: f64 = 9.8;
+/// Time step of the robot scenes (s).
+const H_ROBOT: f64 = 0.001;
 
 fn gravity() -> Vec3 {
     Vec3::new(0.0, 0.0, -G)
@@ -865,4 +867,64 @@ fn a_box_foot_quadruped_stands_on_four_ecps_carrying_its_weight_with_the_cop_und
     );
     assert_eq!(ws.contacts.len(), 16, "four corners per sole");
     assert!((force - mean_force).norm() < 1e-9 * m * 9.81, "PGS resultant {force:?} vs ECP {mean_force:?}");
+}
+
+/// The box-foot quadruped settled for 0.5 s with `solver`, then its base set spinning about the
+/// vertical at `yaw_rate` (rad/s); returns the simulation after `steps` more steps and the
+/// base's yaw rate after each of them.
+fn twisted_box_feet(solver: &SolverConfig, yaw_rate: f64, steps: usize, mut each: impl FnMut(&contact_sim::sim::Simulation)) -> Vec<f64> {
+    let scene = scene_file("config/examples/ecp_box_feet_standing.yaml");
+    let mut sim = contact_sim::sim::Simulation::from_scene(&scene, Some(solver));
+    for _ in 0..500 {
+        assert!(sim.step().solve.converged);
+    }
+    let base = &sim.model.bodies[sim.model.trees[sim.model.robots[0].tree].body_start].joint;
+    let w = base.v_index + 5; // free joint: body-frame (v, ω); the base is level
+    sim.state.v[w] = yaw_rate;
+    let mut rates = vec![];
+    let mut unconverged = 0;
+    for _ in 0..steps {
+        // sliding feet: the sweeps may stop at max_sweeps (docs/ecp.md, "Known limits")
+        let r = sim.step();
+        unconverged += !r.solve.converged as usize;
+        each(&sim);
+        rates.push(sim.state.v[w]);
+    }
+    println!("{unconverged} of {steps} steps after the twist stopped at max_sweeps");
+    rates
+}
+
+#[test]
+fn a_twisted_box_foot_robot_feels_each_soles_friction_moment_through_its_joints() {
+    // the base of the standing box-foot quadruped is set spinning about the vertical at 1 rad/s:
+    // the soles slip and spin, and each reported contact (one per sole, at its ECP) carries the
+    // solved friction moment p_r on its torsion row; every foot's contact wrench (what F/T
+    // sensors and the contact_wrenches topics read) is its ECP's force and moment plus n p_r / h.
+    // The moment reaches the articulated dynamics: with the paper's e_r = 1 m the spin stops
+    // sooner than with spin friction switched off (e_r = 1e-6 m).
+    let ecp = SolverConfig::from_kind("ecp").unwrap();
+    let mut checked = 0;
+    let mut largest_torsion: f64 = 0.0;
+    let with_torsion = twisted_box_feet(&ecp, 1.0, 40, |sim| {
+        let ws = &sim.workspace;
+        let scheme = ecp_scheme(sim);
+        for (body, _, c) in scheme.last_link_contacts().filter(|(_, _, c)| c.in_contact) {
+            let i = ws.contacts.iter().position(|k| k.body_b == Some(body)).expect("one reported contact per sole");
+            let l = ws.contact_impulse(i);
+            assert!((l[0] - c.normal_impulse).abs() < 1e-15 && (ws.contact_torque_world(i).z * H_ROBOT - c.torsion_impulse).abs() < 1e-15);
+            largest_torsion = largest_torsion.max(c.torsion_impulse.abs());
+            let w = contact_sim::sensors::body_contact_wrench(&sim.model, ws, body);
+            let origin = ws.body_pose[body].translation.vector;
+            let f = ws.contact_force_world(i);
+            let moment = (ws.contacts[i].position - origin).cross(&f) + ws.contact_torque_world(i);
+            let (fw, mw) = (Vec3::new(w.world[0], w.world[1], w.world[2]), Vec3::new(w.world[3], w.world[4], w.world[5]));
+            assert!((fw - f).norm() < 1e-9 && (mw - moment).norm() < 1e-9, "foot {body}: wrench {:?} vs force {f:?} moment {moment:?}", w.world);
+            checked += 1;
+        }
+    });
+    assert!(checked >= 4 * 40 && largest_torsion > 1e-4, "{checked} sole contacts checked, largest |p_r| {largest_torsion} N·m·s");
+    let no_spin_friction: SolverConfig = serde_yaml::from_str("{kind: ecp, e_r_m: 1.0e-6}").unwrap();
+    let without = twisted_box_feet(&no_spin_friction, 1.0, 40, |_| {});
+    println!("base yaw rate after 10 / 40 ms: e_r = 1 m {:.4} / {:.4} rad/s, e_r = 1e-6 m {:.4} / {:.4} rad/s", with_torsion[9], with_torsion[39], without[9], without[39]);
+    assert!(with_torsion[9] < without[9] - 1e-3, "the friction moment slows the spin: {} vs {}", with_torsion[9], without[9]);
 }

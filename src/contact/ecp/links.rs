@@ -39,6 +39,8 @@ struct LinkSlot {
     /// Shape and geometry frame relative to the centre of mass; `mass_kg` is the reference mass
     /// of the impulse scale (the robot's mass over its ground-touching geometries).
     ecp_body: EcpBody,
+    /// The whole robot's weight impulse `M |g| h` (N·s): the scale of the sweeps' tolerance.
+    robot_weight_impulse: f64,
     /// The ground pair: index and friction coefficient.
     ground_pair: (usize, f64),
     stepper: EcpStepper,
@@ -122,6 +124,7 @@ impl RobotLinks {
                 dofs: (tree.v_start, tree.v_end),
                 com_local: body.com,
                 ecp_body: EcpBody { mass_kg: 0.0, inertia_body: body.inertia_com, shape, geom_in_body },
+                robot_weight_impulse: 0.0,
                 ground_pair: (pair, model.collision_pairs[pair].friction),
                 stepper: EcpStepper::new(params.clone()),
                 last: EcpContact::default(),
@@ -145,8 +148,10 @@ impl RobotLinks {
                 continue;
             }
             let mass: f64 = model.bodies[tree.body_start..tree.body_end].iter().map(|b| b.mass).sum();
+            let weight_impulse = mass.max(1e-6) * model.gravity.norm().max(1.0) * model.timestep_s;
             for s in links.slots.iter_mut().filter(|s| model.bodies[s.body].tree == t) {
                 s.ecp_body.mass_kg = (mass / count as f64).max(1e-6);
+                s.robot_weight_impulse = weight_impulse;
             }
             for body in &model.bodies[tree.body_start..tree.body_end] {
                 let j = &body.joint;
@@ -193,7 +198,9 @@ impl RobotLinks {
         for j in &mut self.joints {
             prepare_joint(j, model, input, state, velocity, h);
         }
-        let scale = |s: &LinkSlot| s.ecp_body.mass_kg * gravity.norm().max(1.0) * h;
+        // the sweeps stop when no impulse changed by more than `sweep_tolerance` of the robot's
+        // weight impulse (joint rows: over 1 m)
+        let scale = |s: &LinkSlot| s.robot_weight_impulse;
         let n_items = self.slots.len() + self.joints.len();
         let mut sweeps = 0;
         let mut settled = false;
@@ -314,7 +321,7 @@ fn prepare_slot(slot: &mut LinkSlot, input: &SchemeInput, velocity: &mut [f64], 
     slot.active = gap <= travel + 0.01 * b.shape.size_m();
     if !slot.active {
         slot.stepper.reset();
-        slot.last = EcpContact::default();
+        slot.last = EcpContact { solve: super::SolveOutcome { iterations: 0, residual: 0.0, converged: true }, ..Default::default() };
         slot.wrench = [0.0; 6];
         slot.force = Vec3::zeros();
         slot.twist = Vec3::zeros();
