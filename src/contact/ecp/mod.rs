@@ -10,9 +10,12 @@
 //! step touching or separated, never penetrating. See `docs/ecp.md` for the equations, the
 //! deviations from the paper and the tests.
 //!
-//! Scope: scenes whose moving bodies are single free objects of those shapes and whose only
-//! contacts are with the ground ([`crate::contact::SceneCoverage::ConvexObjects`]);
-//! other scenes are refused when they are loaded. A model built without that check (a library
+//! Scope: scenes whose moving bodies are single free objects of those shapes, in contact with the
+//! ground and with each other, and robots whose links touch only the ground with such shapes
+//! ([`crate::contact::SceneCoverage::ConvexObjects`]); a robot link's problem takes its
+//! operational-space mobility `J M̃⁻¹ Jᵀ` in place of its mass and inertia, and the links and
+//! joint rows of a robot are coupled by Gauss–Seidel sweeps over its generalised velocity
+//! (`links`, docs/ecp.md "Robot links"). Other scenes are refused when they are loaded. A model built without that check (a library
 //! user calling `Simulation::from_scene`) still steps: trees the scheme does not own move as if
 //! they had no contacts (v⁺ = v*, positions with the engine's map).
 //!
@@ -78,7 +81,7 @@ impl MethodParams for EcpParams {
     type Runtime = EcpScheme;
     const NAME: &'static str = "ecp";
     const SUMMARY: &'static str =
-        "equivalent contact point: geometrically implicit step with line and surface contact for convex objects on the ground (Xie & Chakraborty)";
+        "equivalent contact point: geometrically implicit step with line and surface contact for convex objects and robot links on the ground (Xie & Chakraborty)";
     const CAPABILITIES: Capabilities = Capabilities {
         kind: MethodKind::WholeStep,
         deformables: false,
