@@ -928,3 +928,31 @@ fn a_twisted_box_foot_robot_feels_each_soles_friction_moment_through_its_joints(
     println!("base yaw rate after 10 / 40 ms: e_r = 1 m {:.4} / {:.4} rad/s, e_r = 1e-6 m {:.4} / {:.4} rad/s", with_torsion[9], with_torsion[39], without[9], without[39]);
     assert!(with_torsion[9] < without[9] - 1e-3, "the friction moment slows the spin: {} vs {}", with_torsion[9], without[9]);
 }
+
+#[test]
+fn the_sphere_foot_quadruped_stands_on_four_point_contacts_with_the_same_resultant_as_pgs() {
+    // `config/examples/quadruped_stand.yaml` (28.6 kg, sphere feet, cylinder legs): robot links
+    // in point contact go through the same link problem; after 2 s one contact per foot, at the
+    // sphere's lowest point, and the resultant equals PGS's (both the engine's static balance)
+    let scene = scene_file("config/examples/quadruped_stand.yaml");
+    let resultant = |solver: &str| {
+        let mut sim = contact_sim::sim::Simulation::from_scene(&scene, Some(&SolverConfig::from_kind(solver).unwrap()));
+        for k in 0..2000 {
+            let r = sim.step();
+            assert!(r.solve.converged || solver != "ecp", "{solver} step {k}");
+        }
+        let ws = &sim.workspace;
+        if solver == "ecp" {
+            assert_eq!(ws.contacts.len(), 4);
+            for (i, c) in ws.contacts.iter().enumerate() {
+                let b = c.body_b.unwrap();
+                let centre = ws.body_pose[b].translation.vector; // the foot sphere's centre
+                assert!((c.position - (centre - Vec3::z() * 0.025)).norm() < 1e-6, "contact {i} at {:?}, sphere centre {centre:?}", c.position);
+            }
+        }
+        (0..ws.contacts.len()).map(|i| ws.contact_force_world(i)).sum::<Vec3>()
+    };
+    let (ecp, pgs) = (resultant("ecp"), resultant("pgs"));
+    println!("sphere feet: ecp resultant {ecp:?} N, pgs {pgs:?} N, m g = {} N", 28.6 * 9.81);
+    assert!((ecp - pgs).norm() < 1e-6 * pgs.norm() && (ecp.z - 28.6 * 9.81).abs() < 1e-4 * 28.6 * 9.81, "ecp {ecp:?} vs pgs {pgs:?}");
+}
