@@ -375,8 +375,8 @@ fn solve_slot(slot: &mut LinkSlot, velocity: &mut [f64], plane: &EcpPlane, gravi
     let moment = (c.ecp_m - slot.start.com_m).cross(&force) + twist;
     let wrench = [force.x, force.y, force.z, moment.x, moment.y, moment.z];
     let (mut df, mut dm) = (0.0, 0.0);
-    for r in 0..6 {
-        let d = wrench[r] - slot.wrench[r];
+    for (r, (new, old)) in wrench.iter().zip(&slot.wrench).enumerate() {
+        let d = new - old;
         axpy_range(d, &slot.y[r * nv..(r + 1) * nv], velocity, dofs);
         if r < 3 {
             df += d * d;
