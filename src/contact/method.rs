@@ -147,8 +147,10 @@ pub enum SceneCoverage {
     /// Every rigid scene: robots, objects, every collision pair.
     AllRigid,
     /// Free objects shaped as boxes, spheres or cylinders, in contact with the ground and with
-    /// each other (and static objects nothing can touch): no robots, no contact with a static
-    /// object other than the ground.
+    /// each other (and static objects nothing can touch), and robots whose links touch only the
+    /// ground plane, with box, sphere or cylinder collision geometry and without mimic joints:
+    /// no contact with a static object other than the ground, none between a robot link and
+    /// anything but the ground.
     ConvexObjects,
 }
 
@@ -158,8 +160,8 @@ impl SceneCoverage {
         match self {
             SceneCoverage::AllRigid => None,
             SceneCoverage::ConvexObjects => {
-                if let Some(r) = model.robots.first() {
-                    return Some(format!("it has a robot ('{}'; robot links are not covered yet)", r.name));
+                if let Some(reason) = robot_outside_convex_coverage(model) {
+                    return Some(reason);
                 }
                 for o in model.objects.iter().filter(|o| !o.fixed) {
                     let mut geoms = model.geoms.iter().filter(|g| g.body == Some(o.body));
@@ -179,6 +181,45 @@ impl SceneCoverage {
             }
         }
     }
+}
+
+/// Why a robot of `model` is outside [`SceneCoverage::ConvexObjects`]: a mimic joint, a link
+/// geometry touching the ground that is not a box, sphere or cylinder, or a link that can touch
+/// something other than the ground plane.
+fn robot_outside_convex_coverage(model: &Model) -> Option<String> {
+    use crate::model::TreeKind;
+    let robot_of = |g: usize| {
+        let b = model.geoms[g].body?;
+        match model.trees[model.bodies[b].tree].kind {
+            TreeKind::Robot(r) => Some((r, b)),
+            TreeKind::Object(_) => None,
+        }
+    };
+    for m in &model.mimics {
+        if let TreeKind::Robot(r) = model.trees[model.bodies[m.follower].tree].kind {
+            return Some(format!(
+                "joint '{}' of robot '{}' mimics joint '{}' (mimic rows are not in the ecp sweeps)",
+                model.bodies[m.follower].joint.name, model.robots[r].name, model.bodies[m.leader].joint.name
+            ));
+        }
+    }
+    for p in &model.collision_pairs {
+        for g in [p.geom_a, p.geom_b] {
+            let Some((r, b)) = robot_of(g) else { continue };
+            let robot = &model.robots[r].name;
+            let link = &model.bodies[b].name;
+            if !p.with_ground {
+                return Some(format!(
+                    "'{}' and '{}' can touch (link '{link}' of robot '{robot}'; robot links are covered in contact with the ground plane only)",
+                    model.geoms[p.geom_a].name, model.geoms[p.geom_b].name
+                ));
+            }
+            if crate::contact::ecp::convex_shape(&model.geoms[g].shape).is_none() {
+                return Some(format!("link '{link}' of robot '{robot}' touches the ground with '{}', which is not a box, sphere or cylinder", model.geoms[g].name));
+            }
+        }
+    }
+    None
 }
 
 /// A method's main stopping tolerance, with its unit (methods measure convergence differently:

@@ -126,6 +126,27 @@ pub struct MovingBody {
     pub geom_axes: [[f64; 3]; 3],
     /// Geometry origin minus centre of mass at the start (world, m).
     pub geom_offset_m: [f64; 3],
+    /// `None` for a free object (its own Newton–Euler equation with `mass_kg` and
+    /// `inertia_world`). For a robot link, its operational-space mobility
+    /// `Λ⁻¹ = J M̃⁻¹ Jᵀ` (row-major 6 × 6, world axes, rows `(v, ω)` of the centre of mass, columns
+    /// the force (N·s) and the moment about the start-of-step centre of mass (N·m·s); m/s per
+    /// N·s, rad/s per N·m·s, ...): the rows become `ν − ν_free − Λ⁻¹ W = 0` with `ν_free` in
+    /// `velocity`, `angular_velocity` (the link's twist without this contact) and moments about
+    /// the start-of-step centre of mass (docs/ecp.md, "Robot links"). `mass_kg` is then only the
+    /// reference mass of the scaling and `impulse_linear`, `impulse_angular` are zero.
+    pub mobility: Option<[[f64; 6]; 6]>,
+}
+
+impl MovingBody {
+    /// The point moments are taken about: the end-of-step centre of mass `com_end` for a free
+    /// object (Sec. III-A), the start-of-step one for a robot link (where its mobility is).
+    #[inline]
+    pub(crate) fn moment_pivot<const N: usize>(&self, com_end: &V3<N>) -> V3<N> {
+        match self.mobility {
+            None => *com_end,
+            Some(_) => cst3(&self.com_m),
+        }
+    }
 }
 
 fn arr3(v: &crate::math::Vec3) -> [f64; 3] {
@@ -153,6 +174,7 @@ pub fn moving_body(body: &super::EcpBody, s: &super::EcpBodyState, extra: &(crat
         shape: body.shape,
         geom_axes: std::array::from_fn(|j| arr3(&geom_rot.column(j).into_owned())),
         geom_offset_m: arr3(&(r0 * body.geom_in_body.translation.vector)),
+        mobility: None,
     };
     let w_free = s.angular_velocity + inertia.try_inverse().unwrap_or_else(crate::math::Mat3::zeros) * p_ang;
     (mb, s.velocity + p_lin / m, w_free)
@@ -210,23 +232,23 @@ pub(crate) fn pose_after<const N: usize>(h: f64, com: &[f64; 3], axes: &[[f64; 3
     (com, origin, axes)
 }
 
-/// The six Newton–Euler rows of one body over the impulse scale `P` (backward Euler, Sec. III-A,
-/// eq. 7): `m (v − v⁰)/P − F − p_lin/P` and `I⁰ (ω − ω⁰)/P − M − p_ang/P`, with the contact force
-/// `F` and moment `M` (about the end-of-step centre of mass) already in units of `P`.
-#[allow(clippy::too_many_arguments)]
+/// The six dynamics rows of one body over the impulse scale `P`, with the contact force `F` and
+/// moment `M` (about [`MovingBody::moment_pivot`]) already in units of `P`. A free object:
+/// Newton–Euler with backward-Euler velocities (Sec. III-A, eq. 7), `m (v − v⁰)/P − F − p_lin/P`
+/// and `I⁰ (ω − ω⁰)/P − M − p_ang/P`. A robot link (`mobility = Λ⁻¹`): the operational-space
+/// form `m (ν − ν_free)/P − m Λ⁻¹ (F, M)`, `m` the reference mass (same scale as the free form).
 #[inline]
-pub(crate) fn newton_euler_rows<const N: usize>(
-    mass: f64,
-    inertia: &[[f64; 3]; 3],
-    v0: &[f64; 3],
-    w0: &[f64; 3],
-    p_lin: &[f64; 3],
-    p_ang: &[f64; 3],
-    inv_scale: f64,
-    (v, w): (&V3<N>, &V3<N>),
-    (force, moment): (&V3<N>, &V3<N>),
-    out: &mut [Dual<N>],
-) {
+pub(crate) fn body_rows<const N: usize>(body: &MovingBody, inv_scale: f64, (v, w): (&V3<N>, &V3<N>), (force, moment): (&V3<N>, &V3<N>), out: &mut [Dual<N>]) {
+    let (mass, v0, w0) = (body.mass_kg, &body.velocity, &body.angular_velocity);
+    if let Some(a) = &body.mobility {
+        let wrench = [force[0], force[1], force[2], moment[0], moment[1], moment[2]];
+        for k in 0..6 {
+            let nu = if k < 3 { (v[k] - v0[k]) * (mass * inv_scale) } else { (w[k - 3] - w0[k - 3]) * (mass * inv_scale) };
+            out[k] = (0..6).fold(nu, |acc, j| acc - wrench[j] * (mass * a[k][j]));
+        }
+        return;
+    }
+    let (inertia, p_lin, p_ang) = (&body.inertia_world, &body.impulse_linear, &body.impulse_angular);
     for k in 0..3 {
         out[k] = (v[k] - v0[k]) * (mass * inv_scale) - force[k] - p_lin[k] * inv_scale;
         let iw = (0..3).fold(Dual::cst(0.0), |acc, j| acc + (w[j] - w0[j]) * inertia[k][j]);
@@ -293,9 +315,9 @@ pub fn residual<const N: usize>(p: &BodyPlaneProblem, z: &[Dual<N>; NZ], out: &m
 
     // Newton–Euler (over P): unknown impulses are already in units of P
     let force = add3(&add3(&scale3(&n, pn), &scale3(&t, pt)), &scale3(&o, po));
-    let r = sub3(&a1, &com);
+    let r = sub3(&a1, &p.body.moment_pivot(&com));
     let moment = add3(&cross3(&r, &force), &scale3(&n, pr));
-    newton_euler_rows(p.body.mass_kg, &p.body.inertia_world, &p.body.velocity, &p.body.angular_velocity, &p.body.impulse_linear, &p.body.impulse_angular, 1.0 / scale, (&v, &w), (&force, &moment), &mut out[0..6]);
+    body_rows(&p.body, 1.0 / scale, (&v, &w), (&force, &moment), &mut out[0..6]);
 
     // closest-point conditions
     let m = p.body.shape.inequality_count();

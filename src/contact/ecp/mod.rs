@@ -10,9 +10,12 @@
 //! step touching or separated, never penetrating. See `docs/ecp.md` for the equations, the
 //! deviations from the paper and the tests.
 //!
-//! Scope: scenes whose moving bodies are single free objects of those shapes and whose only
-//! contacts are with the ground ([`crate::contact::SceneCoverage::ConvexObjects`]);
-//! other scenes are refused when they are loaded. A model built without that check (a library
+//! Scope: scenes whose moving bodies are single free objects of those shapes, in contact with the
+//! ground and with each other, and robots whose links touch only the ground with such shapes
+//! ([`crate::contact::SceneCoverage::ConvexObjects`]); a robot link's problem takes its
+//! operational-space mobility `J M̃⁻¹ Jᵀ` in place of its mass and inertia, and the links and
+//! joint rows of a robot are coupled by Gauss–Seidel sweeps over its generalised velocity
+//! (`links`, docs/ecp.md "Robot links"). Other scenes are refused when they are loaded. A model built without that check (a library
 //! user calling `Simulation::from_scene`) still steps: trees the scheme does not own move as if
 //! they had no contacts (v⁺ = v*, positions with the engine's map).
 //!
@@ -24,6 +27,7 @@
 //! therefore show the ECP and its wrench.
 
 mod dual;
+mod links;
 pub mod mncp;
 mod shape;
 pub mod pair;
@@ -77,7 +81,7 @@ impl MethodParams for EcpParams {
     type Runtime = EcpScheme;
     const NAME: &'static str = "ecp";
     const SUMMARY: &'static str =
-        "equivalent contact point: geometrically implicit step with line and surface contact for convex objects on the ground (Xie & Chakraborty)";
+        "equivalent contact point: geometrically implicit step with line and surface contact for convex objects and robot links on the ground (Xie & Chakraborty)";
     const CAPABILITIES: Capabilities = Capabilities {
         kind: MethodKind::WholeStep,
         deformables: false,
@@ -239,12 +243,31 @@ impl EcpStepper {
         applied_linear: &Vec3,
         applied_angular: &Vec3,
     ) -> EcpContact {
-        let h = h_s;
+        // explicit gyroscopic impulse −h ω × I ω (Sec. III-A; the factor h made explicit)
+        let (moving, v_free, w_free) = mncp::moving_body(body, state, &(*applied_linear, *applied_angular), gravity, h_s);
+        let load = Vec3::from(moving.impulse_linear);
+        self.solve_against(body, state, plane, gravity, h_s, moving, (v_free, w_free), &load)
+    }
+
+    /// One step of the body described by `moving` (a free object's Newton–Euler data or a robot
+    /// link's mobility, see [`MovingBody::mobility`]) whose velocities without this contact are
+    /// `(v_free, w_free)`; `load` (N·s, world) is the impulse the contact is expected to carry
+    /// against (the initial guess of `p_n`). `body.mass_kg` sets the impulse scale `m |g| h`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn solve_against(
+        &mut self,
+        body: &EcpBody,
+        state: &mut EcpBodyState,
+        plane: Option<&EcpPlane>,
+        gravity: &Vec3,
+        h: f64,
+        moving: MovingBody,
+        (v_free, w_free): (Vec3, Vec3),
+        load: &Vec3,
+    ) -> EcpContact {
         let m = body.mass_kg;
         let (v0, w0) = (state.velocity, state.angular_velocity);
-        // explicit gyroscopic impulse −h ω × I ω (Sec. III-A; the factor h made explicit)
-        let (moving, v_free, w_free) = mncp::moving_body(body, state, &(*applied_linear, *applied_angular), gravity, h);
-        let p_lin = Vec3::from(moving.impulse_linear);
+        let p_lin = *load;
         let (com_free, rot_free) = Self::end_pose(state, h, &v_free, &w_free);
         let geom_rot_free = rot_free.to_rotation_matrix().into_inner() * body.geom_in_body.rotation.to_rotation_matrix().into_inner();
         let geom_centre_free = com_free + rot_free * body.geom_in_body.translation.vector;
@@ -368,6 +391,22 @@ impl EcpStepper {
     }
 }
 
+/// A point of a body at the end of the step (`end` pose) carried, as a material point, to the
+/// start-of-step pose `start` (where the engine's contacts and body poses of the step are).
+fn carry_to_start(start: &EcpBodyState, end: &EcpBodyState, point: &Vec3) -> Vec3 {
+    start.com_m + start.rotation * (end.rotation.inverse() * (point - end.com_m))
+}
+
+/// The contact key of the one contact the scheme reports for collision pair `pair`.
+fn contact_key(pair: usize) -> crate::state::ContactKey {
+    crate::state::ContactKey { pair: pair as u32, feature_a: u32::MAX, feature_b: u32::MAX }
+}
+
+/// A body at rest at the origin (placeholder state before the first step).
+fn rest_state() -> EcpBodyState {
+    EcpBodyState { com_m: Vec3::zeros(), rotation: UnitQuaternion::identity(), velocity: Vec3::zeros(), angular_velocity: Vec3::zeros() }
+}
+
 /// Number of the shape's inequalities with |f_i(ξ)| < 1e-6 m at the body pose `state`.
 pub fn count_active(body: &EcpBody, state: &EcpBodyState, xi: &Vec3) -> usize {
     let geom = Pose::from_parts(state.com_m.into(), state.rotation) * body.geom_in_body;
@@ -474,6 +513,8 @@ pub struct EcpScheme {
     /// Scratch of the cold-start estimate: slots by height, load per slot (N·s).
     order: Vec<usize>,
     load: Vec<f64>,
+    /// Robot links that can touch the ground, with their robots' joint rows.
+    links: links::RobotLinks,
 }
 
 impl EcpScheme {
@@ -502,8 +543,8 @@ impl EcpScheme {
                 last: EcpContact::default(),
                 ground_pair: ground.and_then(|(_, g)| Self::ground_pair(model, g, geom)),
                 ground: Exchange::default(),
-                start: EcpBodyState { com_m: Vec3::zeros(), rotation: UnitQuaternion::identity(), velocity: Vec3::zeros(), angular_velocity: Vec3::zeros() },
-                end: EcpBodyState { com_m: Vec3::zeros(), rotation: UnitQuaternion::identity(), velocity: Vec3::zeros(), angular_velocity: Vec3::zeros() },
+                start: rest_state(),
+                end: rest_state(),
             });
         }
         let mut owned_trees = vec![false; model.trees.len()];
@@ -528,20 +569,34 @@ impl EcpScheme {
                 });
             }
         }
+        let links = links::RobotLinks::new(&params, model, ground.map(|(_, g)| g));
         let owned_pairs = model
             .collision_pairs
             .iter()
             .enumerate()
-            .map(|(k, p)| (p.with_ground && slot_of(p.geom_b).is_some()) || pairs.iter().any(|bp| bp.pair == k))
+            .map(|(k, p)| (p.with_ground && slot_of(p.geom_b).is_some()) || pairs.iter().any(|bp| bp.pair == k) || links.owns_pair(k))
             .collect();
-        EcpScheme { params, slots, ground, owned_trees, owned_pairs, solved: Vec::with_capacity(model.collision_pairs.len()), pairs, last_sweeps: 0, step_iterations: 0, order: (0..n_slots).collect(), load: vec![0.0; n_slots] }
+        EcpScheme {
+            params,
+            slots,
+            ground,
+            owned_trees,
+            owned_pairs,
+            solved: Vec::with_capacity(model.collision_pairs.len()),
+            pairs,
+            last_sweeps: 0,
+            step_iterations: 0,
+            order: (0..n_slots).collect(),
+            load: vec![0.0; n_slots],
+            links,
+        }
     }
 
     /// Fills `solved` with the last step's contacts in contact (the ECP carried, as a material
     /// point of the pushed body, to its start-of-step pose).
     fn report(&mut self, model: &Model) {
-        let carry = |s: &Slot, point: &Vec3| s.start.com_m + s.start.rotation * (s.end.rotation.inverse() * (point - s.end.com_m));
-        let key = |pair: usize| crate::state::ContactKey { pair: pair as u32, feature_a: u32::MAX, feature_b: u32::MAX };
+        let carry = |s: &Slot, point: &Vec3| carry_to_start(&s.start, &s.end, point);
+        let key = contact_key;
         for slot in &self.slots {
             let (c, Some((pl, g)), Some((pair, mu))) = (&slot.last, self.ground, slot.ground_pair) else { continue };
             if c.in_contact {
@@ -585,11 +640,27 @@ impl EcpScheme {
                 impulse: p.last.impulse,
             });
         }
+        if let Some((pl, g)) = self.ground {
+            self.links.report(&pl, g, &mut self.solved);
+        }
     }
 
     /// Gauss–Seidel sweeps over the contacts in the last step (1 when no two bodies touch).
     pub fn last_sweeps(&self) -> u32 {
         self.last_sweeps
+    }
+
+    /// Gauss–Seidel sweeps over the robot links' contacts and joint rows in the last step (0
+    /// without robots touching the ground).
+    pub fn last_link_sweeps(&self) -> u32 {
+        self.links.last_sweeps
+    }
+
+    /// The last step's contact of each robot-link geometry that can touch the ground: `(link
+    /// body index, geometry index, contact)` (ECP at the end of the step on the first-order
+    /// twist pose; impulses on the link).
+    pub fn last_link_contacts(&self) -> impl Iterator<Item = (usize, usize, &EcpContact)> {
+        self.links.last_contacts()
     }
 
     /// The last step's contacts between two free objects: `(body A, body B, contact)` (B pushes A
@@ -849,9 +920,18 @@ impl WholeStepScheme for EcpScheme {
             let (vb, wb) = (r.inverse() * end.velocity, r.inverse() * end.angular_velocity);
             output.velocity[vi..vi + 6].copy_from_slice(&[vb.x, vb.y, vb.z, wb.x, wb.y, wb.z]);
         }
+        // robots: their links' ground contacts and joint rows (v⁺ of their trees in the output)
+        if let (false, Some((pl, _))) = (self.links.is_empty(), self.ground) {
+            let link_stats = self.links.advance(&self.params, input, state, output.velocity, &pl);
+            stats.iterations += link_stats.iterations;
+            stats.residual = stats.residual.max(link_stats.residual);
+            stats.converged &= link_stats.converged;
+        }
         self.report(model);
-        // trees the scheme does not move (only reachable when a scene outside the coverage was
-        // built without `check_model`): free motion, v⁺ = v*, with the engine's position map
+        // trees the scheme does not move as free objects: robots (v⁺ from their link contacts and
+        // joint rows above, or v⁺ = v* for robots that cannot touch the ground) and, only when a
+        // scene outside the coverage was built without `check_model`, anything else (free
+        // motion); positions with the engine's map
         for (t, tree) in model.trees.iter().enumerate() {
             if !self.owned_trees[t] {
                 for b in tree.body_start..tree.body_end {

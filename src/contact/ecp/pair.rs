@@ -35,7 +35,7 @@
 //! and never flip.
 
 use super::dual::{add3, cross3, cst3, dot3, fischer_burmeister, scale3, sub3, Dual, V3};
-use super::mncp::{friction_rows, gradient_combination, moving_body, newton_euler_rows, pose_after, MncpSystem, MovingBody};
+use super::mncp::{friction_rows, gradient_combination, moving_body, body_rows, pose_after, MncpSystem, MovingBody};
 use super::shape::MAX_INEQUALITIES;
 
 /// Number of unknowns (and equations) of one body–body problem.
@@ -109,13 +109,13 @@ pub fn pair_residual<const N: usize>(p: &BodyPairProblem, z: &[Dual<N>; NZ_PAIR]
     // Newton–Euler of both bodies (over P)
     let inv_scale = 1.0 / p.impulse_scale;
     let force = add3(&add3(&scale3(&n, pn), &scale3(&t, pt)), &scale3(&o, po));
-    let (r_a, r_b) = (sub3(&a1, &com_a), sub3(&a2, &com_b));
+    let (r_a, r_b) = (sub3(&a1, &p.a.moment_pivot(&com_a)), sub3(&a2, &p.b.moment_pivot(&com_b)));
     let twist = scale3(&n, pr);
     let moment_a = add3(&cross3(&r_a, &force), &twist);
     let (force_b, moment_b) = (scale3(&force, Dual::cst(-1.0)), scale3(&add3(&cross3(&r_b, &force), &twist), Dual::cst(-1.0)));
     let (ba, bb) = (&p.a, &p.b);
-    newton_euler_rows(ba.mass_kg, &ba.inertia_world, &ba.velocity, &ba.angular_velocity, &ba.impulse_linear, &ba.impulse_angular, inv_scale, (&va, &wa), (&force, &moment_a), &mut out[0..6]);
-    newton_euler_rows(bb.mass_kg, &bb.inertia_world, &bb.velocity, &bb.angular_velocity, &bb.impulse_linear, &bb.impulse_angular, inv_scale, (&vb, &wb), (&force_b, &moment_b), &mut out[6..12]);
+    body_rows(ba, inv_scale, (&va, &wa), (&force, &moment_a), &mut out[0..6]);
+    body_rows(bb, inv_scale, (&vb, &wb), (&force_b, &moment_b), &mut out[6..12]);
 
     // friction on the relative motion at the contact
     let slip = sub3(&add3(&va, &cross3(&wa, &r_a)), &add3(&vb, &cross3(&wb, &r_b)));

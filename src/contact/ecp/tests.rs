@@ -21,6 +21,7 @@ fn cube_problem(k1: usize, gap_mode: GapMode) -> BodyPlaneProblem {
             shape: ConvexShape::Box { half_extents_m: [0.5, 0.5, 0.5] },
             geom_axes: std::array::from_fn(|j| std::array::from_fn(|i| rot[(i, j)])),
             geom_offset_m: [0.0; 3],
+            mobility: None,
         },
         normal: [0.0, 0.0, 1.0],
         tangent1: [1.0, 0.0, 0.0],
@@ -36,7 +37,7 @@ fn cube_problem(k1: usize, gap_mode: GapMode) -> BodyPlaneProblem {
 
 #[test]
 fn dual_number_jacobian_matches_central_differences_at_random_states() {
-    // deterministic pseudo-random states (xorshift), away from Fischer–Burmeister kinks
+    // free bodies and robot links (odd trials); deterministic pseudo-random states (xorshift), away from Fischer–Burmeister kinks
     let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
     let shapes = test_shapes();
     let mut worst: f64 = 0.0;
@@ -45,6 +46,10 @@ fn dual_number_jacobian_matches_central_differences_at_random_states() {
             for trial in 0..20 {
                 let mut p = cube_problem(trial % shape.inequality_count(), gap_mode);
                 p.body.shape = *shape;
+                if trial % 2 == 1 {
+                    // a robot link: operational-space rows with a random mobility Λ⁻¹
+                    p.body.mobility = Some(std::array::from_fn(|_| std::array::from_fn(|_| next())));
+                }
                 let z: [f64; NZ] = std::array::from_fn(|_| 0.3 + next());
                 worst = worst.max(jacobian_error_against_differences(&p, &z, &format!("shape {s} {gap_mode:?} trial {trial}")));
             }

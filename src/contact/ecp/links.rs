@@ -1,0 +1,445 @@
+//! Robot links in equivalent-contact-point contact with the ground (docs/ecp.md, "Robot links").
+//!
+//! A link's motion over the step is not its own Newton–Euler equation: through the joints it is
+//! `ν⁺ = ν_free + Λ⁻¹ W`, with `ν = (v, ω)` the world velocity of the link's centre of mass and
+//! its angular velocity, `W = (F, M)` the contact impulse (N·s) and its moment about the link's
+//! start-of-step centre of mass (N·m·s), and the link's operational-space mobility
+//! `Λ⁻¹ = J M̃⁻¹ Jᵀ` (6 × 6; `J` the link's 6 × nv Jacobian at its centre of mass from the
+//! world motion subspaces, `M̃` the step's mass matrix with implicit damping and servos, from its
+//! factor). The body–plane problem of [`super::mncp`] takes `Λ⁻¹` in place of `diag(m, I)`
+//! ([`super::MovingBody::mobility`]). Several links of a robot, and the joint limit and joint
+//! friction rows of its joints, are coupled by Gauss–Seidel sweeps: each link's `ν_free` is its
+//! twist under the current `v⁺` minus its own contact's share, and every solved impulse updates
+//! `v⁺ ← v⁺ + M̃⁻¹ Jᵀ ΔW`. At a fixed point `v⁺ = v* + M̃⁻¹ Σ J_linkᵀ W_link + M̃⁻¹ Σ e_k λ_k`.
+//!
+//! The link's end-of-step pose inside its problem is the first-order rigid-twist pose
+//! `x⁺ = x⁰ + h v`, `R⁺ = exp(h [ω]×) R⁰` (the same map as for free objects); the engine then
+//! integrates the joint coordinates with its own map, so the end-of-step non-penetration of a
+//! link holds to first order in `h` only (the next step starts from the actual pose and closes
+//! any residual gap or overlap through the signed-gap condition).
+
+use super::{carry_to_start, contact_key, mncp, EcpBody, EcpBodyState, EcpContact, EcpParams, EcpPlane, EcpStepper, SolvedContact};
+use crate::collision::Contact;
+use crate::contact::{SchemeInput, SolveStats};
+use crate::kinematics::{add_angular_jacobian_row, add_point_jacobian_row};
+use crate::math::{Pose, Vec3};
+use crate::model::{Model, TreeKind};
+use nalgebra::{Translation3, UnitQuaternion};
+
+/// One collision geometry of a robot link that can touch the ground.
+#[derive(Clone, Debug)]
+struct LinkSlot {
+    /// The link (body index) and its geometry.
+    body: usize,
+    geom: usize,
+    /// Its tree's velocity range `[v_start, v_end)`.
+    dofs: (usize, usize),
+    /// Centre of mass in the link frame (m).
+    com_local: Vec3,
+    /// Shape and geometry frame relative to the centre of mass; `mass_kg` is the reference mass
+    /// of the impulse scale (the robot's mass over its ground-touching geometries).
+    ecp_body: EcpBody,
+    /// The whole robot's weight impulse `M |g| h` (N·s): the scale of the sweeps' tolerance.
+    robot_weight_impulse: f64,
+    /// The ground pair: index and friction coefficient.
+    ground_pair: (usize, f64),
+    stepper: EcpStepper,
+    last: EcpContact,
+    /// Solved this step (near the ground).
+    active: bool,
+    /// Start-of-step state (centre of mass, rotation, velocities) and the end-of-step estimate
+    /// of the last solve (first-order twist pose).
+    start: EcpBodyState,
+    end: EcpBodyState,
+    /// The contact impulse applied in `v⁺`: force (N·s) and moment about the start-of-step
+    /// centre of mass (N·m·s), world.
+    wrench: [f64; 6],
+    /// The last contact's force (N·s), friction moment (N·m·s) and ECP (world, end of step):
+    /// the next step's warm start.
+    force: Vec3,
+    twist: Vec3,
+    point: Vec3,
+    /// `J`, row-major 6 × nv (rows: v_x, v_y, v_z of the centre of mass, ω_x, ω_y, ω_z).
+    jac: Vec<f64>,
+    /// `M̃⁻¹ Jᵀ`, stored transposed: row `r` is `M̃⁻¹ J_rᵀ` (6 × nv).
+    y: Vec<f64>,
+    /// `Λ⁻¹ = J M̃⁻¹ Jᵀ` (row-major).
+    mobility: [[f64; 6]; 6],
+}
+
+/// Joint limit and joint friction rows of one one-coordinate joint of a robot (docs/ecp.md,
+/// "Robot links"): the same rows and speculative activation as the impulse solvers', solved as
+/// scalar projected Gauss–Seidel updates inside the sweeps.
+#[derive(Clone, Debug)]
+struct JointRows {
+    /// Velocity coordinate (and position coordinate) of the joint.
+    dof: usize,
+    q_index: usize,
+    /// Its tree's velocity range.
+    dofs: (usize, usize),
+    limits: Option<(f64, f64)>,
+    /// Coulomb friction (N·m or N) and its impulse bound `f h` this step (N·m·s or N·s).
+    friction: f64,
+    friction_bound: f64,
+    /// `M̃⁻¹ e_k` (length nv) and its entry k.
+    y: Vec<f64>,
+    minv: f64,
+    /// Rows this step: lower limit, upper limit, friction; their velocity bias (m/s or rad/s)
+    /// and impulses λ (N·m·s or N·s; kept as the next step's warm start).
+    active: [bool; 3],
+    bias: [f64; 2],
+    lambda: [f64; 3],
+}
+
+/// The robot links the ECP scheme solves against the ground, with their joint rows.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RobotLinks {
+    slots: Vec<LinkSlot>,
+    joints: Vec<JointRows>,
+    /// Per tree: a robot tree with ground-touching links.
+    pub(crate) trees: Vec<bool>,
+    /// Gauss–Seidel sweeps of the last step.
+    pub(crate) last_sweeps: u32,
+}
+
+impl RobotLinks {
+    /// Slots for every robot-link geometry with a convex shape and a ground pair; the joint rows
+    /// of the robots they belong to. Allocates all scratch.
+    pub(crate) fn new(params: &EcpParams, model: &Model, ground: Option<usize>) -> Self {
+        let mut links = RobotLinks { trees: vec![false; model.trees.len()], ..Default::default() };
+        let Some(ground) = ground else { return links };
+        let nv = model.nv;
+        for (g, geom) in model.geoms.iter().enumerate() {
+            let Some(b) = geom.body else { continue };
+            let body = &model.bodies[b];
+            let tree = &model.trees[body.tree];
+            let TreeKind::Robot(_) = tree.kind else { continue };
+            let Some(shape) = super::convex_shape(&geom.shape) else { continue };
+            let Some(pair) = model.collision_pairs.iter().position(|p| p.with_ground && p.geom_a == ground && p.geom_b == g) else { continue };
+            links.trees[body.tree] = true;
+            let geom_in_body = Pose::from_parts(Translation3::from(-body.com), UnitQuaternion::identity()) * geom.x_body_geom;
+            links.slots.push(LinkSlot {
+                body: b,
+                geom: g,
+                dofs: (tree.v_start, tree.v_end),
+                com_local: body.com,
+                ecp_body: EcpBody { mass_kg: 0.0, inertia_body: body.inertia_com, shape, geom_in_body },
+                robot_weight_impulse: 0.0,
+                ground_pair: (pair, model.collision_pairs[pair].friction),
+                stepper: EcpStepper::new(params.clone()),
+                last: EcpContact::default(),
+                active: false,
+                start: super::rest_state(),
+                end: super::rest_state(),
+                wrench: [0.0; 6],
+                force: Vec3::zeros(),
+                twist: Vec3::zeros(),
+                point: Vec3::zeros(),
+                jac: vec![0.0; 6 * nv],
+                y: vec![0.0; 6 * nv],
+                mobility: [[0.0; 6]; 6],
+            });
+        }
+        // reference mass: the robot's mass shared among its ground-touching geometries
+        for t in 0..model.trees.len() {
+            let tree = &model.trees[t];
+            let count = links.slots.iter().filter(|s| model.bodies[s.body].tree == t).count();
+            if count == 0 {
+                continue;
+            }
+            let mass: f64 = model.bodies[tree.body_start..tree.body_end].iter().map(|b| b.mass).sum();
+            let weight_impulse = mass.max(1e-6) * model.gravity.norm().max(1.0) * model.timestep_s;
+            for s in links.slots.iter_mut().filter(|s| model.bodies[s.body].tree == t) {
+                s.ecp_body.mass_kg = (mass / count as f64).max(1e-6);
+                s.robot_weight_impulse = weight_impulse;
+            }
+            for body in &model.bodies[tree.body_start..tree.body_end] {
+                let j = &body.joint;
+                if j.kind.nv() == 1 && (j.position_limits.is_some() || j.friction > 0.0) {
+                    links.joints.push(JointRows {
+                        dof: j.v_index,
+                        q_index: j.q_index,
+                        dofs: (tree.v_start, tree.v_end),
+                        limits: j.position_limits,
+                        friction: j.friction,
+                        friction_bound: 0.0,
+                        y: vec![0.0; nv],
+                        minv: 0.0,
+                        active: [false; 3],
+                        bias: [0.0; 2],
+                        lambda: [0.0; 3],
+                    });
+                }
+            }
+        }
+        links
+    }
+
+    /// Whether there is anything to solve.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// The ground pairs the slots own.
+    pub(crate) fn owns_pair(&self, pair: usize) -> bool {
+        self.slots.iter().any(|s| s.ground_pair.0 == pair)
+    }
+
+    /// One step of every robot with ground-touching links: writes v⁺ of their trees into
+    /// `velocity` (which holds v* on entry). Positions are left to the engine's map.
+    pub(crate) fn advance(&mut self, params: &EcpParams, input: &SchemeInput, state: &crate::state::State, velocity: &mut [f64], plane: &EcpPlane) -> SolveStats {
+        let model = input.model;
+        let (h, gravity) = (model.timestep_s, model.gravity);
+        let mut stats = SolveStats { iterations: 0, residual: 0.0, converged: true };
+        // kinematics, activity, J, M̃⁻¹ Jᵀ, Λ⁻¹; the previous step's impulses as warm start
+        for slot in &mut self.slots {
+            prepare_slot(slot, input, velocity, plane, h);
+        }
+        for j in &mut self.joints {
+            prepare_joint(j, model, input, state, velocity, h);
+        }
+        // the sweeps stop when no impulse changed by more than `sweep_tolerance` of the robot's
+        // weight impulse (joint rows: over 1 m)
+        let scale = |s: &LinkSlot| s.robot_weight_impulse;
+        let n_items = self.slots.len() + self.joints.len();
+        let mut sweeps = 0;
+        let mut settled = false;
+        while sweeps < params.max_sweeps && !settled {
+            let mut change: f64 = 0.0;
+            for k in 0..n_items {
+                let item = if sweeps % 2 == 0 { k } else { n_items - 1 - k };
+                if item < self.slots.len() {
+                    let slot = &mut self.slots[item];
+                    if slot.active {
+                        slot.stepper.params.clone_from(params);
+                        let p = scale(slot);
+                        let (iterations, moved) = solve_slot(slot, velocity, plane, &gravity, h);
+                        stats.iterations += iterations;
+                        change = change.max(moved / p);
+                    }
+                } else {
+                    let p = self.slots.first().map_or(1.0, scale);
+                    change = change.max(solve_joint(&mut self.joints[item - self.slots.len()], velocity) / p);
+                }
+            }
+            sweeps += 1;
+            settled = change <= params.sweep_tolerance;
+        }
+        self.last_sweeps = sweeps;
+        stats.converged &= settled;
+        for s in self.slots.iter().filter(|s| s.active) {
+            stats.residual = stats.residual.max(s.last.solve.residual);
+            stats.converged &= s.last.solve.converged;
+        }
+        stats
+    }
+
+    /// Appends the last step's link contacts in contact to `solved`.
+    pub(crate) fn report(&self, plane: &EcpPlane, ground_geom: usize, solved: &mut Vec<SolvedContact>) {
+        for s in self.slots.iter().filter(|s| s.active && s.last.in_contact) {
+            let (pair, mu) = s.ground_pair;
+            let c = &s.last;
+            solved.push(SolvedContact {
+                pair,
+                contact: Contact {
+                    key: contact_key(pair),
+                    body_a: None,
+                    body_b: Some(s.body),
+                    geom_a: ground_geom,
+                    geom_b: s.geom,
+                    position: carry_to_start(&s.start, &s.end, &c.ecp_m),
+                    normal: plane.normal,
+                    tangent1: plane.tangent1,
+                    tangent2: plane.tangent2,
+                    distance: 0.0,
+                    friction: mu,
+                },
+                impulse: [c.normal_impulse, c.tangent_impulse[0], c.tangent_impulse[1], c.torsion_impulse],
+            });
+        }
+    }
+
+    /// The last step's contact of each ground-touching link geometry: `(link body index,
+    /// geometry index, contact)`.
+    pub(crate) fn last_contacts(&self) -> impl Iterator<Item = (usize, usize, &EcpContact)> {
+        self.slots.iter().map(|s| (s.body, s.geom, &s.last))
+    }
+}
+
+/// `Σ_k row[k] x[k]` over the velocity range `dofs`.
+fn dot_range(row: &[f64], x: &[f64], (s, e): (usize, usize)) -> f64 {
+    (s..e).map(|k| row[k] * x[k]).sum()
+}
+
+/// `x ← x + a · y` over the velocity range `dofs`.
+fn axpy_range(a: f64, y: &[f64], x: &mut [f64], (s, e): (usize, usize)) {
+    if a != 0.0 {
+        for k in s..e {
+            x[k] += a * y[k];
+        }
+    }
+}
+
+/// `out ← M̃⁻¹ out` on one tree (M̃ = Lᵀ L).
+fn solve_mass(input: &SchemeInput, (s, e): (usize, usize), out: &mut [f64]) {
+    input.mass_factor.solve_lt(s, e, out);
+    input.mass_factor.solve_l(s, e, out);
+}
+
+/// The link's start-of-step state, whether it can reach the ground this step, and when it can
+/// its `J`, `M̃⁻¹ Jᵀ` and `Λ⁻¹`, with the previous step's impulse re-applied to `velocity`.
+fn prepare_slot(slot: &mut LinkSlot, input: &SchemeInput, velocity: &mut [f64], plane: &EcpPlane, h: f64) {
+    let model = input.model;
+    let nv = model.nv;
+    let pose = &input.body_pose[slot.body];
+    let sv = &input.body_velocity[slot.body];
+    let com = pose * nalgebra::Point3::from(slot.com_local);
+    let w = Vec3::new(sv[0], sv[1], sv[2]);
+    let v = Vec3::new(sv[3], sv[4], sv[5]) + w.cross(&com.coords);
+    slot.start = EcpBodyState { com_m: com.coords, rotation: pose.rotation, velocity: v, angular_velocity: w };
+    slot.end = slot.start;
+    let dofs = slot.dofs;
+    slot.jac.fill(0.0);
+    for r in 0..6 {
+        let row = &mut slot.jac[r * nv..(r + 1) * nv];
+        let axis = Vec3::ith(r % 3, 1.0);
+        if r < 3 {
+            add_point_jacobian_row(model, input.dof_axis, slot.body, &com.coords, &axis, 1.0, row);
+        } else {
+            add_angular_jacobian_row(model, input.dof_axis, slot.body, &axis, 1.0, row);
+        }
+    }
+    // reach: the geometry's gap at the start against how far it can move this step (start and
+    // free velocities), with the same 1 % of its size margin as the body pairs
+    let free_twist: [f64; 6] = std::array::from_fn(|r| dot_range(&slot.jac[r * nv..(r + 1) * nv], velocity, dofs));
+    let b = &slot.ecp_body;
+    let lever = b.shape.bounding_radius_m() + b.geom_in_body.translation.vector.norm();
+    let speed = |lin: Vec3, ang: Vec3| lin.norm() + ang.norm() * lever;
+    let travel = h * (speed(v, w) + speed(Vec3::new(free_twist[0], free_twist[1], free_twist[2]), Vec3::new(free_twist[3], free_twist[4], free_twist[5])));
+    let geom = Pose::from_parts(com.coords.into(), pose.rotation) * b.geom_in_body;
+    let gap = b.shape.plane_gap(&geom.translation.vector, &geom.rotation.to_rotation_matrix().into_inner(), &plane.normal, plane.offset_m);
+    slot.active = gap <= travel + 0.01 * b.shape.size_m();
+    if !slot.active {
+        slot.stepper.reset();
+        slot.last = EcpContact { solve: super::SolveOutcome { iterations: 0, residual: 0.0, converged: true }, ..Default::default() };
+        slot.wrench = [0.0; 6];
+        slot.force = Vec3::zeros();
+        slot.twist = Vec3::zeros();
+        return;
+    }
+    for r in 0..6 {
+        let (jr, yr) = (&slot.jac[r * nv..(r + 1) * nv], &mut slot.y[r * nv..(r + 1) * nv]);
+        yr.copy_from_slice(jr);
+        solve_mass(input, dofs, yr);
+    }
+    for r in 0..6 {
+        for c in 0..6 {
+            slot.mobility[r][c] = dot_range(&slot.jac[r * nv..(r + 1) * nv], &slot.y[c * nv..(c + 1) * nv], dofs);
+        }
+    }
+    // warm start: the last contact's impulse, its moment about the new centre of mass
+    let moment = (slot.point - com.coords).cross(&slot.force) + slot.twist;
+    slot.wrench = [slot.force.x, slot.force.y, slot.force.z, moment.x, moment.y, moment.z];
+    for r in 0..6 {
+        axpy_range(slot.wrench[r], &slot.y[r * nv..(r + 1) * nv], velocity, dofs);
+    }
+}
+
+/// Solves one link against the plane with everything else frozen in `velocity`; applies the
+/// change of its impulse to `velocity`. Returns the Newton iterations and the change of the
+/// impulse (`‖ΔF‖ + ‖ΔM‖ / 1 m`, N·s).
+fn solve_slot(slot: &mut LinkSlot, velocity: &mut [f64], plane: &EcpPlane, gravity: &Vec3, h: f64) -> (u32, f64) {
+    let nv = velocity.len();
+    let dofs = slot.dofs;
+    // ν_free = J v⁺ − Λ⁻¹ W (this contact's own share removed)
+    let nu_free: [f64; 6] = std::array::from_fn(|r| {
+        dot_range(&slot.jac[r * nv..(r + 1) * nv], velocity, dofs) - (0..6).map(|c| slot.mobility[r][c] * slot.wrench[c]).sum::<f64>()
+    });
+    let (v_free, w_free) = (Vec3::new(nu_free[0], nu_free[1], nu_free[2]), Vec3::new(nu_free[3], nu_free[4], nu_free[5]));
+    let free_state = EcpBodyState { velocity: v_free, angular_velocity: w_free, ..slot.start };
+    let (mut moving, _, _) = mncp::moving_body(&slot.ecp_body, &free_state, &(Vec3::zeros(), Vec3::zeros()), &Vec3::zeros(), h);
+    moving.mobility = Some(slot.mobility);
+    moving.impulse_linear = [0.0; 3];
+    moving.impulse_angular = [0.0; 3];
+    let pl = EcpPlane { friction: slot.ground_pair.1, ..*plane };
+    let load = gravity * (slot.ecp_body.mass_kg * h);
+    let mut end = slot.start;
+    let c = slot.stepper.solve_against(&slot.ecp_body, &mut end, Some(&pl), gravity, h, moving, (v_free, w_free), &load);
+    slot.end = end;
+    slot.last = c;
+    let (force, twist) = if c.in_contact {
+        (pl.normal * c.normal_impulse + pl.tangent1 * c.tangent_impulse[0] + pl.tangent2 * c.tangent_impulse[1], pl.normal * c.torsion_impulse)
+    } else {
+        (Vec3::zeros(), Vec3::zeros())
+    };
+    let moment = (c.ecp_m - slot.start.com_m).cross(&force) + twist;
+    let wrench = [force.x, force.y, force.z, moment.x, moment.y, moment.z];
+    let (mut df, mut dm) = (0.0, 0.0);
+    for (r, (new, old)) in wrench.iter().zip(&slot.wrench).enumerate() {
+        let d = new - old;
+        axpy_range(d, &slot.y[r * nv..(r + 1) * nv], velocity, dofs);
+        if r < 3 {
+            df += d * d;
+        } else {
+            dm += d * d;
+        }
+    }
+    slot.wrench = wrench;
+    (slot.force, slot.twist, slot.point) = (force, twist, c.ecp_m);
+    (c.solve.iterations, df.sqrt() + dm.sqrt())
+}
+
+/// Which joint rows exist this step (the impulse solvers' speculative activation), their bias
+/// and `M̃⁻¹ e_k`; the previous step's impulses re-applied to `velocity`.
+fn prepare_joint(j: &mut JointRows, model: &Model, input: &SchemeInput, state: &crate::state::State, velocity: &mut [f64], h: f64) {
+    let (k, q) = (j.dof, state.q[j.q_index]);
+    let erp = model.contact.erp;
+    j.active = [false; 3];
+    if let Some((lo, hi)) = j.limits {
+        let reach = (input.free_velocity[k].abs() + state.v[k].abs()) * h + model.contact.margin_m;
+        let bias = |gap: f64| if gap >= 0.0 { gap / h } else { erp * gap / h };
+        (j.active[0], j.bias[0]) = (q - lo <= reach, bias(q - lo));
+        (j.active[1], j.bias[1]) = (hi - q <= reach, bias(hi - q));
+    }
+    j.active[2] = j.friction > 0.0;
+    j.friction_bound = j.friction * h;
+    for r in 0..3 {
+        if !j.active[r] {
+            j.lambda[r] = 0.0;
+        }
+    }
+    if !j.active.iter().any(|a| *a) {
+        return;
+    }
+    j.y.fill(0.0);
+    j.y[k] = 1.0;
+    solve_mass(input, j.dofs, &mut j.y);
+    j.minv = j.y[k];
+    let warm = j.lambda[0] - j.lambda[1] + j.lambda[2];
+    axpy_range(warm, &j.y, velocity, j.dofs);
+}
+
+/// One projected Gauss–Seidel update of each active row of a joint: lower limit `v_k + b ≥ 0`,
+/// upper `−v_k + b ≥ 0` (impulses ≥ 0, complementary), friction `v_k = 0` with `|λ| ≤ f h`
+/// (the rows of the impulse solvers, `J = ±e_k`, `J M̃⁻¹ Jᵀ = (M̃⁻¹)_kk`). Returns the largest
+/// impulse change (N·m·s or N·s).
+fn solve_joint(j: &mut JointRows, velocity: &mut [f64]) -> f64 {
+    let k = j.dof;
+    let mut change: f64 = 0.0;
+    for r in 0..3 {
+        if !j.active[r] || j.minv <= 0.0 {
+            continue;
+        }
+        let (sign, u, lo, hi) = match r {
+            0 => (1.0, velocity[k] + j.bias[0], 0.0, f64::INFINITY),
+            1 => (-1.0, -velocity[k] + j.bias[1], 0.0, f64::INFINITY),
+            _ => (1.0, velocity[k], -j.friction_bound, j.friction_bound),
+        };
+        let new = (j.lambda[r] - u / j.minv).clamp(lo, hi);
+        let d = new - j.lambda[r];
+        axpy_range(sign * d, &j.y, velocity, j.dofs);
+        j.lambda[r] = new;
+        change = change.max(d.abs());
+    }
+    change
+}
