@@ -836,8 +836,9 @@ fn a_box_foot_quadruped_stands_on_four_ecps_carrying_its_weight_with_the_cop_und
     );
     assert!((m - 16.4).abs() < 1e-9);
     // the robot is at rest (velocities ~1e-11): the resultant is its weight. The 7e-6 of m g
-    // that remains (1.2 mN, upward) is the engine's static balance of this robot, not the
-    // contact method's: PGS on corner points gives the same resultant to 1e-9 (below)
+    // that remains (1.2 mN, upward) is the engine's midpoint bias (Coriolis terms at the
+    // unconstrained free-fall velocity, docs/time-stepping.md), not the contact method's: PGS on
+    // corner points gives the same resultant to 1e-9 (below)
     assert!(worst_weight < 1e-5, "ground reaction off the weight by {worst_weight} in a step");
     assert!(mean_error < 1e-5, "mean ground reaction off the weight by {mean_error}");
     assert!(worst_cop < 1e-5, "CoP off the centre of mass by {worst_cop} m");
