@@ -57,6 +57,16 @@ pub struct State {
     /// node, zero for unwelded nodes): the warm start of the weld's drift compensation
     /// (see [`crate::fem`], "Welds").
     pub fem_weld_impulse: Vec<f64>,
+    /// The last step's velocity change `v⁺ − v` (same layout and units as [`State::v`],
+    /// contact and joint impulses included): the second-order prediction of the midpoint
+    /// velocity `v + ½ (v − v_prev)` for the velocity-dependent bias (docs/time-stepping.md,
+    /// "Midpoint bias"). Used only while [`State::v`] still equals
+    /// [`State::last_step_end_v`] bit for bit.
+    pub last_step_dv: Vec<f64>,
+    /// [`State::v`] as the last step left it; empty history (NaN) before the first step. When
+    /// `v` was written from outside since (a reset, a replay, a test), the prediction falls
+    /// back to the unconstrained `½ (v + v*)`.
+    pub last_step_end_v: Vec<f64>,
 }
 
 impl State {
@@ -80,6 +90,8 @@ impl State {
                 })
                 .collect(),
             fem_weld_impulse: vec![0.0; 3 * model.deformables.iter().map(|d| d.num_nodes()).sum::<usize>()],
+            last_step_dv: vec![0.0; model.nv],
+            last_step_end_v: vec![f64::NAN; model.nv],
         }
     }
 
@@ -96,11 +108,15 @@ impl State {
     }
 
     /// Overwrites the motion of `self` with `other`'s without allocating: positions,
-    /// velocities, deformable nodes, weld impulses and warm starts; keeps the time, the step
+    /// velocities, deformable nodes, weld impulses, warm starts and the last step's velocity
+    /// change (so a restored copy continues bit for bit as the original would); keeps the time, the step
     /// count and the sensors' state (an episode restart). The exhaustive destructuring makes a
     /// new field a compile error here rather than a silently stale reset.
     pub fn copy_motion_from(&mut self, other: &State) {
-        let State { time_s: _, step_count: _, q, v, warm_contacts, warm_joint_rows, sensors: _, fem_x, fem_v, fem_weld_impulse } = other;
+        let State { time_s: _, step_count: _, q, v, warm_contacts, warm_joint_rows, sensors: _, fem_x, fem_v, fem_weld_impulse, last_step_dv, last_step_end_v } =
+            other;
+        self.last_step_dv.copy_from_slice(last_step_dv);
+        self.last_step_end_v.copy_from_slice(last_step_end_v);
         self.fem_x.copy_from_slice(fem_x);
         self.fem_v.copy_from_slice(fem_v);
         self.fem_weld_impulse.copy_from_slice(fem_weld_impulse);

@@ -305,8 +305,11 @@ fn drop() {
 #[test]
 fn random() {
     let m = experiment("random", 5000, false);
-    // PGS converges to 1e-12 in fewer steps here: the torso sliding on four corners
-    assert_converged_reference("random", &m, 0.8);
+    // PGS converges to 1e-12 in fewer steps here: the torso sliding on four corners. The
+    // fraction follows the (chaotic) trajectory: 78 % since the midpoint bias sees the last
+    // step's contacts (2026-11-26), just above 80 % before; the statistics below use the
+    // converged reference steps only
+    assert_converged_reference("random", &m, 0.75);
     // the impulses on the four torso corners are not unique: compare their effect on the motion
     let no_slide = fraction_below(&select(&m, &m.rel_g, &[false]), 1e-3);
     assert!(no_slide >= 0.95, "random: without sliding contacts only {:.2} % agree to 1e-3 in ‖·‖_G", 100.0 * no_slide);

@@ -224,11 +224,25 @@ pub fn factor_and_free_velocity(model: &Model, state: &State, ws: &mut Workspace
     // v* = v + M̃⁻¹ dt f
     free_velocity(model, state, ws, dt);
     if model.midpoint_bias {
-        // Predictor-corrector on the velocity-dependent bias: re-evaluate h at the midpoint
-        // velocity ½ (v + v*), which removes the first-order energy drift of evaluating the
-        // Coriolis / centrifugal terms at the start of the step.
+        // Predictor-corrector on the velocity-dependent bias: re-evaluate h at a prediction of
+        // the midpoint velocity, which removes the first-order energy drift of evaluating the
+        // Coriolis / centrifugal terms at the start of the step. The unconstrained prediction
+        // ½ (v + v*) is the start of a free fall for a robot at rest; the last step's velocity
+        // change, v + ½ (v − v_prev), carries what the contacts did (rest predicts rest, and
+        // the ground reaction is m g exactly) but after an impact it would carry the impact's
+        // jump into this step. Per coordinate, the prediction is the extrapolation clamped to
+        // the interval between v and ½ (v + v*): the constraints may only have held back the
+        // free motion, never reversed or amplified it. Without a history (first step, or v
+        // written from outside since) it is ½ (v + v*).
+        let history = state.last_step_end_v.iter().zip(&state.v).all(|(a, b)| a.to_bits() == b.to_bits());
         for k in 0..nv {
-            ws.scratch_nv[k] = 0.5 * (state.v[k] + ws.free_velocity[k]);
+            let (start, unconstrained) = (state.v[k], 0.5 * (state.v[k] + ws.free_velocity[k]));
+            ws.scratch_nv[k] = if history {
+                // max/min rather than clamp: no panic on a non-finite v*
+                (start + 0.5 * state.last_step_dv[k]).max(start.min(unconstrained)).min(start.max(unconstrained))
+            } else {
+                unconstrained
+            };
             ws.generalized_force[k] += ws.bias[k];
         }
         let v_mid = std::mem::take(&mut ws.scratch_nv); // moves the buffer, no allocation
@@ -435,7 +449,9 @@ pub fn commit_velocity(model: &Model, state: &mut State, ws: &mut Workspace, cmd
         return false;
     }
     for k in 0..nv {
+        state.last_step_dv[k] = ws.scratch_nv[k] - state.v[k];
         state.v[k] = ws.scratch_nv[k];
+        state.last_step_end_v[k] = state.v[k];
         ws.scratch_nv[k] = 0.0;
     }
     true
