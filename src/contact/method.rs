@@ -171,7 +171,9 @@ impl SceneCoverage {
                     }
                 }
                 let moving = |g: usize| model.geoms[g].body.is_some_and(|b| model.objects.iter().any(|o| o.body == b && !o.fixed));
-                if let Some(p) = model.collision_pairs.iter().find(|p| !p.with_ground && !(moving(p.geom_a) && moving(p.geom_b))) {
+                let robot_link = |g: usize| model.geoms[g].body.is_some_and(|b| matches!(model.trees[model.bodies[b].tree].kind, crate::model::TreeKind::Robot(_)));
+                let covered = |p: &crate::model::CollisionPair| (moving(p.geom_a) || robot_link(p.geom_a)) && (moving(p.geom_b) || robot_link(p.geom_b));
+                if let Some(p) = model.collision_pairs.iter().find(|p| !p.with_ground && !covered(p)) {
                     return Some(format!(
                         "'{}' and '{}' can touch and one of them does not move (contact is covered between two free objects and with the ground plane only)",
                         model.geoms[p.geom_a].name, model.geoms[p.geom_b].name
@@ -195,6 +197,8 @@ fn robot_outside_convex_coverage(model: &Model) -> Option<String> {
             TreeKind::Object(_) => None,
         }
     };
+    // a moving object's geometry (its shape is checked with the objects)
+    let free_object = |g: usize| model.geoms[g].body.is_some_and(|b| model.objects.iter().any(|o| o.body == b && !o.fixed));
     for m in &model.mimics {
         if let TreeKind::Robot(r) = model.trees[model.bodies[m.follower].tree].kind {
             return Some(format!(
@@ -208,14 +212,16 @@ fn robot_outside_convex_coverage(model: &Model) -> Option<String> {
             let Some((r, b)) = robot_of(g) else { continue };
             let robot = &model.robots[r].name;
             let link = &model.bodies[b].name;
-            if !p.with_ground {
+            let other = if g == p.geom_a { p.geom_b } else { p.geom_a };
+            if !p.with_ground && !free_object(other) {
                 return Some(format!(
-                    "'{}' and '{}' can touch (link '{link}' of robot '{robot}'; robot links are covered in contact with the ground plane only)",
+                    "'{}' and '{}' can touch (link '{link}' of robot '{robot}'; robot links are covered in contact with the ground plane and with free objects only)",
                     model.geoms[p.geom_a].name, model.geoms[p.geom_b].name
                 ));
             }
             if crate::contact::ecp::convex_shape(&model.geoms[g].shape).is_none() {
-                return Some(format!("link '{link}' of robot '{robot}' touches the ground with '{}', which is not a box, sphere or cylinder", model.geoms[g].name));
+                let what = if p.with_ground { "the ground".to_string() } else { format!("'{}'", model.geoms[other].name) };
+                return Some(format!("link '{link}' of robot '{robot}' touches {what} with '{}', which is not a box, sphere or cylinder", model.geoms[g].name));
             }
         }
     }
