@@ -957,3 +957,91 @@ fn the_sphere_foot_quadruped_stands_on_four_point_contacts_with_the_same_resulta
     println!("sphere feet: ecp resultant {ecp:?} N, pgs {pgs:?} N, m g = {} N", 28.6 * 9.81);
     assert!((ecp - pgs).norm() < 1e-6 * pgs.norm() && (ecp.z - 28.6 * 9.81).abs() < 1e-4 * 28.6 * 9.81, "ecp {ecp:?} vs pgs {pgs:?}");
 }
+
+/// The gripper grasp scene (`config/examples/ecp_gripper_grasp.yaml`) with the ECP scheme;
+/// calls `each(step, sim, report)` after every step.
+fn gripper_grasp(steps: usize, mut each: impl FnMut(usize, &contact_sim::sim::Simulation, &contact_sim::step::StepReport)) -> contact_sim::sim::Simulation {
+    let scene = scene_file("config/examples/ecp_gripper_grasp.yaml");
+    let cfg = SolverConfig::from_kind("ecp").unwrap();
+    cfg.check_model(&scene.model, "ecp_gripper_grasp.yaml").unwrap_or_else(|e| panic!("{e}"));
+    let mut sim = contact_sim::sim::Simulation::from_scene(&scene, Some(&cfg));
+    for k in 0..steps {
+        let r = sim.step();
+        each(k, &sim, &r);
+    }
+    sim
+}
+
+/// The cube's position relative to the left finger's centre of mass (m).
+fn cube_in_finger(sim: &contact_sim::sim::Simulation) -> Vec3 {
+    let b = sim.model.bodies.iter().position(|b| b.name == "finger_left").unwrap();
+    let com = sim.workspace.body_pose[b] * nalgebra::Point3::from(sim.model.bodies[b].com);
+    object_position(sim, "cube") - com.coords
+}
+
+#[test]
+fn gripper_pads_hold_a_lifted_box_on_two_ecps_carrying_its_weight_by_friction() {
+    // `config/examples/ecp_gripper_grasp.yaml`: two 40 x 40 mm box pads squeeze a 0.2 kg, 60 mm
+    // cube with 5 N each (finger efforts), the lift raises it 30 mm (0.4 → 0.8 s) and holds it.
+    // Over the hold (1.2–1.5 s): no ground contact; each pad's normal impulse is its 5 N
+    // squeeze (the finger is at rest, its damping gives no force), horizontal; the two pads'
+    // impulses on the cube sum to (0, 0, m g h) (the weight carried by friction alone) to 1e-9
+    // of it; each ECP lies on the cube's side face (y = ±0.03 m) inside the pad/cube overlap;
+    // the wrist F/T sensor reads the hand subtree's pull −(m_hand + 2 m_finger + m_cube) g; the
+    // cube moved with the fingers (slip below 1 mm over the whole lift).
+    let (m, g, squeeze) = (0.2, 9.81, 5.0);
+    let weight_impulse = m * g * H_ROBOT;
+    let mut unconverged = 0;
+    let mut hold_checked = 0;
+    let mut before_lift = Vec3::zeros();
+    let mut worst = [0.0f64; 4];
+    let sim = gripper_grasp(1500, |k, sim, r| {
+        unconverged += !r.solve.converged as usize;
+        if k == 399 {
+            before_lift = cube_in_finger(sim);
+        }
+        if k < 1200 {
+            return;
+        }
+        assert!(r.solve.converged, "hold step {k}: {:?}", r.solve);
+        let scheme = ecp_scheme(sim);
+        assert!(scheme.last_contacts().all(|(_, c)| !c.in_contact), "step {k}: the held cube touches the ground");
+        let cube = object_position(sim, "cube");
+        assert!(object_velocity(sim, "cube").norm() < 1e-6 && cube.z > 0.055, "step {k}: cube at {cube:?}");
+        let mut on_cube = Vec3::zeros();
+        let mut pads = 0;
+        for (link, _, link_is_a, c) in scheme.last_link_object_contacts() {
+            assert!(c.in_contact && !link_is_a, "step {k}: pad {link}");
+            let [n, t, o] = c.frame;
+            let [pn, pt, po, _] = c.impulse;
+            on_cube += n * pn + t * pt + o * po;
+            worst[0] = worst[0].max((pn - squeeze * H_ROBOT).abs() / (squeeze * H_ROBOT));
+            worst[1] = worst[1].max(n.z.abs());
+            // the ECP: on the cube's side face, inside the pad's face and the cube's
+            let ecp = c.ecp_m;
+            let pad = sim.model.geoms.iter().find(|g| g.body == Some(link)).unwrap();
+            let pad_pose = sim.workspace.body_pose[link] * pad.x_body_geom;
+            let in_pad = pad_pose.inverse_transform_point(&ecp.into()).coords;
+            let in_cube = ecp - cube;
+            let outside = (in_pad.x.abs() - 0.02).max(in_pad.z.abs() - 0.02).max(in_cube.x.abs() - 0.03).max(in_cube.z.abs() - 0.03);
+            worst[2] = worst[2].max(outside).max((in_cube.y.abs() - 0.03).abs());
+            pads += 1;
+        }
+        assert_eq!(pads, 2, "step {k}: one ECP per pad");
+        worst[3] = worst[3].max((on_cube - Vec3::new(0.0, 0.0, weight_impulse)).norm() / weight_impulse);
+        let ft = sim.state.sensors[0].ideal;
+        let expected = -(0.05 + 2.0 * 0.1 + m) * g;
+        assert!(ft[0].abs() < 1e-6 && ft[1].abs() < 1e-6 && (ft[2] - expected).abs() < 1e-6 * g, "step {k}: wrist F/T {ft:?}, expected F_z = {expected}");
+        hold_checked += 1;
+    });
+    let slip = (cube_in_finger(&sim) - before_lift).norm();
+    println!(
+        "grasp: {unconverged} of 1500 steps stopped at max_sweeps; over the hold: |p_n − F h|/(F h) {:.1e}, |n_z| {:.1e}, ECP outside the overlap by {:.1e} m, |Σ p − m g h|/(m g h) {:.1e}; slip {slip:.2e} m",
+        worst[0], worst[1], worst[2], worst[3]
+    );
+    assert_eq!(hold_checked, 300);
+    assert!(worst[0] < 1e-6 && worst[1] < 1e-6, "normal impulses: {worst:?}");
+    assert!(worst[2] < 1e-8, "an ECP leaves the pad/cube overlap by {} m", worst[2]);
+    assert!(worst[3] < 1e-9, "the pads carry the weight to {}", worst[3]);
+    assert!(slip < 1e-3, "the cube slipped {slip} m in the fingers");
+}
