@@ -1045,3 +1045,116 @@ fn gripper_pads_hold_a_lifted_box_on_two_ecps_carrying_its_weight_by_friction() 
     assert!(worst[3] < 1e-9, "the pads carry the weight to {}", worst[3]);
     assert!(slip < 1e-3, "the cube slipped {slip} m in the fingers");
 }
+
+/// The gripper (`urdf/gripper2_ft.urdf`) pressing down with its closed fingers' bottom faces on
+/// a 0.3 kg, 100 x 100 x 40 mm box resting on the ground: fingers closed onto their upper limit
+/// by 2 N efforts, the lift in effort mode pushing down with `push` N on top of the 0.75 kg it
+/// carries (carriage, hand, fingers).
+fn gripper_press_scene(push: f64) -> String {
+    format!(
+        "timestep_s: 0.001\ngravity: [0.0, 0.0, -9.81]\nsolver: {{kind: ecp}}\nmaterials:\n  default: {{friction: 0.8}}\nrobots:\n  - urdf: ../../urdf/gripper2_ft.urdf\n    base: {{mode: fixed, position: [0.0, 0.0, 0.066]}}\n    initial_positions: {{lift: 0.0, finger_left_joint: 0.045, finger_right_joint: 0.045}}\n    control:\n      default: {{mode: effort}}\nobjects:\n  - name: plate\n    shape: {{type: box, size: [0.1, 0.1, 0.04]}}\n    mass_kg: 0.3\n    position: [0.0, 0.0, 0.02]\nscript:\n  - {{time_s: 0.0, efforts: {{lift: {}, finger_left_joint: 2.0, finger_right_joint: 2.0}}}}\n",
+        -push
+    )
+}
+
+#[test]
+fn finger_pads_pressing_a_box_onto_the_ground_balance_exactly_and_the_fingers_rest_on_their_limit() {
+    // The fingers fall 6 mm onto the box and press it down with (0.75 kg · g + 2 N); after 1 s,
+    // over 0.2 s: the two pads' ECP impulses on the box sum to −(0.75 g + 2) h along z, the
+    // ground's ECP carries (0.3 g + 0.75 g + 2) h, and the box's impulses balance (pads + ground
+    // + weight = 0; how the pads' lateral friction is shared with the ground's is statically
+    // indeterminate and not asserted), to 1e-9 relative; each ECP lies
+    // on the box's top face inside the pad's bottom face; the fingers, pushed closed by 2 N,
+    // stay at their upper limit 0.045 m (the joint-limit rows of the sweeps) at rest.
+    let (g, push) = (9.81, 2.0);
+    let press = 0.75 * g + push;
+    let s = scene(&gripper_press_scene(push));
+    let cfg = SolverConfig::from_kind("ecp").unwrap();
+    cfg.check_model(&s.model, "press").unwrap_or_else(|e| panic!("{e}"));
+    let mut sim = contact_sim::sim::Simulation::from_scene(&s, Some(&cfg));
+    let fingers: Vec<usize> = ["finger_left_joint", "finger_right_joint"].iter().map(|n| sim.model.bodies.iter().position(|b| b.joint.name == *n).unwrap()).collect();
+    let mut worst: f64 = 0.0;
+    let mut worst_limit: f64 = 0.0;
+    let mut lateral: f64 = 0.0;
+    for k in 0..1200 {
+        let r = sim.step();
+        assert!(r.solve.converged, "step {k}: {:?}", r.solve);
+        if k < 1000 {
+            continue;
+        }
+        let scheme = ecp_scheme(&sim);
+        let mut on_box = Vec3::zeros();
+        let mut pads = 0;
+        for (link, _, link_is_a, c) in scheme.last_link_object_contacts() {
+            assert!(c.in_contact, "step {k}: pad {link} lifted off");
+            let [n, t, o] = c.frame;
+            let [pn, pt, po, _] = c.impulse;
+            let f = n * pn + t * pt + o * po;
+            on_box += if link_is_a { -f } else { f };
+            // the ECP on the box top (z = 0.04), inside the pad's 40 x 10 mm bottom face
+            let pad = sim.model.geoms.iter().find(|g| g.body == Some(link)).unwrap();
+            let in_pad = (sim.workspace.body_pose[link] * pad.x_body_geom).inverse_transform_point(&c.ecp_m.into()).coords;
+            assert!((c.ecp_m.z - 0.04).abs() < 1e-8 && in_pad.x.abs() <= 0.02 + 1e-9 && in_pad.y.abs() <= 0.005 + 1e-9, "step {k}: ECP {:?} (pad frame {in_pad:?})", c.ecp_m);
+            pads += 1;
+        }
+        assert_eq!(pads, 2);
+        worst = worst.max((on_box.z + press * H_ROBOT).abs() / (press * H_ROBOT));
+        let ground: Vec<&EcpContact> = scheme.last_contacts().map(|(_, c)| c).filter(|c| c.in_contact).collect();
+        assert_eq!(ground.len(), 1, "step {k}: the box on the ground");
+        let expected = (0.3 * g + press) * H_ROBOT;
+        let pl = EcpPlane::new(Vec3::z(), 0.0, 0.0);
+        let c = ground[0];
+        let from_ground = pl.normal * c.normal_impulse + pl.tangent1 * c.tangent_impulse[0] + pl.tangent2 * c.tangent_impulse[1];
+        worst = worst.max((c.normal_impulse - expected).abs() / expected);
+        // the box at rest: pads + ground + gravity = 0 (the lateral split between the pads'
+        // and the ground's friction is statically indeterminate)
+        worst = worst.max((on_box + from_ground + Vec3::new(0.0, 0.0, -0.3 * g * H_ROBOT)).norm() / expected);
+        lateral = lateral.max(Vec3::new(on_box.x, on_box.y, 0.0).norm() / H_ROBOT);
+        for &b in &fingers {
+            let j = &sim.model.bodies[b].joint;
+            worst_limit = worst_limit.max((sim.state.q[j.q_index] - 0.045).abs()).max(sim.state.v[j.v_index].abs() * H_ROBOT);
+        }
+    }
+    println!("press: force balance to {worst:.1e} relative (lateral pad friction held by the ground: {lateral:.3} N); fingers off their limit by {worst_limit:.1e} m");
+    assert!(worst < 1e-9, "force balance off by {worst}");
+    assert!(worst_limit < 1e-9, "a finger left its limit by {worst_limit} m");
+}
+
+/// `urdf/gripper2_ft.urdf` with Coulomb friction `friction_n` (N) on the lift joint, written
+/// under target/test-scenes; returns the scene (gripper 0.3 m above the ground, the lift in
+/// effort mode without effort, the fingers held open) as a path.
+fn friction_lift_scene(friction_n: f64) -> String {
+    let urdf = std::fs::read_to_string(path("urdf/gripper2_ft.urdf")).unwrap();
+    let lift = "<limit lower=\"-0.05\" upper=\"0.3\" effort=\"200\" velocity=\"1.0\"/>";
+    assert!(urdf.contains(lift));
+    let urdf = urdf.replacen(lift, &format!("{lift}\n    <dynamics friction=\"{friction_n}\"/>"), 1);
+    let name = format!("gripper2_lift_friction_{friction_n}.urdf");
+    write_scene(&name, &urdf);
+    write_scene(
+        &format!("lift_friction_{friction_n}.yaml"),
+        &format!("timestep_s: 0.001\ngravity: [0.0, 0.0, -9.81]\nsolver: {{kind: ecp}}\nrobots:\n  - urdf: {name}\n    base: {{mode: fixed, position: [0.0, 0.0, 0.3]}}\n    control:\n      default: {{mode: position, kp: 2000, kd: 40}}\n      joints:\n        lift: {{mode: effort}}\n"),
+    )
+}
+
+#[test]
+fn lift_joint_friction_holds_the_hand_below_breakaway_and_slips_with_the_coulomb_deceleration_above() {
+    // The lift carries 0.75 kg (carriage, hand, fingers): 7.3575 N of weight. With 8 N of joint
+    // friction the joint friction row of the ecp sweeps holds it at rest; with 7 N it slides down
+    // with a = (7.3575 − 7)/0.75 m/s², v after n steps = −a n h (to 1e-9 m/s).
+    let (g, m) = (9.81, 0.75);
+    for (friction, hold) in [(8.0, true), (7.0, false)] {
+        let s = contact_sim::config::load_scene(std::path::Path::new(&friction_lift_scene(friction))).unwrap_or_else(|e| panic!("{e}"));
+        let cfg = SolverConfig::from_kind("ecp").unwrap();
+        cfg.check_model(&s.model, "lift").unwrap_or_else(|e| panic!("{e}"));
+        let mut sim = contact_sim::sim::Simulation::from_scene(&s, Some(&cfg));
+        let lift = sim.model.bodies.iter().find(|b| b.joint.name == "lift").unwrap().joint.clone();
+        let steps = 200;
+        for _ in 0..steps {
+            assert!(sim.step().solve.converged);
+        }
+        let v = sim.state.v[lift.v_index];
+        let expected = if hold { 0.0 } else { -(m * g - friction) / m * steps as f64 * H_ROBOT };
+        println!("lift friction {friction} N: v = {v:.12} m/s (expected {expected:.12})");
+        assert!((v - expected).abs() < 1e-9, "friction {friction} N: lift velocity {v}, expected {expected}");
+    }
+}
