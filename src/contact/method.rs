@@ -199,14 +199,6 @@ fn robot_outside_convex_coverage(model: &Model) -> Option<String> {
     };
     // a moving object's geometry (its shape is checked with the objects)
     let free_object = |g: usize| model.geoms[g].body.is_some_and(|b| model.objects.iter().any(|o| o.body == b && !o.fixed));
-    for m in &model.mimics {
-        if let TreeKind::Robot(r) = model.trees[model.bodies[m.follower].tree].kind {
-            return Some(format!(
-                "joint '{}' of robot '{}' mimics joint '{}' (mimic rows are not in the ecp sweeps)",
-                model.bodies[m.follower].joint.name, model.robots[r].name, model.bodies[m.leader].joint.name
-            ));
-        }
-    }
     for p in &model.collision_pairs {
         for g in [p.geom_a, p.geom_b] {
             let Some((r, b)) = robot_of(g) else { continue };

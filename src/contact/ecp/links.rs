@@ -81,7 +81,12 @@ struct JointRows {
     /// Coulomb friction (N·m or N) and its impulse bound `f h` this step (N·m·s or N·s).
     friction: f64,
     friction_bound: f64,
-    /// `M̃⁻¹ e_k` (length nv) and its entry k.
+    /// A mimic coupling instead of limit and friction rows: the leader's velocity coordinate,
+    /// `−multiplier` (the row is `v_k − multiplier v_leader`), the leader's position coordinate,
+    /// the multiplier and the offset (rad or m).
+    mimic: Option<(usize, f64, usize, f64, f64)>,
+    /// `M̃⁻¹ Jᵀ` of the row (`J = e_k`, or `e_k − multiplier e_leader` for a mimic row; length
+    /// nv) and `J M̃⁻¹ Jᵀ`.
     y: Vec<f64>,
     minv: f64,
     /// Rows this step: lower limit, upper limit, friction; their velocity bias (m/s or rad/s)
@@ -149,7 +154,9 @@ impl RobotLinks {
         for t in 0..model.trees.len() {
             let tree = &model.trees[t];
             let count = links.slots.iter().filter(|s| model.bodies[s.body].tree == t).count();
-            if count == 0 && !touching_objects.get(t).copied().unwrap_or(false) {
+            // every robot keeps its joint limit, joint friction and mimic rows, touching or not
+            let _ = touching_objects;
+            if !matches!(tree.kind, TreeKind::Robot(_)) {
                 continue;
             }
             let mass: f64 = model.bodies[tree.body_start..tree.body_end].iter().map(|b| b.mass).sum();
@@ -158,7 +165,7 @@ impl RobotLinks {
                 links.joint_scale = weight_impulse;
             }
             for s in links.slots.iter_mut().filter(|s| model.bodies[s.body].tree == t) {
-                s.ecp_body.mass_kg = (mass / count as f64).max(1e-6);
+                s.ecp_body.mass_kg = (mass / count.max(1) as f64).max(1e-6);
                 s.robot_weight_impulse = weight_impulse;
             }
             for body in &model.bodies[tree.body_start..tree.body_end] {
@@ -169,6 +176,7 @@ impl RobotLinks {
                         q_index: j.q_index,
                         dofs: (tree.v_start, tree.v_end),
                         limits: j.position_limits,
+                        mimic: None,
                         friction: j.friction,
                         friction_bound: 0.0,
                         y: vec![0.0; nv],
@@ -179,6 +187,26 @@ impl RobotLinks {
                     });
                 }
             }
+        }
+        // mimic couplings of the robots kept above: one bilateral row each (the impulse solvers'
+        // row `v_f − c v_l = −erp (q_f − c q_l − offset)/h`)
+        for m in &model.mimics {
+            let (f, l) = (&model.bodies[m.follower], &model.bodies[m.leader]);
+            let tree = &model.trees[f.tree];
+            links.joints.push(JointRows {
+                dof: f.joint.v_index,
+                q_index: f.joint.q_index,
+                dofs: (tree.v_start, tree.v_end),
+                limits: None,
+                mimic: Some((l.joint.v_index, -m.multiplier, l.joint.q_index, m.multiplier, m.offset)),
+                friction: 0.0,
+                friction_bound: 0.0,
+                y: vec![0.0; nv],
+                minv: 0.0,
+                active: [false; 3],
+                bias: [0.0; 2],
+                lambda: [0.0; 3],
+            });
         }
         links
     }
@@ -432,6 +460,18 @@ fn prepare_joint(j: &mut JointRows, model: &Model, input: &SchemeInput, state: &
     let (k, q) = (j.dof, state.q[j.q_index]);
     let erp = model.contact.erp;
     j.active = [false; 3];
+    if let Some((l, coef, ql, multiplier, offset)) = j.mimic {
+        // bilateral: always active, its impulse in λ[0]
+        j.active[0] = true;
+        j.bias[0] = erp * (q - multiplier * state.q[ql] - offset) / h;
+        j.y.fill(0.0);
+        j.y[k] = 1.0;
+        j.y[l] += coef;
+        solve_mass(input, j.dofs, &mut j.y);
+        j.minv = j.y[k] + coef * j.y[l];
+        axpy_range(j.lambda[0], &j.y, velocity, j.dofs);
+        return;
+    }
     if let Some((lo, hi)) = j.limits {
         let reach = (input.free_velocity[k].abs() + state.v[k].abs()) * h + model.contact.margin_m;
         let bias = |gap: f64| if gap >= 0.0 { gap / h } else { erp * gap / h };
@@ -462,6 +502,16 @@ fn prepare_joint(j: &mut JointRows, model: &Model, input: &SchemeInput, state: &
 /// impulse change (N·m·s or N·s).
 fn solve_joint(j: &mut JointRows, velocity: &mut [f64]) -> f64 {
     let k = j.dof;
+    if let Some((l, coef, ..)) = j.mimic {
+        if j.minv <= 0.0 {
+            return 0.0;
+        }
+        let u = velocity[k] + coef * velocity[l] + j.bias[0];
+        let d = -u / j.minv;
+        axpy_range(d, &j.y, velocity, j.dofs);
+        j.lambda[0] += d;
+        return d.abs();
+    }
     let mut change: f64 = 0.0;
     for r in 0..3 {
         if !j.active[r] || j.minv <= 0.0 {

@@ -928,7 +928,8 @@ impl WholeStepScheme for EcpScheme {
         // robots whose links can touch objects: their link contacts, the objects' contacts and
         // their joint rows in one set of sweeps (docs/ecp.md, "Robot links against objects")
         let joined = !self.link_pairs.is_empty();
-        let plane = self.ground.map(|(pl, _)| pl);
+        // without a ground plane the robots have no ground slots, only joint rows: any plane
+        let plane = Some(self.ground.map_or_else(|| EcpPlane::new(Vec3::z(), 0.0, 0.0), |(pl, _)| pl));
         let mut any_link_pair = false;
         if joined {
             if let (false, Some(pl)) = (self.links.is_empty(), plane) {
