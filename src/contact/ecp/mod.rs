@@ -107,7 +107,47 @@ impl MethodParams for EcpParams {
     fn build(&self, model: &Model) -> EcpScheme {
         EcpScheme::new(self.clone(), model)
     }
+    fn outside_coverage(&self, model: &Model) -> Option<String> {
+        robot_outside_coverage(model)
+    }
 }
+
+/// Why a robot of `model` is outside what the ECP scheme covers (its
+/// [`MethodParams::outside_coverage`] rule): a link that can touch something other than the
+/// ground plane and free objects (a static object, another robot, itself), or a link geometry
+/// touching either that is not a box, sphere or cylinder.
+pub(crate) fn robot_outside_coverage(model: &Model) -> Option<String> {
+    use crate::model::TreeKind;
+    let robot_of = |g: usize| {
+        let b = model.geoms[g].body?;
+        match model.trees[model.bodies[b].tree].kind {
+            TreeKind::Robot(r) => Some((r, b)),
+            TreeKind::Object(_) => None,
+        }
+    };
+    // a moving object's geometry (its shape is checked with the objects)
+    let free_object = |g: usize| model.geoms[g].body.is_some_and(|b| model.objects.iter().any(|o| o.body == b && !o.fixed));
+    for p in &model.collision_pairs {
+        for g in [p.geom_a, p.geom_b] {
+            let Some((r, b)) = robot_of(g) else { continue };
+            let robot = &model.robots[r].name;
+            let link = &model.bodies[b].name;
+            let other = if g == p.geom_a { p.geom_b } else { p.geom_a };
+            if !p.with_ground && !free_object(other) {
+                return Some(format!(
+                    "'{}' and '{}' can touch (link '{link}' of robot '{robot}'; robot links are covered in contact with the ground plane and with free objects only)",
+                    model.geoms[p.geom_a].name, model.geoms[p.geom_b].name
+                ));
+            }
+            if crate::contact::ecp::convex_shape(&model.geoms[g].shape).is_none() {
+                let what = if p.with_ground { "the ground".to_string() } else { format!("'{}'", model.geoms[other].name) };
+                return Some(format!("link '{link}' of robot '{robot}' touches {what} with '{}', which is not a box, sphere or cylinder", model.geoms[g].name));
+            }
+        }
+    }
+    None
+}
+
 
 contact_method!(EcpScheme, EcpParams, WholeStep);
 
