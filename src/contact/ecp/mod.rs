@@ -11,11 +11,13 @@
 //! deviations from the paper and the tests.
 //!
 //! Scope: scenes whose moving bodies are single free objects of those shapes, in contact with the
-//! ground and with each other, and robots whose links touch only the ground with such shapes
-//! ([`crate::contact::SceneCoverage::ConvexObjects`]); a robot link's problem takes its
-//! operational-space mobility `J M̃⁻¹ Jᵀ` in place of its mass and inertia, and the links and
-//! joint rows of a robot are coupled by Gauss–Seidel sweeps over its generalised velocity
-//! (`links`, docs/ecp.md "Robot links"). Other scenes are refused when they are loaded. A model built without that check (a library
+//! ground and with each other, and robots whose links touch only the ground and such objects
+//! with such shapes ([`crate::contact::SceneCoverage::ConvexObjects`] and the scheme's own
+//! robot-link rule, [`MethodParams::outside_coverage`]); a robot link's problem takes its
+//! operational-space mobility `J M̃⁻¹ Jᵀ` in place of its mass and inertia, and the links, the
+//! link–object pairs (`link_object`) and the joint rows (limits, friction, mimic couplings) of a
+//! robot are coupled by Gauss–Seidel sweeps over its generalised velocity (`links`, docs/ecp.md
+//! "Robot links" and "Robot links against objects"). Other scenes are refused when they are loaded. A model built without that check (a library
 //! user calling `Simulation::from_scene`) still steps: trees the scheme does not own move as if
 //! they had no contacts (v⁺ = v*, positions with the engine's map).
 //!
