@@ -30,7 +30,7 @@ fn the_counter_sees_allocations() {
 
 #[test]
 fn step_does_not_allocate_after_warm_up() {
-    for file in ["config/examples/quadruped_stand.yaml", "config/examples/box_stack.yaml", "config/default.yaml", "config/examples/ecp_box_tip.yaml", "config/examples/ecp_box_feet_standing.yaml"] {
+    for file in ["config/examples/quadruped_stand.yaml", "config/examples/box_stack.yaml", "config/default.yaml", "config/examples/ecp_box_tip.yaml", "config/examples/ecp_box_feet_standing.yaml", "config/examples/ecp_gripper_grasp.yaml"] {
         let scene = scene_file(file);
         for solver in solver_kinds_for_scene(&scene) {
             let mut sim = Simulation::from_scene(&scene, Some(&SolverConfig::from_kind(solver).unwrap()));

@@ -147,10 +147,9 @@ pub enum SceneCoverage {
     /// Every rigid scene: robots, objects, every collision pair.
     AllRigid,
     /// Free objects shaped as boxes, spheres or cylinders, in contact with the ground and with
-    /// each other (and static objects nothing can touch), and robots whose links touch only the
-    /// ground plane, with box, sphere or cylinder collision geometry and without mimic joints:
-    /// no contact with a static object other than the ground, none between a robot link and
-    /// anything but the ground.
+    /// each other and with robot links (and static objects nothing can touch): no contact of a
+    /// free object with a static object other than the ground. Which robot links are covered is
+    /// the method's own rule ([`MethodParams::outside_coverage`]).
     ConvexObjects,
 }
 
@@ -160,9 +159,6 @@ impl SceneCoverage {
         match self {
             SceneCoverage::AllRigid => None,
             SceneCoverage::ConvexObjects => {
-                if let Some(reason) = robot_outside_convex_coverage(model) {
-                    return Some(reason);
-                }
                 for o in model.objects.iter().filter(|o| !o.fixed) {
                     let mut geoms = model.geoms.iter().filter(|g| g.body == Some(o.body));
                     let shape_ok = geoms.next().is_some_and(|g| crate::contact::ecp::convex_shape(&g.shape).is_some()) && geoms.next().is_none();
@@ -171,7 +167,9 @@ impl SceneCoverage {
                     }
                 }
                 let moving = |g: usize| model.geoms[g].body.is_some_and(|b| model.objects.iter().any(|o| o.body == b && !o.fixed));
-                if let Some(p) = model.collision_pairs.iter().find(|p| !p.with_ground && !(moving(p.geom_a) && moving(p.geom_b))) {
+                let robot_link = |g: usize| model.geoms[g].body.is_some_and(|b| matches!(model.trees[model.bodies[b].tree].kind, crate::model::TreeKind::Robot(_)));
+                let covered = |p: &crate::model::CollisionPair| (moving(p.geom_a) || robot_link(p.geom_a)) && (moving(p.geom_b) || robot_link(p.geom_b));
+                if let Some(p) = model.collision_pairs.iter().find(|p| !p.with_ground && !covered(p)) {
                     return Some(format!(
                         "'{}' and '{}' can touch and one of them does not move (contact is covered between two free objects and with the ground plane only)",
                         model.geoms[p.geom_a].name, model.geoms[p.geom_b].name
@@ -181,45 +179,6 @@ impl SceneCoverage {
             }
         }
     }
-}
-
-/// Why a robot of `model` is outside [`SceneCoverage::ConvexObjects`]: a mimic joint, a link
-/// geometry touching the ground that is not a box, sphere or cylinder, or a link that can touch
-/// something other than the ground plane.
-fn robot_outside_convex_coverage(model: &Model) -> Option<String> {
-    use crate::model::TreeKind;
-    let robot_of = |g: usize| {
-        let b = model.geoms[g].body?;
-        match model.trees[model.bodies[b].tree].kind {
-            TreeKind::Robot(r) => Some((r, b)),
-            TreeKind::Object(_) => None,
-        }
-    };
-    for m in &model.mimics {
-        if let TreeKind::Robot(r) = model.trees[model.bodies[m.follower].tree].kind {
-            return Some(format!(
-                "joint '{}' of robot '{}' mimics joint '{}' (mimic rows are not in the ecp sweeps)",
-                model.bodies[m.follower].joint.name, model.robots[r].name, model.bodies[m.leader].joint.name
-            ));
-        }
-    }
-    for p in &model.collision_pairs {
-        for g in [p.geom_a, p.geom_b] {
-            let Some((r, b)) = robot_of(g) else { continue };
-            let robot = &model.robots[r].name;
-            let link = &model.bodies[b].name;
-            if !p.with_ground {
-                return Some(format!(
-                    "'{}' and '{}' can touch (link '{link}' of robot '{robot}'; robot links are covered in contact with the ground plane only)",
-                    model.geoms[p.geom_a].name, model.geoms[p.geom_b].name
-                ));
-            }
-            if crate::contact::ecp::convex_shape(&model.geoms[g].shape).is_none() {
-                return Some(format!("link '{link}' of robot '{robot}' touches the ground with '{}', which is not a box, sphere or cylinder", model.geoms[g].name));
-            }
-        }
-    }
-    None
 }
 
 /// A method's main stopping tolerance, with its unit (methods measure convergence differently:
@@ -316,6 +275,13 @@ pub trait MethodParams: Clone + Default + std::fmt::Debug + PartialEq + serde::S
     /// (a material it does not have, ...): one sentence naming the element, without the scene
     /// file (the caller adds it). `None` (the default) when it can.
     fn unsupported_in(&self, _model: &Model) -> Option<String> {
+        None
+    }
+    /// The method's own rule for which scenes it covers, beyond its
+    /// [`SceneCoverage`] class (e.g. which robot links its contact problems can hold): one
+    /// sentence naming the element. Refused like the coverage class (the message names the
+    /// methods that can simulate the scene). `None` (the default) when it covers `model`.
+    fn outside_coverage(&self, _model: &Model) -> Option<String> {
         None
     }
 }

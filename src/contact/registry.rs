@@ -84,6 +84,11 @@ macro_rules! contact_methods {
             pub fn unsupported_in(&self, model: &Model) -> Option<String> {
                 match self { $( SolverConfig::$variant(p) => p.unsupported_in(model), )+ }
             }
+            /// The method's own coverage rule beyond its [`crate::contact::SceneCoverage`]
+            /// ([`MethodParams::outside_coverage`]).
+            pub fn outside_coverage(&self, model: &Model) -> Option<String> {
+                match self { $( SolverConfig::$variant(p) => p.outside_coverage(model), )+ }
+            }
             /// The main stopping tolerance, with its unit.
             pub fn tolerance(&self) -> Tolerance {
                 match self { $( SolverConfig::$variant(p) => p.tolerance(), )+ }
@@ -226,9 +231,10 @@ impl SolverConfig {
         if let Some(why) = self.unsupported_in(model) {
             return Err(format!("{scene_file}: {why}"));
         }
-        let coverage = self.capabilities().coverage;
-        if let Some(why) = coverage.unsupported(model) {
-            let able: Vec<&str> = SolverKind::ALL.iter().filter(|k| k.capabilities().coverage.unsupported(model).is_none()).map(|k| k.name()).collect();
+        // the method's own rule first, then its coverage class; the methods named as able pass both
+        let refuses = |cfg: &SolverConfig| cfg.outside_coverage(model).or_else(|| cfg.capabilities().coverage.unsupported(model));
+        if let Some(why) = refuses(self) {
+            let able: Vec<&str> = SolverKind::ALL.iter().filter(|k| refuses(&k.default_config()).is_none()).map(|k| k.name()).collect();
             return Err(format!("{scene_file}: solver '{}' cannot simulate this scene: {why}; use one of: {}", self.kind(), able.join(", ")));
         }
         Ok(())

@@ -81,7 +81,12 @@ struct JointRows {
     /// Coulomb friction (N·m or N) and its impulse bound `f h` this step (N·m·s or N·s).
     friction: f64,
     friction_bound: f64,
-    /// `M̃⁻¹ e_k` (length nv) and its entry k.
+    /// A mimic coupling instead of limit and friction rows: the leader's velocity coordinate,
+    /// `−multiplier` (the row is `v_k − multiplier v_leader`), the leader's position coordinate,
+    /// the multiplier and the offset (rad or m).
+    mimic: Option<(usize, f64, usize, f64, f64)>,
+    /// `M̃⁻¹ Jᵀ` of the row (`J = e_k`, or `e_k − multiplier e_leader` for a mimic row; length
+    /// nv) and `J M̃⁻¹ Jᵀ`.
     y: Vec<f64>,
     minv: f64,
     /// Rows this step: lower limit, upper limit, friction; their velocity bias (m/s or rad/s)
@@ -100,16 +105,21 @@ pub(crate) struct RobotLinks {
     pub(crate) trees: Vec<bool>,
     /// Gauss–Seidel sweeps of the last step.
     pub(crate) last_sweeps: u32,
+    /// The joint rows' change scale when no robot has a ground-touching slot: the weight
+    /// impulse of the first robot with joint rows (N·s).
+    joint_scale: f64,
 }
 
 impl RobotLinks {
     /// Slots for every robot-link geometry with a convex shape and a ground pair; the joint rows
     /// of the robots they belong to. Allocates all scratch.
-    pub(crate) fn new(params: &EcpParams, model: &Model, ground: Option<usize>) -> Self {
-        let mut links = RobotLinks { trees: vec![false; model.trees.len()], ..Default::default() };
-        let Some(ground) = ground else { return links };
+    /// `touching_objects` marks the robot trees whose links can touch a free object: their joint
+    /// rows are kept too.
+    pub(crate) fn new(params: &EcpParams, model: &Model, ground: Option<usize>, touching_objects: &[bool]) -> Self {
+        let mut links = RobotLinks { trees: vec![false; model.trees.len()], joint_scale: 1.0, ..Default::default() };
         let nv = model.nv;
         for (g, geom) in model.geoms.iter().enumerate() {
+            let Some(ground) = ground else { break };
             let Some(b) = geom.body else { continue };
             let body = &model.bodies[b];
             let tree = &model.trees[body.tree];
@@ -144,13 +154,18 @@ impl RobotLinks {
         for t in 0..model.trees.len() {
             let tree = &model.trees[t];
             let count = links.slots.iter().filter(|s| model.bodies[s.body].tree == t).count();
-            if count == 0 {
+            // every robot keeps its joint limit, joint friction and mimic rows, touching or not
+            let _ = touching_objects;
+            if !matches!(tree.kind, TreeKind::Robot(_)) {
                 continue;
             }
             let mass: f64 = model.bodies[tree.body_start..tree.body_end].iter().map(|b| b.mass).sum();
             let weight_impulse = mass.max(1e-6) * model.gravity.norm().max(1.0) * model.timestep_s;
+            if links.joints.is_empty() {
+                links.joint_scale = weight_impulse;
+            }
             for s in links.slots.iter_mut().filter(|s| model.bodies[s.body].tree == t) {
-                s.ecp_body.mass_kg = (mass / count as f64).max(1e-6);
+                s.ecp_body.mass_kg = (mass / count.max(1) as f64).max(1e-6);
                 s.robot_weight_impulse = weight_impulse;
             }
             for body in &model.bodies[tree.body_start..tree.body_end] {
@@ -161,6 +176,7 @@ impl RobotLinks {
                         q_index: j.q_index,
                         dofs: (tree.v_start, tree.v_end),
                         limits: j.position_limits,
+                        mimic: None,
                         friction: j.friction,
                         friction_bound: 0.0,
                         y: vec![0.0; nv],
@@ -172,12 +188,32 @@ impl RobotLinks {
                 }
             }
         }
+        // mimic couplings of the robots kept above: one bilateral row each (the impulse solvers'
+        // row `v_f − c v_l = −erp (q_f − c q_l − offset)/h`)
+        for m in &model.mimics {
+            let (f, l) = (&model.bodies[m.follower], &model.bodies[m.leader]);
+            let tree = &model.trees[f.tree];
+            links.joints.push(JointRows {
+                dof: f.joint.v_index,
+                q_index: f.joint.q_index,
+                dofs: (tree.v_start, tree.v_end),
+                limits: None,
+                mimic: Some((l.joint.v_index, -m.multiplier, l.joint.q_index, m.multiplier, m.offset)),
+                friction: 0.0,
+                friction_bound: 0.0,
+                y: vec![0.0; nv],
+                minv: 0.0,
+                active: [false; 3],
+                bias: [0.0; 2],
+                lambda: [0.0; 3],
+            });
+        }
         links
     }
 
     /// Whether there is anything to solve.
     pub(crate) fn is_empty(&self) -> bool {
-        self.slots.is_empty()
+        self.slots.is_empty() && self.joints.is_empty()
     }
 
     /// The ground pairs the slots own.
@@ -188,50 +224,68 @@ impl RobotLinks {
     /// One step of every robot with ground-touching links: writes v⁺ of their trees into
     /// `velocity` (which holds v* on entry). Positions are left to the engine's map.
     pub(crate) fn advance(&mut self, params: &EcpParams, input: &SchemeInput, state: &crate::state::State, velocity: &mut [f64], plane: &EcpPlane) -> SolveStats {
-        let model = input.model;
-        let (h, gravity) = (model.timestep_s, model.gravity);
+        let (h, gravity) = (input.model.timestep_s, input.model.gravity);
+        self.prepare(input, state, velocity, plane);
         let mut stats = SolveStats { iterations: 0, residual: 0.0, converged: true };
-        // kinematics, activity, J, M̃⁻¹ Jᵀ, Λ⁻¹; the previous step's impulses as warm start
+        let mut sweeps = 0;
+        let mut settled = false;
+        while sweeps < params.max_sweeps && !settled {
+            let (iterations, change) = self.sweep(params, velocity, plane, &gravity, h, sweeps);
+            stats.iterations += iterations;
+            sweeps += 1;
+            settled = change <= params.sweep_tolerance;
+        }
+        self.finish(sweeps, settled, &mut stats);
+        stats
+    }
+
+    /// Start of a step: kinematics, activity, `J`, `M̃⁻¹ Jᵀ`, `Λ⁻¹` of every slot and the joint
+    /// rows; the previous step's impulses re-applied to `velocity` as the warm start.
+    pub(crate) fn prepare(&mut self, input: &SchemeInput, state: &crate::state::State, velocity: &mut [f64], plane: &EcpPlane) {
+        let h = input.model.timestep_s;
         for slot in &mut self.slots {
             prepare_slot(slot, input, velocity, plane, h);
         }
         for j in &mut self.joints {
-            prepare_joint(j, model, input, state, velocity, h);
+            prepare_joint(j, input.model, input, state, velocity, h);
         }
-        // the sweeps stop when no impulse changed by more than `sweep_tolerance` of the robot's
-        // weight impulse (joint rows: over 1 m)
+    }
+
+    /// One Gauss–Seidel sweep (number `sweep`: even forward, odd backward) over the slots near
+    /// the ground and the joint rows. Returns the Newton iterations and the largest impulse
+    /// change over the robot's weight impulse `M |g| h` (joint rows: N·m·s over 1 m).
+    pub(crate) fn sweep(&mut self, params: &EcpParams, velocity: &mut [f64], plane: &EcpPlane, gravity: &Vec3, h: f64, sweep: u32) -> (u32, f64) {
         let scale = |s: &LinkSlot| s.robot_weight_impulse;
         let n_items = self.slots.len() + self.joints.len();
-        let mut sweeps = 0;
-        let mut settled = false;
-        while sweeps < params.max_sweeps && !settled {
-            let mut change: f64 = 0.0;
-            for k in 0..n_items {
-                let item = if sweeps % 2 == 0 { k } else { n_items - 1 - k };
-                if item < self.slots.len() {
-                    let slot = &mut self.slots[item];
-                    if slot.active {
-                        slot.stepper.params.clone_from(params);
-                        let p = scale(slot);
-                        let (iterations, moved) = solve_slot(slot, velocity, plane, &gravity, h);
-                        stats.iterations += iterations;
-                        change = change.max(moved / p);
-                    }
-                } else {
-                    let p = self.slots.first().map_or(1.0, scale);
-                    change = change.max(solve_joint(&mut self.joints[item - self.slots.len()], velocity) / p);
+        let mut change: f64 = 0.0;
+        let mut iterations = 0;
+        for k in 0..n_items {
+            let item = if sweep % 2 == 0 { k } else { n_items - 1 - k };
+            if item < self.slots.len() {
+                let slot = &mut self.slots[item];
+                if slot.active {
+                    slot.stepper.params.clone_from(params);
+                    let p = scale(slot);
+                    let (it, moved) = solve_slot(slot, velocity, plane, gravity, h);
+                    iterations += it;
+                    change = change.max(moved / p);
                 }
+            } else {
+                let p = self.slots.first().map_or(self.joint_scale, scale);
+                change = change.max(solve_joint(&mut self.joints[item - self.slots.len()], velocity) / p);
             }
-            sweeps += 1;
-            settled = change <= params.sweep_tolerance;
         }
+        (iterations, change)
+    }
+
+    /// End of a step: records the sweeps and adds the slots' outcome to `stats`.
+    pub(crate) fn finish(&mut self, sweeps: u32, settled: bool, stats: &mut SolveStats) {
         self.last_sweeps = sweeps;
         stats.converged &= settled;
         for s in self.slots.iter().filter(|s| s.active) {
             stats.residual = stats.residual.max(s.last.solve.residual);
             stats.converged &= s.last.solve.converged;
         }
-        stats
     }
 
     /// Appends the last step's link contacts in contact to `solved`.
@@ -267,12 +321,12 @@ impl RobotLinks {
 }
 
 /// `Σ_k row[k] x[k]` over the velocity range `dofs`.
-fn dot_range(row: &[f64], x: &[f64], (s, e): (usize, usize)) -> f64 {
+pub(super) fn dot_range(row: &[f64], x: &[f64], (s, e): (usize, usize)) -> f64 {
     (s..e).map(|k| row[k] * x[k]).sum()
 }
 
 /// `x ← x + a · y` over the velocity range `dofs`.
-fn axpy_range(a: f64, y: &[f64], x: &mut [f64], (s, e): (usize, usize)) {
+pub(super) fn axpy_range(a: f64, y: &[f64], x: &mut [f64], (s, e): (usize, usize)) {
     if a != 0.0 {
         for k in s..e {
             x[k] += a * y[k];
@@ -281,9 +335,33 @@ fn axpy_range(a: f64, y: &[f64], x: &mut [f64], (s, e): (usize, usize)) {
 }
 
 /// `out ← M̃⁻¹ out` on one tree (M̃ = Lᵀ L).
-fn solve_mass(input: &SchemeInput, (s, e): (usize, usize), out: &mut [f64]) {
+pub(super) fn solve_mass(input: &SchemeInput, (s, e): (usize, usize), out: &mut [f64]) {
     input.mass_factor.solve_lt(s, e, out);
     input.mass_factor.solve_l(s, e, out);
+}
+
+/// A link's start-of-step state (centre of mass `com_local` in the link frame, world velocity
+/// and angular velocity) and its Jacobian `J` at the centre of mass into `jac` (row-major
+/// 6 × nv, rows `v_x, v_y, v_z, ω_x, ω_y, ω_z`).
+pub(super) fn link_kinematics(input: &SchemeInput, body: usize, com_local: &Vec3, jac: &mut [f64]) -> EcpBodyState {
+    let model = input.model;
+    let nv = model.nv;
+    let pose = &input.body_pose[body];
+    let sv = &input.body_velocity[body];
+    let com = pose * nalgebra::Point3::from(*com_local);
+    let w = Vec3::new(sv[0], sv[1], sv[2]);
+    let v = Vec3::new(sv[3], sv[4], sv[5]) + w.cross(&com.coords);
+    jac.fill(0.0);
+    for r in 0..6 {
+        let row = &mut jac[r * nv..(r + 1) * nv];
+        let axis = Vec3::ith(r % 3, 1.0);
+        if r < 3 {
+            add_point_jacobian_row(model, input.dof_axis, body, &com.coords, &axis, 1.0, row);
+        } else {
+            add_angular_jacobian_row(model, input.dof_axis, body, &axis, 1.0, row);
+        }
+    }
+    EcpBodyState { com_m: com.coords, rotation: pose.rotation, velocity: v, angular_velocity: w }
 }
 
 /// The link's start-of-step state, whether it can reach the ground this step, and when it can
@@ -291,24 +369,11 @@ fn solve_mass(input: &SchemeInput, (s, e): (usize, usize), out: &mut [f64]) {
 fn prepare_slot(slot: &mut LinkSlot, input: &SchemeInput, velocity: &mut [f64], plane: &EcpPlane, h: f64) {
     let model = input.model;
     let nv = model.nv;
-    let pose = &input.body_pose[slot.body];
-    let sv = &input.body_velocity[slot.body];
-    let com = pose * nalgebra::Point3::from(slot.com_local);
-    let w = Vec3::new(sv[0], sv[1], sv[2]);
-    let v = Vec3::new(sv[3], sv[4], sv[5]) + w.cross(&com.coords);
-    slot.start = EcpBodyState { com_m: com.coords, rotation: pose.rotation, velocity: v, angular_velocity: w };
+    slot.start = link_kinematics(input, slot.body, &slot.com_local, &mut slot.jac);
     slot.end = slot.start;
+    let (com, v, w) = (slot.start.com_m, slot.start.velocity, slot.start.angular_velocity);
+    let pose = &input.body_pose[slot.body];
     let dofs = slot.dofs;
-    slot.jac.fill(0.0);
-    for r in 0..6 {
-        let row = &mut slot.jac[r * nv..(r + 1) * nv];
-        let axis = Vec3::ith(r % 3, 1.0);
-        if r < 3 {
-            add_point_jacobian_row(model, input.dof_axis, slot.body, &com.coords, &axis, 1.0, row);
-        } else {
-            add_angular_jacobian_row(model, input.dof_axis, slot.body, &axis, 1.0, row);
-        }
-    }
     // reach: the geometry's gap at the start against how far it can move this step (start and
     // free velocities), with the same 1 % of its size margin as the body pairs
     let free_twist: [f64; 6] = std::array::from_fn(|r| dot_range(&slot.jac[r * nv..(r + 1) * nv], velocity, dofs));
@@ -316,7 +381,7 @@ fn prepare_slot(slot: &mut LinkSlot, input: &SchemeInput, velocity: &mut [f64], 
     let lever = b.shape.bounding_radius_m() + b.geom_in_body.translation.vector.norm();
     let speed = |lin: Vec3, ang: Vec3| lin.norm() + ang.norm() * lever;
     let travel = h * (speed(v, w) + speed(Vec3::new(free_twist[0], free_twist[1], free_twist[2]), Vec3::new(free_twist[3], free_twist[4], free_twist[5])));
-    let geom = Pose::from_parts(com.coords.into(), pose.rotation) * b.geom_in_body;
+    let geom = Pose::from_parts(com.into(), pose.rotation) * b.geom_in_body;
     let gap = b.shape.plane_gap(&geom.translation.vector, &geom.rotation.to_rotation_matrix().into_inner(), &plane.normal, plane.offset_m);
     slot.active = gap <= travel + 0.01 * b.shape.size_m();
     if !slot.active {
@@ -338,7 +403,7 @@ fn prepare_slot(slot: &mut LinkSlot, input: &SchemeInput, velocity: &mut [f64], 
         }
     }
     // warm start: the last contact's impulse, its moment about the new centre of mass
-    let moment = (slot.point - com.coords).cross(&slot.force) + slot.twist;
+    let moment = (slot.point - com).cross(&slot.force) + slot.twist;
     slot.wrench = [slot.force.x, slot.force.y, slot.force.z, moment.x, moment.y, moment.z];
     for r in 0..6 {
         axpy_range(slot.wrench[r], &slot.y[r * nv..(r + 1) * nv], velocity, dofs);
@@ -395,6 +460,18 @@ fn prepare_joint(j: &mut JointRows, model: &Model, input: &SchemeInput, state: &
     let (k, q) = (j.dof, state.q[j.q_index]);
     let erp = model.contact.erp;
     j.active = [false; 3];
+    if let Some((l, coef, ql, multiplier, offset)) = j.mimic {
+        // bilateral: always active, its impulse in λ[0]
+        j.active[0] = true;
+        j.bias[0] = erp * (q - multiplier * state.q[ql] - offset) / h;
+        j.y.fill(0.0);
+        j.y[k] = 1.0;
+        j.y[l] += coef;
+        solve_mass(input, j.dofs, &mut j.y);
+        j.minv = j.y[k] + coef * j.y[l];
+        axpy_range(j.lambda[0], &j.y, velocity, j.dofs);
+        return;
+    }
     if let Some((lo, hi)) = j.limits {
         let reach = (input.free_velocity[k].abs() + state.v[k].abs()) * h + model.contact.margin_m;
         let bias = |gap: f64| if gap >= 0.0 { gap / h } else { erp * gap / h };
@@ -425,6 +502,16 @@ fn prepare_joint(j: &mut JointRows, model: &Model, input: &SchemeInput, state: &
 /// impulse change (N·m·s or N·s).
 fn solve_joint(j: &mut JointRows, velocity: &mut [f64]) -> f64 {
     let k = j.dof;
+    if let Some((l, coef, ..)) = j.mimic {
+        if j.minv <= 0.0 {
+            return 0.0;
+        }
+        let u = velocity[k] + coef * velocity[l] + j.bias[0];
+        let d = -u / j.minv;
+        axpy_range(d, &j.y, velocity, j.dofs);
+        j.lambda[0] += d;
+        return d.abs();
+    }
     let mut change: f64 = 0.0;
     for r in 0..3 {
         if !j.active[r] || j.minv <= 0.0 {

@@ -11,11 +11,13 @@
 //! deviations from the paper and the tests.
 //!
 //! Scope: scenes whose moving bodies are single free objects of those shapes, in contact with the
-//! ground and with each other, and robots whose links touch only the ground with such shapes
-//! ([`crate::contact::SceneCoverage::ConvexObjects`]); a robot link's problem takes its
-//! operational-space mobility `J M̃⁻¹ Jᵀ` in place of its mass and inertia, and the links and
-//! joint rows of a robot are coupled by Gauss–Seidel sweeps over its generalised velocity
-//! (`links`, docs/ecp.md "Robot links"). Other scenes are refused when they are loaded. A model built without that check (a library
+//! ground and with each other, and robots whose links touch only the ground and such objects
+//! with such shapes ([`crate::contact::SceneCoverage::ConvexObjects`] and the scheme's own
+//! robot-link rule, [`MethodParams::outside_coverage`]); a robot link's problem takes its
+//! operational-space mobility `J M̃⁻¹ Jᵀ` in place of its mass and inertia, and the links, the
+//! link–object pairs (`link_object`) and the joint rows (limits, friction, mimic couplings) of a
+//! robot are coupled by Gauss–Seidel sweeps over its generalised velocity (`links`, docs/ecp.md
+//! "Robot links" and "Robot links against objects"). Other scenes are refused when they are loaded. A model built without that check (a library
 //! user calling `Simulation::from_scene`) still steps: trees the scheme does not own move as if
 //! they had no contacts (v⁺ = v*, positions with the engine's map).
 //!
@@ -27,6 +29,7 @@
 //! therefore show the ECP and its wrench.
 
 mod dual;
+mod link_object;
 mod links;
 pub mod mncp;
 mod shape;
@@ -106,7 +109,47 @@ impl MethodParams for EcpParams {
     fn build(&self, model: &Model) -> EcpScheme {
         EcpScheme::new(self.clone(), model)
     }
+    fn outside_coverage(&self, model: &Model) -> Option<String> {
+        robot_outside_coverage(model)
+    }
 }
+
+/// Why a robot of `model` is outside what the ECP scheme covers (its
+/// [`MethodParams::outside_coverage`] rule): a link that can touch something other than the
+/// ground plane and free objects (a static object, another robot, itself), or a link geometry
+/// touching either that is not a box, sphere or cylinder.
+pub(crate) fn robot_outside_coverage(model: &Model) -> Option<String> {
+    use crate::model::TreeKind;
+    let robot_of = |g: usize| {
+        let b = model.geoms[g].body?;
+        match model.trees[model.bodies[b].tree].kind {
+            TreeKind::Robot(r) => Some((r, b)),
+            TreeKind::Object(_) => None,
+        }
+    };
+    // a moving object's geometry (its shape is checked with the objects)
+    let free_object = |g: usize| model.geoms[g].body.is_some_and(|b| model.objects.iter().any(|o| o.body == b && !o.fixed));
+    for p in &model.collision_pairs {
+        for g in [p.geom_a, p.geom_b] {
+            let Some((r, b)) = robot_of(g) else { continue };
+            let robot = &model.robots[r].name;
+            let link = &model.bodies[b].name;
+            let other = if g == p.geom_a { p.geom_b } else { p.geom_a };
+            if !p.with_ground && !free_object(other) {
+                return Some(format!(
+                    "'{}' and '{}' can touch (link '{link}' of robot '{robot}'; robot links are covered in contact with the ground plane and with free objects only)",
+                    model.geoms[p.geom_a].name, model.geoms[p.geom_b].name
+                ));
+            }
+            if crate::contact::ecp::convex_shape(&model.geoms[g].shape).is_none() {
+                let what = if p.with_ground { "the ground".to_string() } else { format!("'{}'", model.geoms[other].name) };
+                return Some(format!("link '{link}' of robot '{robot}' touches {what} with '{}', which is not a box, sphere or cylinder", model.geoms[g].name));
+            }
+        }
+    }
+    None
+}
+
 
 contact_method!(EcpScheme, EcpParams, WholeStep);
 
@@ -515,6 +558,8 @@ pub struct EcpScheme {
     load: Vec<f64>,
     /// Robot links that can touch the ground, with their robots' joint rows.
     links: links::RobotLinks,
+    /// Robot-link geometries that can touch a free object.
+    link_pairs: Vec<link_object::LinkObjectPair>,
 }
 
 impl EcpScheme {
@@ -569,12 +614,19 @@ impl EcpScheme {
                 });
             }
         }
-        let links = links::RobotLinks::new(&params, model, ground.map(|(_, g)| g));
+        let link_pairs = link_object::build(&params, model, slot_of);
+        let mut touching_objects = vec![false; model.trees.len()];
+        for lp in &link_pairs {
+            touching_objects[model.bodies[lp.link].tree] = true;
+        }
+        let links = links::RobotLinks::new(&params, model, ground.map(|(_, g)| g), &touching_objects);
         let owned_pairs = model
             .collision_pairs
             .iter()
             .enumerate()
-            .map(|(k, p)| (p.with_ground && slot_of(p.geom_b).is_some()) || pairs.iter().any(|bp| bp.pair == k) || links.owns_pair(k))
+            .map(|(k, p)| {
+                (p.with_ground && slot_of(p.geom_b).is_some()) || pairs.iter().any(|bp| bp.pair == k) || links.owns_pair(k) || link_pairs.iter().any(|lp| lp.pair == k)
+            })
             .collect();
         EcpScheme {
             params,
@@ -589,6 +641,7 @@ impl EcpScheme {
             order: (0..n_slots).collect(),
             load: vec![0.0; n_slots],
             links,
+            link_pairs,
         }
     }
 
@@ -643,6 +696,19 @@ impl EcpScheme {
         if let Some((pl, g)) = self.ground {
             self.links.report(&pl, g, &mut self.solved);
         }
+        for lp in &self.link_pairs {
+            let s = &self.slots[lp.object];
+            if let Some(c) = lp.report(model, (s.body, s.geom, &s.start, &s.end)) {
+                self.solved.push(c);
+            }
+        }
+    }
+
+    /// The last step's contacts between a robot link and a free object: `(link body index,
+    /// object body index, link is side A, contact)`; side B pushes side A with the contact's
+    /// impulse, the normal points from B into A (ECP at the end of the step on A).
+    pub fn last_link_object_contacts(&self) -> impl Iterator<Item = (usize, usize, bool, &pair::PairContact)> {
+        self.link_pairs.iter().filter(|p| p.active).map(|p| (p.link, self.slots[p.object].body, p.link_is_a, &p.last))
     }
 
     /// Gauss–Seidel sweeps over the contacts in the last step (1 when no two bodies touch).
@@ -672,7 +738,7 @@ impl EcpScheme {
     /// The impulses of slot `i`'s contacts other than its ground contact (when `skip_ground`)
     /// and the body pair `skip_pair`: linear (N·s) and angular about its current end-of-step
     /// centre of mass (N·m·s).
-    fn frozen_impulse(&self, i: usize, skip_ground: bool, skip_pair: Option<usize>) -> (Vec3, Vec3) {
+    fn frozen_impulse(&self, i: usize, skip_ground: bool, skip_pair: Option<usize>, skip_link_pair: Option<usize>) -> (Vec3, Vec3) {
         let com = self.slots[i].end.com_m;
         let (mut lin, mut ang) = (Vec3::zeros(), Vec3::zeros());
         if !skip_ground {
@@ -691,6 +757,19 @@ impl EcpScheme {
             } else if p.b == i {
                 lin -= e.force;
                 ang -= (e.point_b - com).cross(&e.force) + e.twist;
+            }
+        }
+        for (k, p) in self.link_pairs.iter().enumerate() {
+            if !p.active || p.object != i || Some(k) == skip_link_pair {
+                continue;
+            }
+            let e = &p.exchange;
+            if p.link_is_a {
+                lin -= e.force;
+                ang -= (e.point_b - com).cross(&e.force) + e.twist;
+            } else {
+                lin += e.force;
+                ang += (e.point_a - com).cross(&e.force) + e.twist;
             }
         }
         (lin, ang)
@@ -750,7 +829,7 @@ impl EcpScheme {
     /// Solves slot `i` against the ground with its other contacts frozen; returns the change of
     /// its ground impulse (relative to its weight impulse).
     fn solve_ground(&mut self, i: usize, gravity: &Vec3, h: f64) -> f64 {
-        let extra = self.frozen_impulse(i, true, None);
+        let extra = self.frozen_impulse(i, true, None, None);
         let plane = self.ground.zip(self.slots[i].ground_pair).map(|((pl, _), (_, mu))| EcpPlane { friction: mu, ..pl });
         let slot = &mut self.slots[i];
         slot.stepper.params.clone_from(&self.params);
@@ -777,7 +856,7 @@ impl EcpScheme {
     /// impulse (relative to the lighter body's weight impulse).
     fn solve_pair(&mut self, k: usize, gravity: &Vec3, h: f64) -> f64 {
         let (a, b) = (self.pairs[k].a, self.pairs[k].b);
-        let (extra_a, extra_b) = (self.frozen_impulse(a, false, Some(k)), self.frozen_impulse(b, false, Some(k)));
+        let (extra_a, extra_b) = (self.frozen_impulse(a, false, Some(k), None), self.frozen_impulse(b, false, Some(k), None));
         let (sa, sb) = (self.slots[a].start, self.slots[b].start);
         let (ba, bb) = (self.slots[a].ecp_body, self.slots[b].ecp_body);
         let p = &mut self.pairs[k];
@@ -798,6 +877,19 @@ impl EcpScheme {
             let (com, rotation) = EcpStepper::end_pose(&start, h, &v, &w);
             self.slots[slot].end = EcpBodyState { com_m: com, rotation, velocity: v, angular_velocity: w };
         }
+        change
+    }
+
+    /// Solves link–object pair `k` with the object's other contacts frozen and the robot's other
+    /// impulses in `velocity`; returns the change of its impulse (relative to the lighter side's
+    /// weight impulse).
+    fn solve_link_pair(&mut self, k: usize, velocity: &mut [f64], gravity: &Vec3, h: f64) -> f64 {
+        let i = self.link_pairs[k].object;
+        let extra = self.frozen_impulse(i, false, None, Some(k));
+        let (so, bo) = (self.slots[i].start, self.slots[i].ecp_body);
+        let (end, iterations, change) = self.link_pairs[k].solve(&self.params, velocity, (&bo, &so, &extra), gravity, h);
+        self.slots[i].end = end;
+        self.step_iterations += iterations;
         change
     }
 
@@ -875,14 +967,38 @@ impl WholeStepScheme for EcpScheme {
             p.n0 = n0;
             any_pair |= near;
         }
-        if any_pair {
+        // robots whose links can touch objects: their link contacts, the objects' contacts and
+        // their joint rows in one set of sweeps (docs/ecp.md, "Robot links against objects")
+        let joined = !self.link_pairs.is_empty();
+        // without a ground plane the robots have no ground slots, only joint rows: any plane
+        let plane = Some(self.ground.map_or_else(|| EcpPlane::new(Vec3::z(), 0.0, 0.0), |(pl, _)| pl));
+        let mut any_link_pair = false;
+        if joined {
+            if let (false, Some(pl)) = (self.links.is_empty(), plane) {
+                self.links.prepare(input, state, output.velocity, &pl);
+            }
+            for k in 0..self.link_pairs.len() {
+                let i = self.link_pairs[k].object;
+                let (so, bo) = (self.slots[i].start, self.slots[i].ecp_body);
+                let (_, vo, wo) = mncp::moving_body(&bo, &so, &(Vec3::zeros(), Vec3::zeros()), &gravity, h);
+                let mut n0 = Vec3::zeros();
+                for c in input.contacts.iter().filter(|c| c.key.pair as usize == self.link_pairs[k].pair) {
+                    n0 += c.normal;
+                }
+                self.link_pairs[k].prepare(input, output.velocity, (&bo, &so, (vo, wo)), n0, h);
+                any_link_pair |= self.link_pairs[k].active;
+            }
+        }
+        if any_pair || any_link_pair {
             self.estimate_cold_loads(&gravity, h);
         }
         // Gauss–Seidel sweeps, alternating direction; the previous step's impulses start them
         let (n_slots, n_items) = (self.slots.len(), self.slots.len() + self.pairs.len());
-        let sweeps = if any_pair { self.params.max_sweeps } else { 1 };
+        let coupled = any_pair || joined;
+        let sweeps = if coupled { self.params.max_sweeps } else { 1 };
         let mut stats = SolveStats { iterations: 0, residual: 0.0, converged: true };
         let mut sweeps_done = 0;
+        let mut link_iterations = 0;
         self.step_iterations = 0;
         for sweep in 0..sweeps {
             let mut change: f64 = 0.0;
@@ -894,19 +1010,36 @@ impl WholeStepScheme for EcpScheme {
                     change = change.max(self.solve_pair(item - n_slots, &gravity, h));
                 }
             }
+            if joined {
+                for k in 0..self.link_pairs.len() {
+                    let k = if sweep % 2 == 0 { k } else { self.link_pairs.len() - 1 - k };
+                    if self.link_pairs[k].active {
+                        change = change.max(self.solve_link_pair(k, output.velocity, &gravity, h));
+                    }
+                }
+                if let (false, Some(pl)) = (self.links.is_empty(), plane) {
+                    let (iterations, moved) = self.links.sweep(&self.params, output.velocity, &pl, &gravity, h, sweep);
+                    link_iterations += iterations;
+                    change = change.max(moved);
+                }
+            }
             sweeps_done += 1;
             if change <= self.params.sweep_tolerance {
                 break;
             }
-            stats.converged &= sweep + 1 < sweeps || !any_pair;
+            stats.converged &= sweep + 1 < sweeps || !coupled;
         }
         self.last_sweeps = sweeps_done;
-        stats.iterations = self.step_iterations;
+        stats.iterations = self.step_iterations + link_iterations;
         for slot in &self.slots {
             stats.residual = stats.residual.max(slot.last.solve.residual);
             stats.converged &= slot.last.solve.converged;
         }
         for p in self.pairs.iter().filter(|p| p.active) {
+            stats.residual = stats.residual.max(p.last.solve.residual);
+            stats.converged &= p.last.solve.converged;
+        }
+        for p in self.link_pairs.iter().filter(|p| p.active) {
             stats.residual = stats.residual.max(p.last.solve.residual);
             stats.converged &= p.last.solve.converged;
         }
@@ -921,11 +1054,16 @@ impl WholeStepScheme for EcpScheme {
             output.velocity[vi..vi + 6].copy_from_slice(&[vb.x, vb.y, vb.z, wb.x, wb.y, wb.z]);
         }
         // robots: their links' ground contacts and joint rows (v⁺ of their trees in the output)
-        if let (false, Some((pl, _))) = (self.links.is_empty(), self.ground) {
-            let link_stats = self.links.advance(&self.params, input, state, output.velocity, &pl);
-            stats.iterations += link_stats.iterations;
-            stats.residual = stats.residual.max(link_stats.residual);
-            stats.converged &= link_stats.converged;
+        if let (false, Some(pl)) = (self.links.is_empty(), plane) {
+            if joined {
+                let settled = stats.converged || sweeps_done < sweeps;
+                self.links.finish(sweeps_done, settled, &mut stats);
+            } else {
+                let link_stats = self.links.advance(&self.params, input, state, output.velocity, &pl);
+                stats.iterations += link_stats.iterations;
+                stats.residual = stats.residual.max(link_stats.residual);
+                stats.converged &= link_stats.converged;
+            }
         }
         self.report(model);
         // trees the scheme does not move as free objects: robots (v⁺ from their link contacts and

@@ -234,6 +234,24 @@ impl PairStepper {
     ) -> PairContact {
         let (ma, va_free, wa_free) = moving_body(a, sa, extra_a, gravity, h);
         let (mb, vb_free, wb_free) = moving_body(b, sb, extra_b, gravity, h);
+        self.solve_moving(params, (a, sa, ma, (va_free, wa_free)), (b, sb, mb, (vb_free, wb_free)), gravity, h, friction, n0)
+    }
+
+    /// One solve of the pair with each side given as its [`MovingBody`] (a free object's
+    /// Newton–Euler data, or a robot link's mobility with its twist without this contact, see
+    /// [`MovingBody::mobility`]) and its velocities without this contact `(v_free, ω_free)`;
+    /// `sa`, `sb` are the start-of-step states (the guesses' velocities). Allocates nothing.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn solve_moving(
+        &mut self,
+        params: &EcpParams,
+        (a, sa, ma, (va_free, wa_free)): (&EcpBody, &EcpBodyState, MovingBody, (Vec3, Vec3)),
+        (b, sb, mb, (vb_free, wb_free)): (&EcpBody, &EcpBodyState, MovingBody, (Vec3, Vec3)),
+        gravity: &Vec3,
+        h: f64,
+        friction: f64,
+        n0: &Vec3,
+    ) -> PairContact {
         let scale = a.mass_kg.min(b.mass_kg) * h * gravity.norm().max(1.0);
         let (t0, _) = crate::math::tangent_basis(n0);
         let mut problem = BodyPairProblem {

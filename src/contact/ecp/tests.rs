@@ -119,6 +119,7 @@ fn cube_at_rest_stays_at_rest_with_the_ecp_under_its_centre() {
 
 #[test]
 fn pair_jacobian_matches_central_differences_at_random_states() {
+    // free objects on both sides, or a robot link on side A or B (trials 1, 4 and 2, 5)
     use super::pair::{BodyPairProblem, NZ_PAIR};
     let mut next = xorshift(0x2545_f491_4f6c_dd1d);
     let shapes = test_shapes();
@@ -133,6 +134,17 @@ fn pair_jacobian_matches_central_differences_at_random_states() {
                 b.shape = *shape_b;
                 b.com_m = [0.0, 0.1, -0.5];
                 b.velocity = [-0.2, 0.1, 0.3];
+                // a robot link on one side (a gripper pad on an object): operational-space rows
+                // with a random mobility Λ⁻¹
+                let mobility = || Some(std::array::from_fn(|_| std::array::from_fn(|_| 0.0)));
+                match trial % 3 {
+                    1 => a.mobility = mobility(),
+                    2 => b.mobility = mobility(),
+                    _ => {}
+                }
+                for m in [&mut a.mobility, &mut b.mobility].into_iter().flatten() {
+                    *m = std::array::from_fn(|_| std::array::from_fn(|_| next()));
+                }
                 let p = BodyPairProblem { h_s: 0.01, a, b, tangent_ref: [1.0, 0.0, 0.0], friction: 0.4, limit_surface: [1.0, 1.0, 0.5], k1: trial % shape_a.inequality_count(), impulse_scale: 0.098 };
                 let z: [f64; NZ_PAIR] = std::array::from_fn(|_| 0.3 + next());
                 worst = worst.max(jacobian_error_against_differences(&p, &z, &format!("shape {s} trial {trial}")));
