@@ -48,8 +48,8 @@
 //! them, `u⁰ = ũ + H⁻¹ J̄ᵀ p⁰`.
 //!
 //! **Safeguarded warm start** (ours, not in the paper, whose start is always `u = 0`, `λ = 0`):
-//! the warm iterate is kept only when its stopping-test residual (the largest natural residual
-//! of the rows, m/s) is at most the cold iterate's (`u⁰ = ũ`, `p⁰ = 0`). On a stiff body
+//! the warm iterate is kept only when its stopping-test residual (the larger of the rows'
+//! largest natural residual and the momentum residual, m/s) is at most the cold iterate's (`u⁰ = ũ`, `p⁰ = 0`). On a stiff body
 //! (Y = 1 MPa, 6 000 tets, `(h √(Y/ρ) / ℓ)² ≈ 7 000`) the previous step's impulses, re-applied at
 //! the new positions after an impact or a change of the contact set and with the geometric
 //! stiffness having moved the previous iterate off the momentum balance, started the iteration
