@@ -258,13 +258,14 @@ fn stiff_ball_resting_on_the_ground_carries_its_weight() {
 /// coefficients sum to zero and every node–node row acts equally and oppositely on its two
 /// nodes, so each full Newton update keeps the nodes' total momentum: without the geometric
 /// stiffness it is conserved to round-off (1e-12 relative); the geometric stiffness adds mass to
-/// the Newton matrix only, which leaves a drift of the order of the Newton residual (below
-/// 1e-4 relative). The balls bounce apart.
+/// the Newton matrix only, which leaves a momentum residual in each update; the stopping test
+/// measures it (paper §3.6: rows and momentum), so the drift stays below 1e-6 relative
+/// (measured 4e-8; 1.75e-5 when the test measured the rows only). The balls bounce apart.
 #[test]
 fn two_soft_balls_colliding_conserve_momentum() {
     let file = mesh_file("ball3", &contact_sim::fem::TetMesh::ball(0.03, 3));
     let body = |name: &str, x: f64, v: f64| format!("  - name: {name}\n    mesh: {file}\n    position: [{x}, 0, 0.003]\n    linear_velocity: [{v}, 0, 0]\n    material: {{density_kg_m3: 1000, youngs_modulus_pa: 1.0e5, poisson_ratio: 0.45}}\n    friction: 0.5\n");
-    for (params, bound) in [("geometric_stiffness: false", 1e-12), ("", 1e-4)] {
+    for (params, bound) in [("geometric_stiffness: false", 1e-12), ("", 1e-6)] {
         let yaml = format!("timestep_s: 0.005\ngravity: [0, 0, 0]\nground: {{enabled: false}}\nsolver: {{kind: newton, {params}}}\ncontact: {{deformable_contact: {{enabled: true}}}}\ndeformables:\n{}{}", body("a", -0.035, 0.5), body("b", 0.035, -0.2));
         let mut sim = Simulation::from_scene(&scene(&yaml), None);
         let momentum = |sim: &Simulation| contact_sim::fem::fem_momentum(&sim.model.deformables, &sim.state.fem_v);

@@ -150,6 +150,12 @@ pub struct NewtonStats {
     pub linear_iterations: u32,
     /// The largest row residual at exit (m/s).
     pub residual_m_s: f64,
+    /// The momentum residual at exit as a velocity error, `max |H₀⁻¹ g|` with
+    /// `g = H₀ (u − ũ) − J̄ᵀ p` (m/s; paper §3.6). Zero in the rigid-only iteration, whose iterate
+    /// `u = s ũ + M̃⁻¹ J̄ᵀ y` balances momentum by construction; the deformables' iteration
+    /// ([`super::fem`]) moves `u` and `p` separately and the step is converged only when this and
+    /// the rows' residual are both within the tolerance.
+    pub momentum_residual_m_s: f64,
     /// Whether the residual reached the tolerance.
     pub converged: bool,
 }

@@ -336,7 +336,9 @@ impl WholeStepScheme for NewtonScheme {
         if let (Some(fs), Some(f)) = (self.fem.as_mut(), output.fem.as_deref_mut()) {
             let stats = fs.advance(input, state, f, output.velocity, output.impulse, &resolved);
             self.last = stats;
-            return SolveStats { iterations: stats.newton_iterations, residual: stats.residual_m_s, converged: stats.residual_m_s <= self.params.tolerance_m_s };
+            // §3.6: converged when both the rows and the momentum balance are within the tolerance
+            let residual = stats.residual_m_s.max(stats.momentum_residual_m_s);
+            return SolveStats { iterations: stats.newton_iterations, residual, converged: residual <= self.params.tolerance_m_s };
         }
         let Some(rows) = input.rows.as_ref() else {
             // run outside the registry (step_with_scheme): no rows, the free motion of the start iterate
