@@ -10,7 +10,7 @@
 //! robot's generalised velocity, `v⁺ ← v⁺ + M̃⁻¹ Jᵀ ΔW`, and the object's impulse is frozen for
 //! its other contacts like a body–body pair's.
 
-use super::links::{axpy_range, dot_range, link_kinematics, solve_mass};
+use super::links::{apply_link_wrench, link_free_motion, link_kinematics, link_mobility, link_twist};
 use super::{carry_to_start, contact_key, mncp, pair, EcpBody, EcpBodyState, EcpParams, EcpStepper, Exchange, SolvedContact};
 use crate::collision::Contact;
 use crate::contact::SchemeInput;
@@ -61,8 +61,7 @@ pub(super) struct LinkObjectPair {
 
 /// The link–object pairs of `model`, with `slot_of(geom)` the scheme's object slot of a free
 /// object's geometry. Allocates all scratch.
-pub(super) fn build(params: &EcpParams, model: &Model, slot_of: impl Fn(usize) -> Option<usize>) -> Vec<LinkObjectPair> {
-    let _ = params;
+pub(super) fn build(model: &Model, slot_of: impl Fn(usize) -> Option<usize>) -> Vec<LinkObjectPair> {
     let nv = model.nv;
     let link_of = |g: usize| {
         let b = model.geoms[g].body?;
@@ -118,11 +117,10 @@ impl LinkObjectPair {
     /// object's start state and free velocities.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn prepare(&mut self, input: &SchemeInput, velocity: &mut [f64], object: (&EcpBody, &EcpBodyState, (Vec3, Vec3)), n0: Vec3, h: f64) {
-        let nv = input.model.nv;
         self.start = link_kinematics(input, self.link, &self.com_local, &mut self.jac);
         self.end = self.start;
         let dofs = self.dofs;
-        let twist: [f64; 6] = std::array::from_fn(|r| dot_range(&self.jac[r * nv..(r + 1) * nv], velocity, dofs));
+        let twist = link_twist(&self.jac, velocity, dofs);
         let (vl, wl) = (Vec3::new(twist[0], twist[1], twist[2]), Vec3::new(twist[3], twist[4], twist[5]));
         let (bo, so, (vo, wo)) = object;
         let (sl, bl) = (&self.start, &self.link_body);
@@ -145,23 +143,12 @@ impl LinkObjectPair {
             self.last = pair::PairContact::default();
             return;
         }
-        for r in 0..6 {
-            let (jr, yr) = (&self.jac[r * nv..(r + 1) * nv], &mut self.y[r * nv..(r + 1) * nv]);
-            yr.copy_from_slice(jr);
-            solve_mass(input, dofs, yr);
-        }
-        for r in 0..6 {
-            for c in 0..6 {
-                self.mobility[r][c] = dot_range(&self.jac[r * nv..(r + 1) * nv], &self.y[c * nv..(c + 1) * nv], dofs);
-            }
-        }
+        link_mobility(input, dofs, &self.jac, &mut self.y, &mut self.mobility);
         // warm start: the last impulse on the link, its moment about the new centre of mass
         let (force, twist, point) = self.on_link();
         let moment = (point - self.start.com_m).cross(&force) + twist;
         self.wrench = [force.x, force.y, force.z, moment.x, moment.y, moment.z];
-        for r in 0..6 {
-            axpy_range(self.wrench[r], &self.y[r * nv..(r + 1) * nv], velocity, dofs);
-        }
+        apply_link_wrench(&self.wrench, &self.y, velocity, dofs);
     }
 
     /// The exchanged impulse as it acts on the link: force (N·s), friction moment (N·m·s), point.
@@ -181,17 +168,9 @@ impl LinkObjectPair {
     /// impulse over the lighter side's weight impulse.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn solve(&mut self, params: &EcpParams, velocity: &mut [f64], object: (&EcpBody, &EcpBodyState, &(Vec3, Vec3)), gravity: &Vec3, h: f64) -> (EcpBodyState, u32, f64) {
-        let nv = velocity.len();
         let dofs = self.dofs;
-        let nu_free: [f64; 6] = std::array::from_fn(|r| {
-            dot_range(&self.jac[r * nv..(r + 1) * nv], velocity, dofs) - (0..6).map(|c| self.mobility[r][c] * self.wrench[c]).sum::<f64>()
-        });
-        let (vl, wl) = (Vec3::new(nu_free[0], nu_free[1], nu_free[2]), Vec3::new(nu_free[3], nu_free[4], nu_free[5]));
-        let free_state = EcpBodyState { velocity: vl, angular_velocity: wl, ..self.start };
-        let (mut ml, _, _) = mncp::moving_body(&self.link_body, &free_state, &(Vec3::zeros(), Vec3::zeros()), &Vec3::zeros(), h);
-        ml.mobility = Some(self.mobility);
-        ml.impulse_linear = [0.0; 3];
-        ml.impulse_angular = [0.0; 3];
+        // ν_free = J v⁺ − Λ⁻¹ W (this pair's own share removed)
+        let (ml, (vl, wl)) = link_free_motion(&self.link_body, &self.start, &self.jac, &self.mobility, &self.wrench, velocity, dofs, h);
         let (bo, so, extra) = object;
         let (mo, vo, wo) = mncp::moving_body(bo, so, extra, gravity, h);
         let link_side = (&self.link_body, &self.start, ml, (vl, wl));
@@ -211,9 +190,8 @@ impl LinkObjectPair {
         let (force, twist, point) = self.on_link();
         let moment = (point - self.start.com_m).cross(&force) + twist;
         let wrench = [force.x, force.y, force.z, moment.x, moment.y, moment.z];
-        for (r, (new, old)) in wrench.iter().zip(&self.wrench).enumerate() {
-            axpy_range(new - old, &self.y[r * nv..(r + 1) * nv], velocity, dofs);
-        }
+        let delta: [f64; 6] = std::array::from_fn(|r| wrench[r] - self.wrench[r]);
+        apply_link_wrench(&delta, &self.y, velocity, dofs);
         self.wrench = wrench;
         let [va, wa, vb, wb] = c.velocities;
         let ((v_link, w_link), (v_obj, w_obj)) = if self.link_is_a { ((va, wa), (vb, wb)) } else { ((vb, wb), (va, wa)) };

@@ -96,6 +96,27 @@ struct JointRows {
     lambda: [f64; 3],
 }
 
+impl JointRows {
+    /// The rows of coordinate `dof` (position coordinate `q_index`) of a tree spanning `dofs`
+    /// in a model of `nv` velocities: no limit, no friction, no mimic, nothing active yet.
+    fn new(dof: usize, q_index: usize, dofs: (usize, usize), nv: usize) -> Self {
+        JointRows {
+            dof,
+            q_index,
+            dofs,
+            limits: None,
+            friction: 0.0,
+            friction_bound: 0.0,
+            mimic: None,
+            y: vec![0.0; nv],
+            minv: 0.0,
+            active: [false; 3],
+            bias: [0.0; 2],
+            lambda: [0.0; 3],
+        }
+    }
+}
+
 /// The robot links the ECP scheme solves against the ground, with their joint rows.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct RobotLinks {
@@ -113,9 +134,9 @@ pub(crate) struct RobotLinks {
 impl RobotLinks {
     /// Slots for every robot-link geometry with a convex shape and a ground pair; the joint rows
     /// of the robots they belong to. Allocates all scratch.
-    /// `touching_objects` marks the robot trees whose links can touch a free object: their joint
-    /// rows are kept too.
-    pub(crate) fn new(params: &EcpParams, model: &Model, ground: Option<usize>, touching_objects: &[bool]) -> Self {
+    /// Every robot keeps its joint limit, joint friction and mimic rows, touching or not (a
+    /// robot may touch only objects, or be pushed by them).
+    pub(crate) fn new(params: &EcpParams, model: &Model, ground: Option<usize>) -> Self {
         let mut links = RobotLinks { trees: vec![false; model.trees.len()], joint_scale: 1.0, ..Default::default() };
         let nv = model.nv;
         for (g, geom) in model.geoms.iter().enumerate() {
@@ -154,8 +175,6 @@ impl RobotLinks {
         for t in 0..model.trees.len() {
             let tree = &model.trees[t];
             let count = links.slots.iter().filter(|s| model.bodies[s.body].tree == t).count();
-            // every robot keeps its joint limit, joint friction and mimic rows, touching or not
-            let _ = touching_objects;
             if !matches!(tree.kind, TreeKind::Robot(_)) {
                 continue;
             }
@@ -171,20 +190,7 @@ impl RobotLinks {
             for body in &model.bodies[tree.body_start..tree.body_end] {
                 let j = &body.joint;
                 if j.kind.nv() == 1 && (j.position_limits.is_some() || j.friction > 0.0) {
-                    links.joints.push(JointRows {
-                        dof: j.v_index,
-                        q_index: j.q_index,
-                        dofs: (tree.v_start, tree.v_end),
-                        limits: j.position_limits,
-                        mimic: None,
-                        friction: j.friction,
-                        friction_bound: 0.0,
-                        y: vec![0.0; nv],
-                        minv: 0.0,
-                        active: [false; 3],
-                        bias: [0.0; 2],
-                        lambda: [0.0; 3],
-                    });
+                    links.joints.push(JointRows { limits: j.position_limits, friction: j.friction, ..JointRows::new(j.v_index, j.q_index, (tree.v_start, tree.v_end), nv) });
                 }
             }
         }
@@ -194,18 +200,8 @@ impl RobotLinks {
             let (f, l) = (&model.bodies[m.follower], &model.bodies[m.leader]);
             let tree = &model.trees[f.tree];
             links.joints.push(JointRows {
-                dof: f.joint.v_index,
-                q_index: f.joint.q_index,
-                dofs: (tree.v_start, tree.v_end),
-                limits: None,
                 mimic: Some((l.joint.v_index, -m.multiplier, l.joint.q_index, m.multiplier, m.offset)),
-                friction: 0.0,
-                friction_bound: 0.0,
-                y: vec![0.0; nv],
-                minv: 0.0,
-                active: [false; 3],
-                bias: [0.0; 2],
-                lambda: [0.0; 3],
+                ..JointRows::new(f.joint.v_index, f.joint.q_index, (tree.v_start, tree.v_end), nv)
             });
         }
         links
@@ -334,6 +330,64 @@ pub(super) fn axpy_range(a: f64, y: &[f64], x: &mut [f64], (s, e): (usize, usize
     }
 }
 
+/// The twist `ν = J v` of a link (m/s then rad/s, world axes, at its centre of mass) from the
+/// rows of its Jacobian `jac` (6 × nv, row-major) over its tree's coordinates `dofs`.
+pub(super) fn link_twist(jac: &[f64], velocity: &[f64], dofs: (usize, usize)) -> [f64; 6] {
+    let nv = velocity.len();
+    std::array::from_fn(|r| dot_range(&jac[r * nv..(r + 1) * nv], velocity, dofs))
+}
+
+/// A link's operational-space mobility: `y ← M̃⁻¹ Jᵀ` (stored transposed, 6 × nv) and
+/// `mobility ← Λ⁻¹ = J M̃⁻¹ Jᵀ` (m/s per N·s, rad/s per N·m·s).
+pub(super) fn link_mobility(input: &SchemeInput, dofs: (usize, usize), jac: &[f64], y: &mut [f64], mobility: &mut [[f64; 6]; 6]) {
+    let nv = input.model.nv;
+    for r in 0..6 {
+        let (jr, yr) = (&jac[r * nv..(r + 1) * nv], &mut y[r * nv..(r + 1) * nv]);
+        yr.copy_from_slice(jr);
+        solve_mass(input, dofs, yr);
+    }
+    for (r, row) in mobility.iter_mut().enumerate() {
+        for (c, m) in row.iter_mut().enumerate() {
+            *m = dot_range(&jac[r * nv..(r + 1) * nv], &y[c * nv..(c + 1) * nv], dofs);
+        }
+    }
+}
+
+/// Applies a wrench impulse `[F; M]` (N·s, N·m·s about the link's centre of mass) on a link to
+/// the generalized velocity: `v ← v + M̃⁻¹ Jᵀ W`.
+pub(super) fn apply_link_wrench(wrench: &[f64; 6], y: &[f64], velocity: &mut [f64], dofs: (usize, usize)) {
+    let nv = velocity.len();
+    for (r, w) in wrench.iter().enumerate() {
+        axpy_range(*w, &y[r * nv..(r + 1) * nv], velocity, dofs);
+    }
+}
+
+/// A link as a moving body of the contact residual, with its own impulse `wrench` taken out
+/// of the current velocity: `ν_free = J v⁺ − Λ⁻¹ W`. Its response to this contact's impulse is
+/// `mobility`; everything else acting on the robot stays frozen in `velocity`. Returns the
+/// moving body and `ν_free` (linear, angular).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn link_free_motion(
+    body: &EcpBody,
+    start: &EcpBodyState,
+    jac: &[f64],
+    mobility: &[[f64; 6]; 6],
+    wrench: &[f64; 6],
+    velocity: &[f64],
+    dofs: (usize, usize),
+    h: f64,
+) -> (mncp::MovingBody, (Vec3, Vec3)) {
+    let twist = link_twist(jac, velocity, dofs);
+    let nu: [f64; 6] = std::array::from_fn(|r| twist[r] - (0..6).map(|c| mobility[r][c] * wrench[c]).sum::<f64>());
+    let (v_free, w_free) = (Vec3::new(nu[0], nu[1], nu[2]), Vec3::new(nu[3], nu[4], nu[5]));
+    let free_state = EcpBodyState { velocity: v_free, angular_velocity: w_free, ..*start };
+    let (mut moving, _, _) = mncp::moving_body(body, &free_state, &(Vec3::zeros(), Vec3::zeros()), &Vec3::zeros(), h);
+    moving.mobility = Some(*mobility);
+    moving.impulse_linear = [0.0; 3];
+    moving.impulse_angular = [0.0; 3];
+    (moving, (v_free, w_free))
+}
+
 /// `out ← M̃⁻¹ out` on one tree (M̃ = Lᵀ L).
 pub(super) fn solve_mass(input: &SchemeInput, (s, e): (usize, usize), out: &mut [f64]) {
     input.mass_factor.solve_lt(s, e, out);
@@ -367,8 +421,6 @@ pub(super) fn link_kinematics(input: &SchemeInput, body: usize, com_local: &Vec3
 /// The link's start-of-step state, whether it can reach the ground this step, and when it can
 /// its `J`, `M̃⁻¹ Jᵀ` and `Λ⁻¹`, with the previous step's impulse re-applied to `velocity`.
 fn prepare_slot(slot: &mut LinkSlot, input: &SchemeInput, velocity: &mut [f64], plane: &EcpPlane, h: f64) {
-    let model = input.model;
-    let nv = model.nv;
     slot.start = link_kinematics(input, slot.body, &slot.com_local, &mut slot.jac);
     slot.end = slot.start;
     let (com, v, w) = (slot.start.com_m, slot.start.velocity, slot.start.angular_velocity);
@@ -376,7 +428,7 @@ fn prepare_slot(slot: &mut LinkSlot, input: &SchemeInput, velocity: &mut [f64], 
     let dofs = slot.dofs;
     // reach: the geometry's gap at the start against how far it can move this step (start and
     // free velocities), with the same 1 % of its size margin as the body pairs
-    let free_twist: [f64; 6] = std::array::from_fn(|r| dot_range(&slot.jac[r * nv..(r + 1) * nv], velocity, dofs));
+    let free_twist = link_twist(&slot.jac, velocity, dofs);
     let b = &slot.ecp_body;
     let lever = b.shape.bounding_radius_m() + b.geom_in_body.translation.vector.norm();
     let speed = |lin: Vec3, ang: Vec3| lin.norm() + ang.norm() * lever;
@@ -392,40 +444,20 @@ fn prepare_slot(slot: &mut LinkSlot, input: &SchemeInput, velocity: &mut [f64], 
         slot.twist = Vec3::zeros();
         return;
     }
-    for r in 0..6 {
-        let (jr, yr) = (&slot.jac[r * nv..(r + 1) * nv], &mut slot.y[r * nv..(r + 1) * nv]);
-        yr.copy_from_slice(jr);
-        solve_mass(input, dofs, yr);
-    }
-    for r in 0..6 {
-        for c in 0..6 {
-            slot.mobility[r][c] = dot_range(&slot.jac[r * nv..(r + 1) * nv], &slot.y[c * nv..(c + 1) * nv], dofs);
-        }
-    }
+    link_mobility(input, dofs, &slot.jac, &mut slot.y, &mut slot.mobility);
     // warm start: the last contact's impulse, its moment about the new centre of mass
     let moment = (slot.point - com).cross(&slot.force) + slot.twist;
     slot.wrench = [slot.force.x, slot.force.y, slot.force.z, moment.x, moment.y, moment.z];
-    for r in 0..6 {
-        axpy_range(slot.wrench[r], &slot.y[r * nv..(r + 1) * nv], velocity, dofs);
-    }
+    apply_link_wrench(&slot.wrench, &slot.y, velocity, dofs);
 }
 
 /// Solves one link against the plane with everything else frozen in `velocity`; applies the
 /// change of its impulse to `velocity`. Returns the Newton iterations and the change of the
 /// impulse (`‖ΔF‖ + ‖ΔM‖ / 1 m`, N·s).
 fn solve_slot(slot: &mut LinkSlot, velocity: &mut [f64], plane: &EcpPlane, gravity: &Vec3, h: f64) -> (u32, f64) {
-    let nv = velocity.len();
     let dofs = slot.dofs;
     // ν_free = J v⁺ − Λ⁻¹ W (this contact's own share removed)
-    let nu_free: [f64; 6] = std::array::from_fn(|r| {
-        dot_range(&slot.jac[r * nv..(r + 1) * nv], velocity, dofs) - (0..6).map(|c| slot.mobility[r][c] * slot.wrench[c]).sum::<f64>()
-    });
-    let (v_free, w_free) = (Vec3::new(nu_free[0], nu_free[1], nu_free[2]), Vec3::new(nu_free[3], nu_free[4], nu_free[5]));
-    let free_state = EcpBodyState { velocity: v_free, angular_velocity: w_free, ..slot.start };
-    let (mut moving, _, _) = mncp::moving_body(&slot.ecp_body, &free_state, &(Vec3::zeros(), Vec3::zeros()), &Vec3::zeros(), h);
-    moving.mobility = Some(slot.mobility);
-    moving.impulse_linear = [0.0; 3];
-    moving.impulse_angular = [0.0; 3];
+    let (moving, (v_free, w_free)) = link_free_motion(&slot.ecp_body, &slot.start, &slot.jac, &slot.mobility, &slot.wrench, velocity, dofs, h);
     let pl = EcpPlane { friction: slot.ground_pair.1, ..*plane };
     let load = gravity * (slot.ecp_body.mass_kg * h);
     let mut end = slot.start;
@@ -439,16 +471,9 @@ fn solve_slot(slot: &mut LinkSlot, velocity: &mut [f64], plane: &EcpPlane, gravi
     };
     let moment = (c.ecp_m - slot.start.com_m).cross(&force) + twist;
     let wrench = [force.x, force.y, force.z, moment.x, moment.y, moment.z];
-    let (mut df, mut dm) = (0.0, 0.0);
-    for (r, (new, old)) in wrench.iter().zip(&slot.wrench).enumerate() {
-        let d = new - old;
-        axpy_range(d, &slot.y[r * nv..(r + 1) * nv], velocity, dofs);
-        if r < 3 {
-            df += d * d;
-        } else {
-            dm += d * d;
-        }
-    }
+    let delta: [f64; 6] = std::array::from_fn(|r| wrench[r] - slot.wrench[r]);
+    apply_link_wrench(&delta, &slot.y, velocity, dofs);
+    let (df, dm) = (delta[..3].iter().map(|d| d * d).sum::<f64>(), delta[3..].iter().map(|d| d * d).sum::<f64>());
     slot.wrench = wrench;
     (slot.force, slot.twist, slot.point) = (force, twist, c.ecp_m);
     (c.solve.iterations, df.sqrt() + dm.sqrt())

@@ -614,12 +614,8 @@ impl EcpScheme {
                 });
             }
         }
-        let link_pairs = link_object::build(&params, model, slot_of);
-        let mut touching_objects = vec![false; model.trees.len()];
-        for lp in &link_pairs {
-            touching_objects[model.bodies[lp.link].tree] = true;
-        }
-        let links = links::RobotLinks::new(&params, model, ground.map(|(_, g)| g), &touching_objects);
+        let link_pairs = link_object::build(model, slot_of);
+        let links = links::RobotLinks::new(&params, model, ground.map(|(_, g)| g));
         let owned_pairs = model
             .collision_pairs
             .iter()
