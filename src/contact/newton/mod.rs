@@ -34,7 +34,7 @@
 pub mod core;
 pub mod fem;
 
-use self::core::{ComplementarityScale, LinearSolver, NcpFunction, NewtonIterate, NewtonOptions, NewtonProblem, NewtonRow, NewtonScratch, NewtonStats};
+use self::core::{ComplementarityScale, LinearSolver, NcpFunction, NewtonIterate, NewtonJacobian, NewtonOptions, NewtonProblem, NewtonRow, NewtonScratch, NewtonStats};
 use super::method::{check_params, contact_method, Capabilities, ContactRows, MethodParams, ParamError, Tolerance};
 use super::{JointRowKind, SchemeInput, SchemeOutput, SolveStats, WholeStepScheme};
 use crate::model::Model;
@@ -100,6 +100,12 @@ pub struct NewtonParams {
     pub start_from_free_velocity: Option<bool>,
     /// `min_map` (default preset) or `fischer_burmeister` (paper preset).
     pub ncp: Option<NcpFunction>,
+    /// The linearisation of the rigid rows' laws: `exact` (default preset: the generalized
+    /// Jacobian of the natural residuals, friction by projection on the disk, dense LU, with the
+    /// Armijo line search on by default) or `frozen_compliance` (paper preset: the paper's frozen
+    /// friction compliance, symmetric Schur complement). Scenes with deformables always use the
+    /// frozen compliance.
+    pub jacobian: Option<NewtonJacobian>,
     /// `effective_mass` (default), `global` or `identity`.
     pub complementarity_scale: ComplementarityScale,
     /// Diagonal regularisation ε of the Newton system (m/s per N·s; paper: 1e-6).
@@ -130,6 +136,7 @@ impl Default for NewtonParams {
             warm_start: None,
             start_from_free_velocity: None,
             ncp: None,
+            jacobian: None,
             complementarity_scale: ComplementarityScale::EffectiveMass,
             regularization: 1e-6,
             geometric_stiffness: None,
@@ -159,6 +166,7 @@ impl NewtonParams {
     /// The options in effect for time step `timestep_s`.
     pub fn resolve(&self, timestep_s: f64) -> ResolvedNewton {
         let paper = self.preset == NewtonPreset::Paper;
+        let jacobian = self.jacobian.unwrap_or(if paper { NewtonJacobian::FrozenCompliance } else { NewtonJacobian::Exact });
         ResolvedNewton {
             options: NewtonOptions {
                 timestep_s,
@@ -170,8 +178,9 @@ impl NewtonParams {
                 linear_tolerance: self.linear_tolerance.unwrap_or(if paper { 0.0 } else { 1e-12 }),
                 tolerance_m_s: if paper { 0.0 } else { self.tolerance_m_s },
                 step_fraction: self.step_fraction.unwrap_or(if paper { 0.75 } else { 1.0 }),
-                line_search: self.line_search.unwrap_or(false),
+                line_search: self.line_search.unwrap_or(jacobian == NewtonJacobian::Exact),
                 regularization: self.regularization,
+                jacobian,
             },
             warm_start: self.warm_start.unwrap_or(!paper),
             start_from_free_velocity: self.start_from_free_velocity.unwrap_or(!paper),
