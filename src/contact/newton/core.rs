@@ -293,6 +293,10 @@ pub struct NewtonScratch {
     /// unconverged).
     best_impulse: Vec<f64>,
     best_velocity_impulse: Vec<f64>,
+    /// The warm start and the exact iteration's result while the frozen-compliance fallback
+    /// runs ([`NewtonJacobian::Exact`]).
+    warm_impulse: Vec<f64>,
+    exact_impulse: Vec<f64>,
     /// Row pivots of the LU factorisation ([`NewtonJacobian::Exact`]).
     pivot: Vec<usize>,
     /// The dedicated pool of the Delassus products (`None`: serial).
@@ -324,6 +328,8 @@ impl NewtonScratch {
             best_impulse: v(),
             best_velocity_impulse: v(),
             pivot: vec![0; capacity],
+            warm_impulse: v(),
+            exact_impulse: v(),
             pool: if threads > 1 { rayon::ThreadPoolBuilder::new().num_threads(threads).thread_name(|i| format!("newton-{i}")).build().ok() } else { None },
         }
     }
@@ -554,7 +560,28 @@ pub fn solve(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScratch
         return stats;
     }
     if opts.jacobian == NewtonJacobian::Exact {
-        return solve_exact(prob, opts, scr, it);
+        scr.warm_impulse[..m].copy_from_slice(it.impulse);
+        let exact = solve_exact(prob, opts, scr, it);
+        if exact.converged || opts.tolerance_m_s <= 0.0 {
+            return exact;
+        }
+        // rare: the exact iteration stagnated (a kink of the merit where no direction
+        // decreases it). Run the frozen-compliance iteration from the same warm start and
+        // keep whichever ends with the smaller residual
+        scr.exact_impulse[..m].copy_from_slice(it.impulse);
+        it.impulse.copy_from_slice(&scr.warm_impulse[..m]);
+        it.velocity_impulse.copy_from_slice(&scr.warm_impulse[..m]);
+        it.free_weight = 1.0;
+        let frozen = NewtonOptions { jacobian: NewtonJacobian::FrozenCompliance, line_search: false, ..*opts };
+        let mut sub = solve(prob, &frozen, scr, it);
+        sub.newton_iterations += exact.newton_iterations;
+        if sub.residual_m_s <= exact.residual_m_s {
+            return sub;
+        }
+        it.impulse.copy_from_slice(&scr.exact_impulse[..m]);
+        it.velocity_impulse.copy_from_slice(&scr.exact_impulse[..m]);
+        it.free_weight = 1.0;
+        return NewtonStats { newton_iterations: sub.newton_iterations, ..exact };
     }
     let d = prob.delassus;
     let (mut best_residual, mut best_weight) = (f64::INFINITY, it.free_weight);
