@@ -5,8 +5,12 @@
 //! complementarity conditions at the *position* level (the end-of-step gap, no Baumgarte term),
 //! friction is a smooth isotropic cone at the velocity level, and all of them are turned into
 //! root-finding problems with an NCP function (Fischer–Burmeister in the paper and in our `paper`
-//! preset, min-map in the default preset; paper §4). Friction is a per-contact compliance `W` frozen within each Newton iteration (paper
-//! §7), which keeps every Newton system symmetric. Each Newton iteration solves the Schur
+//! preset, min-map in the default preset; paper §4). In the paper's form (`jacobian:
+//! frozen_compliance`, the `paper` preset) friction is a per-contact compliance `W` frozen within
+//! each Newton iteration (paper §7), which keeps every Newton system symmetric; the default
+//! preset (`jacobian: exact`, ours) instead writes Coulomb's law as a projection on the friction
+//! disk and takes its exact generalized Jacobian, solved by a dense LU with a line search
+//! ([`core::NewtonJacobian`]). The frozen form's Newton iteration solves the Schur
 //! complement on the multipliers with a Jacobi-preconditioned conjugate residual (paper §8.3) or,
 //! as an option, a dense Cholesky factorisation; the complementarity preconditioner (paper eq.
 //! 66) scales every NCP by the row's inverse effective mass, which is what keeps heavy-on-light
@@ -194,7 +198,7 @@ impl NewtonParams {
 impl MethodParams for NewtonParams {
     type Runtime = NewtonScheme;
     const NAME: &'static str = "newton";
-    const SUMMARY: &'static str = "non-smooth Newton: implicit step, position-level contact complementarity with effective-mass scaling, frozen friction compliance, Krylov or dense Newton solves (Macklin et al.)";
+    const SUMMARY: &'static str = "non-smooth Newton: implicit step, position-level contact complementarity with effective-mass scaling, exact friction Jacobian (dense LU) or frozen friction compliance (Krylov or dense), after Macklin et al.";
     const CAPABILITIES: Capabilities = Capabilities { deformables: true, ..Capabilities::WHOLE_STEP_ON_POINT_ROWS };
 
     fn validate(&self) -> Result<(), ParamError> {
