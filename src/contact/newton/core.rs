@@ -1249,9 +1249,10 @@ mod tests {
     }
 
     /// The exact Jacobian ([`NewtonJacobian::Exact`]) against central differences of `F` on a
-    /// random SPD Delassus matrix with one sliding contact, one sticking contact, one joint
-    /// limit and one joint-friction row: every entry agrees (away from the pieces' boundaries the
-    /// natural residual is smooth, so the generalized Jacobian is the Jacobian).
+    /// random SPD Delassus matrix with two contacts, a joint limit and a joint-friction row at a
+    /// generic point (the pieces are whatever the point selects; the sliding piece is covered
+    /// by the next test): every entry agrees (away from the pieces' boundaries the natural
+    /// residual is smooth, so the generalized Jacobian is the Jacobian).
     #[test]
     fn exact_jacobian_matches_finite_differences() {
         let m = 8;
@@ -1282,7 +1283,6 @@ mod tests {
             exact_laws(&prob, &opts, p, &w, &mut f, &mut nat, jac);
             f
         };
-        // the first contact slides (z outside its disk), the second sticks
         let mut jac = vec![0.0; m * m];
         eval(&p, Some(&mut jac));
         let step = 1e-7;
