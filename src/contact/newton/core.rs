@@ -24,6 +24,12 @@
 //!   semismooth Newton step of the mid function;
 //! - bilateral rows (mimic couplings): `error/h + (J̄ u)_i + e pᵢ = 0`.
 //!
+//! With [`NewtonJacobian::Exact`] (the default preset) the rigid iteration instead runs on the
+//! impulses alone with `u = ũ + M̃⁻¹ J̄ᵀ p`, friction written as `r p_f − Π(r p_f − w_f)` (Π the
+//! projection on the disk of radius `r μ p_n`), and the exact generalized Jacobian of every
+//! row's natural residual factorised by LU (`solve_exact` below). The rest of this section is
+//! the frozen-compliance form.
+//!
 //! Each Newton iteration solves the Schur complement (paper eq. 59–61)
 //! `[J M̃⁻¹ Jᵀ + C + ε I] x = J M̃⁻¹ g − η` for the impulse increment `x`, and updates
 //! `p ← p + t x`, `u ← u + t M̃⁻¹ (Jᵀ x − g)`. `C` is diagonal here (`β r` on normals, `W'` on
