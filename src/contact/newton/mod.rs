@@ -5,8 +5,12 @@
 //! complementarity conditions at the *position* level (the end-of-step gap, no Baumgarte term),
 //! friction is a smooth isotropic cone at the velocity level, and all of them are turned into
 //! root-finding problems with an NCP function (Fischer–Burmeister in the paper and in our `paper`
-//! preset, min-map in the default preset; paper §4). Friction is a per-contact compliance `W` frozen within each Newton iteration (paper
-//! §7), which keeps every Newton system symmetric. Each Newton iteration solves the Schur
+//! preset, min-map in the default preset; paper §4). In the paper's form (`jacobian:
+//! frozen_compliance`, the `paper` preset) friction is a per-contact compliance `W` frozen within
+//! each Newton iteration (paper §7), which keeps every Newton system symmetric; the default
+//! preset (`jacobian: exact`, ours) instead writes Coulomb's law as a projection on the friction
+//! disk and takes its exact generalized Jacobian, solved by a dense LU with a line search
+//! ([`core::NewtonJacobian`]). The frozen form's Newton iteration solves the Schur
 //! complement on the multipliers with a Jacobi-preconditioned conjugate residual (paper §8.3) or,
 //! as an option, a dense Cholesky factorisation; the complementarity preconditioner (paper eq.
 //! 66) scales every NCP by the row's inverse effective mass, which is what keeps heavy-on-light
@@ -34,7 +38,7 @@
 pub mod core;
 pub mod fem;
 
-use self::core::{ComplementarityScale, LinearSolver, NcpFunction, NewtonIterate, NewtonOptions, NewtonProblem, NewtonRow, NewtonScratch, NewtonStats};
+use self::core::{ComplementarityScale, LinearSolver, NcpFunction, NewtonIterate, NewtonJacobian, NewtonOptions, NewtonProblem, NewtonRow, NewtonScratch, NewtonStats};
 use super::method::{check_params, contact_method, Capabilities, ContactRows, MethodParams, ParamError, Tolerance};
 use super::{JointRowKind, SchemeInput, SchemeOutput, SolveStats, WholeStepScheme};
 use crate::model::Model;
@@ -100,6 +104,12 @@ pub struct NewtonParams {
     pub start_from_free_velocity: Option<bool>,
     /// `min_map` (default preset) or `fischer_burmeister` (paper preset).
     pub ncp: Option<NcpFunction>,
+    /// The linearisation of the rigid rows' laws: `exact` (default preset: the generalized
+    /// Jacobian of the natural residuals, friction by projection on the disk, dense LU, with the
+    /// Armijo line search on by default) or `frozen_compliance` (paper preset: the paper's frozen
+    /// friction compliance, symmetric Schur complement). Scenes with deformables always use the
+    /// frozen compliance.
+    pub jacobian: Option<NewtonJacobian>,
     /// `effective_mass` (default), `global` or `identity`.
     pub complementarity_scale: ComplementarityScale,
     /// Diagonal regularisation ε of the Newton system (m/s per N·s; paper: 1e-6).
@@ -130,6 +140,7 @@ impl Default for NewtonParams {
             warm_start: None,
             start_from_free_velocity: None,
             ncp: None,
+            jacobian: None,
             complementarity_scale: ComplementarityScale::EffectiveMass,
             regularization: 1e-6,
             geometric_stiffness: None,
@@ -159,6 +170,7 @@ impl NewtonParams {
     /// The options in effect for time step `timestep_s`.
     pub fn resolve(&self, timestep_s: f64) -> ResolvedNewton {
         let paper = self.preset == NewtonPreset::Paper;
+        let jacobian = self.jacobian.unwrap_or(if paper { NewtonJacobian::FrozenCompliance } else { NewtonJacobian::Exact });
         ResolvedNewton {
             options: NewtonOptions {
                 timestep_s,
@@ -170,8 +182,9 @@ impl NewtonParams {
                 linear_tolerance: self.linear_tolerance.unwrap_or(if paper { 0.0 } else { 1e-12 }),
                 tolerance_m_s: if paper { 0.0 } else { self.tolerance_m_s },
                 step_fraction: self.step_fraction.unwrap_or(if paper { 0.75 } else { 1.0 }),
-                line_search: self.line_search.unwrap_or(false),
+                line_search: self.line_search.unwrap_or(jacobian == NewtonJacobian::Exact),
                 regularization: self.regularization,
+                jacobian,
             },
             warm_start: self.warm_start.unwrap_or(!paper),
             start_from_free_velocity: self.start_from_free_velocity.unwrap_or(!paper),
@@ -185,7 +198,7 @@ impl NewtonParams {
 impl MethodParams for NewtonParams {
     type Runtime = NewtonScheme;
     const NAME: &'static str = "newton";
-    const SUMMARY: &'static str = "non-smooth Newton: implicit step, position-level contact complementarity with effective-mass scaling, frozen friction compliance, Krylov or dense Newton solves (Macklin et al.)";
+    const SUMMARY: &'static str = "non-smooth Newton: implicit step, position-level contact complementarity with effective-mass scaling, exact friction Jacobian (dense LU) or frozen friction compliance (Krylov or dense), after Macklin et al.";
     const CAPABILITIES: Capabilities = Capabilities { deformables: true, ..Capabilities::WHOLE_STEP_ON_POINT_ROWS };
 
     fn validate(&self) -> Result<(), ParamError> {
