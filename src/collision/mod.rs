@@ -15,13 +15,19 @@
 //! the ground.
 //!
 //! Allocation: the ground tests allocate nothing; parry's manifold generation writes into a
-//! per-pair point buffer reserved here. Parry's EPA (only reached for deep penetration between two
-//! non-box polyhedral shapes) does allocate; see the crate README.
+//! per-pair point buffer reserved here. Parry's polygonal-feature manifold falls back from GJK to
+//! EPA when two shapes overlap, and builds a new (allocating) EPA on every such call; so
+//! overlapping pairs (other than box–box, which parry solves by SAT) are first resolved here
+//! with one reusable EPA, and the manifold is then generated with the second shape moved out of
+//! the overlap along the penetration normal ([`separate_overlap`]). The step allocates nothing.
 
 use crate::math::{from_parry_vec, tangent_basis, to_parry, Pose, Vec3};
 use crate::model::{parry_axis_fix, GeomShape, Model};
 use crate::state::ContactKey;
+use parry3d_f64::query::epa::EPA;
+use parry3d_f64::query::gjk::{self, CsoPoint, GJKResult, VoronoiSimplex};
 use parry3d_f64::query::{ContactManifold, DefaultQueryDispatcher, PersistentQueryDispatcher};
+use parry3d_f64::shape::{Shape, ShapeType};
 
 /// A contact point of the current step.
 #[derive(Clone, Copy, Debug)]
@@ -57,6 +63,10 @@ pub struct CollisionScratch {
     /// Bound on the speed of any point of each geometry (m/s).
     pub geom_speed: Vec<f64>,
     manifolds: Vec<ContactManifold<(), ()>>,
+    /// GJK simplex and EPA polytope for the overlap test of [`separate_overlap`], reused by
+    /// every pair (their buffers keep their capacity).
+    simplex: VoronoiSimplex,
+    epa: EPA,
 }
 
 impl CollisionScratch {
@@ -71,7 +81,13 @@ impl CollisionScratch {
                 m
             })
             .collect();
-        CollisionScratch { geom_pose: vec![Pose::identity(); model.geoms.len()], geom_speed: vec![0.0; model.geoms.len()], manifolds }
+        CollisionScratch {
+            geom_pose: vec![Pose::identity(); model.geoms.len()],
+            geom_speed: vec![0.0; model.geoms.len()],
+            manifolds,
+            simplex: VoronoiSimplex::new(),
+            epa: EPA::new(),
+        }
     }
 }
 
@@ -150,15 +166,21 @@ pub fn detect(model: &Model, body_pose: &[Pose], body_velocity: &[crate::math::V
         }
         let (pa, pb) = (parry_pose(&ga.shape, &xa), parry_pose(&gb.shape, &xb));
         let pos12 = to_parry(&pa).inv_mul(&to_parry(&pb));
+        let (s1, s2) = (ga.parry_shape.as_ref(), gb.parry_shape.as_ref());
         let manifold = &mut scratch.manifolds[pi];
+        let separation = separate_overlap(&pos12, s1, s2, margin, manifold.local_n1.try_normalize(), &mut scratch.simplex, &mut scratch.epa);
+        let mut pos12_query = pos12;
+        if let Some((n, s)) = separation {
+            pos12_query.translation += n * s;
+        }
         manifold.points.clear();
         let res = DefaultQueryDispatcher.contact_manifold_convex_convex(
-            &pos12,
-            ga.parry_shape.as_ref(),
-            gb.parry_shape.as_ref(),
+            &pos12_query,
+            s1,
+            s2,
             None,
             None,
-            margin,
+            margin + separation.map_or(0.0, |(_, s)| s),
             manifold,
         );
         if res.is_err() {
@@ -171,16 +193,60 @@ pub fn detect(model: &Model, body_pose: &[Pose], body_velocity: &[crate::math::V
         }
         let n_w = n_w.normalize();
         for (k, c) in manifold.points.iter().enumerate() {
-            if k >= max_per_pair || c.dist > margin {
-                continue;
-            }
             let p1 = pa * nalgebra::Point3::from(from_parry_vec(c.local_p1));
             let p2 = pb * nalgebra::Point3::from(from_parry_vec(c.local_p2));
+            // with B moved out for the query, the distance is measured again at the true poses
+            let dist = if separation.is_some() { (p2.coords - p1.coords).dot(&n_w) } else { c.dist };
+            if k >= max_per_pair || dist > margin {
+                continue;
+            }
             let mid = (p1.coords + p2.coords) * 0.5;
-            push(contacts, mid, n_w, c.dist, c.fid1.0, c.fid2.0);
+            push(contacts, mid, n_w, dist, c.fid1.0, c.fid2.0);
         }
     }
     report
+}
+
+/// How far beyond the penetration depth [`separate_overlap`] moves the second shape (m): enough
+/// that parry's GJK sees two separate shapes despite EPA's tolerance on the depth.
+const SEPARATION_M: f64 = 1e-4;
+
+/// For a pair that parry would send through GJK + EPA while overlapping: the penetration
+/// normal `n` (unit, in A's frame, from A toward B) and a distance `s` (m, the penetration depth
+/// plus [`SEPARATION_M`]) by which moving B along `n` separates the shapes. `None` when the shapes do not
+/// overlap, or when parry treats the pair without EPA (box–box by SAT, balls analytically,
+/// capsule–capsule by segments). `init_dir` is the pair's last normal (A's frame), GJK's first
+/// search direction as in parry's manifold. The GJK simplex and the EPA polytope are the caller's, reused
+/// across calls: this is the allocation-free replacement of parry's own fallback, which builds
+/// a new EPA per call. Moving B rigidly along the contact normal leaves the contact features,
+/// and so the clipped manifold, unchanged; the caller measures the distances at the true poses.
+fn separate_overlap(
+    pos12: &parry3d_f64::math::Pose,
+    s1: &dyn Shape,
+    s2: &dyn Shape,
+    prediction: f64,
+    init_dir: Option<parry3d_f64::math::Vector>,
+    simplex: &mut VoronoiSimplex,
+    epa: &mut EPA,
+) -> Option<(parry3d_f64::math::Vector, f64)> {
+    let (t1, t2) = (s1.shape_type(), s2.shape_type());
+    let special = matches!((t1, t2), (ShapeType::Cuboid, ShapeType::Cuboid) | (ShapeType::Capsule, ShapeType::Capsule))
+        || t1 == ShapeType::Ball
+        || t2 == ShapeType::Ball;
+    if special {
+        return None;
+    }
+    let (g1, g2) = (s1.as_support_map()?, s2.as_support_map()?);
+    let dir = init_dir.or_else(|| pos12.translation.try_normalize()).unwrap_or(parry3d_f64::math::Vector::X);
+    simplex.reset(CsoPoint::from_shapes(pos12, g1, g2, dir));
+    // the same query as parry's manifold makes (exact distances, the pair's last normal as the
+    // first search direction), so that what it would call an intersection is resolved here
+    if gjk::closest_points(pos12, g1, g2, prediction, true, simplex) != GJKResult::Intersection {
+        return None;
+    }
+    let (p1, p2, n) = epa.closest_points(pos12, g1, g2, simplex)?;
+    let depth = (p1 - p2).dot(n).max(0.0);
+    Some((n, depth + SEPARATION_M))
 }
 
 /// Parry's pose for a geometry (cylinders and capsules lie along parry's y axis).
