@@ -19,7 +19,7 @@
 //! EPA when two shapes overlap, and builds a new (allocating) EPA on every such call; so
 //! overlapping pairs (other than box–box, which parry solves by SAT) are first resolved here
 //! with one reusable EPA, and the manifold is then generated with the second shape moved out of
-//! the overlap along the penetration normal ([`separate_overlap`]). The step allocates nothing.
+//! the overlap along the penetration normal (`separate_overlap`). The step allocates nothing.
 
 use crate::math::{from_parry_vec, tangent_basis, to_parry, Pose, Vec3};
 use crate::model::{parry_axis_fix, GeomShape, Model};
