@@ -369,9 +369,25 @@ pub fn deepest_geom_contact(model: &Model, geom_pose: &[Pose], p: &Vec3, margin:
                 let delta = p - q.coords;
                 let len = delta.norm();
                 if len < 1e-12 {
-                    continue;
-                }
-                if proj.is_inside {
+                    // the point lies on the surface (a node resting on it after an exact
+                    // solve): distance 0 and the normal of the face nearest to a point nudged
+                    // 10 nm towards the geometry's centre (skipping it would drop the contact
+                    // for a step and let the node fall through)
+                    let inward = c - p;
+                    let l = inward.norm();
+                    if l < 1e-12 {
+                        continue;
+                    }
+                    let nudged = p + inward * (1e-8 / l);
+                    let local2 = pp.inverse_transform_point(&nalgebra::Point3::from(nudged));
+                    let proj2 = geom.parry_shape.project_local_point(crate::math::to_parry_vec(&local2.coords), false);
+                    let out = (pp * nalgebra::Point3::from(crate::math::from_parry_vec(proj2.point))).coords - nudged;
+                    let len2 = out.norm();
+                    if !proj2.is_inside || len2 < 1e-12 {
+                        continue;
+                    }
+                    (0.0, out / len2)
+                } else if proj.is_inside {
                     (-len, -delta / len)
                 } else {
                     (len, delta / len)

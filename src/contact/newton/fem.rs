@@ -534,7 +534,7 @@ impl FemNewton {
         impulse: &mut [f64],
         resolved: &ResolvedNewton,
     ) -> NewtonStats {
-        let ResolvedNewton { options: ref opts, warm_start, start_from_free_velocity, geometric_stiffness, elastic_line_search, node_step_limit } = *resolved;
+        let ResolvedNewton { options: ref opts, warm_start, start_from_free_velocity, geometric_stiffness, elastic_line_search, node_step_limit, .. } = *resolved;
         // the trust region's largest node displacement per iteration (m)
         let max_node_step = node_step_limit * self.tet_length.iter().fold(f64::INFINITY, |a, &l| a.min(l));
         let model = input.model;

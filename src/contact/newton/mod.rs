@@ -37,6 +37,7 @@
 
 pub mod core;
 pub mod fem;
+pub mod primal;
 
 use self::core::{ComplementarityScale, LinearSolver, NcpFunction, NewtonIterate, NewtonJacobian, NewtonOptions, NewtonProblem, NewtonRow, NewtonScratch, NewtonStats};
 use super::method::{check_params, contact_method, Capabilities, ContactRows, MethodParams, ParamError, Tolerance};
@@ -56,6 +57,20 @@ pub enum NewtonPreset {
     /// The paper's literal choices: `u⁰ = 0`, `λ⁰ = 0` (no warm start), damped step `t = 0.75`,
     /// no line search, a fixed 6 Newton iterations of 40 PCR iterations each.
     Paper,
+}
+
+/// How a scene's deformable bodies enter the Newton step (docs/newton.md, "Deformable bodies").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FemFormulation {
+    /// Elastic forces eliminated (ours, the default preset): per outer iteration a sparse
+    /// Cholesky factorisation of the node matrix `M + h² K(x)` and a dense complementarity
+    /// problem on the contact, weld and rigid rows only ([`primal`]).
+    #[default]
+    Primal,
+    /// The paper's §9 compliance form (the `paper` preset): elastic forces as compliant rows, one
+    /// matrix-free Newton system with the contacts ([`fem`]).
+    DualRows,
 }
 
 /// Non-smooth Newton parameters. Options left unset take the [`NewtonPreset`]'s value.
@@ -117,8 +132,12 @@ pub struct NewtonParams {
     /// The diagonal geometric stiffness of the deformables' node DOFs (paper §6.3; default on
     /// in both presets, as in the paper).
     pub geometric_stiffness: Option<bool>,
+    /// Deformables: `primal` (default preset: elastic forces eliminated, sparse Cholesky on the
+    /// node velocities) or `dual_rows` (paper preset: the paper's compliant elastic rows).
+    pub fem_formulation: Option<FemFormulation>,
     /// Worker threads of the method's own pool for the Delassus products of problems with at
-    /// least 192 rows (results bit-identical to the serial path). 1 (default): serial, which is
+    /// least 192 rows and, with deformables in the primal form, the sparse solves of their
+    /// Delassus matrix (results bit-identical to the serial path). 1 (default): serial, which is
     /// the allocation- and lock-free path the real-time loop needs; above 1 rayon allocates and
     /// synchronises inside its pool.
     pub threads: usize,
@@ -144,6 +163,7 @@ impl Default for NewtonParams {
             complementarity_scale: ComplementarityScale::EffectiveMass,
             regularization: 1e-6,
             geometric_stiffness: None,
+            fem_formulation: None,
             threads: 1,
         }
     }
@@ -164,6 +184,8 @@ pub struct ResolvedNewton {
     pub elastic_line_search: bool,
     /// The deformables' trust region (fraction of the smallest element size; 0: none).
     pub node_step_limit: f64,
+    /// How the deformables enter the step.
+    pub fem_formulation: FemFormulation,
 }
 
 impl NewtonParams {
@@ -191,6 +213,7 @@ impl NewtonParams {
             geometric_stiffness: self.geometric_stiffness.unwrap_or(true),
             elastic_line_search: self.elastic_line_search.unwrap_or(false),
             node_step_limit: self.node_step_limit.unwrap_or(0.0),
+            fem_formulation: self.fem_formulation.unwrap_or(if paper { FemFormulation::DualRows } else { FemFormulation::Primal }),
         }
     }
 }
@@ -252,8 +275,10 @@ pub struct NewtonScheme {
     dv: Vec<f64>,
     scratch: NewtonScratch,
     last: NewtonStats,
-    /// The deformables' rows and scratch (`None` without deformables).
+    /// The deformables' rows and scratch (`None` without deformables or in the primal form).
     fem: Option<fem::FemNewton>,
+    /// The deformables' primal solver (`None` without deformables or in the dual form).
+    primal: Option<primal::PrimalFem>,
 }
 
 impl NewtonScheme {
@@ -261,6 +286,8 @@ impl NewtonScheme {
     pub fn new(params: NewtonParams, model: &Model) -> Self {
         let rows = model.max_constraint_rows(ContactRows::POINT.len());
         let threads = params.threads;
+        let formulation = params.resolve(model.timestep_s).fem_formulation;
+        let deformables = !model.deformables.is_empty();
         NewtonScheme {
             params,
             rows: vec![NewtonRow::Bilateral { error: 0.0, compliance: 0.0 }; rows],
@@ -269,7 +296,8 @@ impl NewtonScheme {
             dv: vec![0.0; model.nv],
             scratch: NewtonScratch::with_threads(rows, threads),
             last: NewtonStats::default(),
-            fem: (!model.deformables.is_empty()).then(|| fem::FemNewton::new(model)),
+            fem: (deformables && formulation == FemFormulation::DualRows).then(|| fem::FemNewton::new(model)),
+            primal: (deformables && formulation == FemFormulation::Primal).then(|| primal::PrimalFem::new(model, threads)),
         }
     }
 
@@ -346,6 +374,13 @@ impl WholeStepScheme for NewtonScheme {
         let h = model.timestep_s;
         let resolved = self.params.resolve(h);
         let free_weight0 = if resolved.start_from_free_velocity { 1.0 } else { 0.0 };
+        if let (Some(fs), Some(f)) = (self.primal.as_mut(), output.fem.as_deref_mut()) {
+            let stats = fs.advance(input, state, f, output.velocity, output.impulse, &resolved);
+            self.last = stats;
+            // §3.6: converged when both the rows and the momentum balance are within the tolerance
+            let residual = stats.residual_m_s.max(stats.momentum_residual_m_s);
+            return SolveStats { iterations: stats.newton_iterations, residual, converged: residual <= self.params.tolerance_m_s };
+        }
         if let (Some(fs), Some(f)) = (self.fem.as_mut(), output.fem.as_deref_mut()) {
             let stats = fs.advance(input, state, f, output.velocity, output.impulse, &resolved);
             self.last = stats;
