@@ -146,6 +146,26 @@ fn deformable_scenes_do_not_allocate() {
     }
 }
 
+/// The tomato grasp under Newton's primal FEM form (`newton_tomato_scale.yaml`, threads: 1):
+/// assembly, the sparse refactorisation and solves, the dense Delassus matrix and the NCP, through
+/// the fingers' first contact (steps 100–160: 0.83–1.33 s).
+#[test]
+fn newton_primal_fem_grasp_does_not_allocate() {
+    let scene = scene_file("config/examples/newton_tomato_scale.yaml");
+    let mut sim = Simulation::from_scene(&scene, None);
+    for _ in 0..100 {
+        sim.step();
+    }
+    let mut contacts = 0;
+    let n = allocations_during(|| {
+        for _ in 0..60 {
+            contacts = contacts.max(sim.step().contacts);
+        }
+    });
+    assert!(contacts >= 10, "the measured steps had the grasp's contacts: {contacts}");
+    assert_eq!(n, 0, "newton_tomato_scale: step allocated {n} times in 60 steps");
+}
+
 #[test]
 fn deformable_node_contacts_do_not_allocate() {
     // node–node contacts (contact.deformable_contact): a soft block dropped on a soft block,
@@ -156,7 +176,7 @@ fn deformable_node_contacts_do_not_allocate() {
     contact_sim::config::write_gmsh41(&contact_sim::fem::TetMesh::box_grid([0.08, 0.08, 0.02], [4, 4, 2]), &lower).unwrap();
     contact_sim::config::write_gmsh41(&contact_sim::fem::TetMesh::box_grid([0.04, 0.04, 0.02], [2, 2, 2]), &upper).unwrap();
     // the coupled V-FPI solve and the Newton scheme's FEM rows
-    for solver in ["kind: vfpi, tolerance: 1.0e-6, max_iterations: 3000", "kind: newton"] {
+    for solver in ["kind: vfpi, tolerance: 1.0e-6, max_iterations: 3000", "kind: newton", "kind: newton, fem_formulation: dual_rows"] {
         let yaml = format!(
             "timestep_s: 0.01\nsolver: {{{solver}}}\ncontact: {{deformable_contact: {{enabled: true}}}}\ndeformables:\n  - name: lower\n    mesh: {}\n    position: [-0.04, -0.04, 0]\n    material: {{density_kg_m3: 1000, youngs_modulus_pa: 2.0e5, poisson_ratio: 0.3}}\n  - name: upper\n    mesh: {}\n    position: [-0.02, -0.02, 0.03]\n    material: {{density_kg_m3: 1000, youngs_modulus_pa: 2.0e5, poisson_ratio: 0.3}}\n",
             lower.display(),

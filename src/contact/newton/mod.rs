@@ -73,6 +73,17 @@ pub enum FemFormulation {
     DualRows,
 }
 
+/// `fem_formulation` from a scene, with an error that names the field.
+fn deserialize_fem_formulation<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<FemFormulation>, D::Error> {
+    use serde::Deserialize;
+    match Option::<String>::deserialize(d)?.as_deref() {
+        None => Ok(None),
+        Some("primal") => Ok(Some(FemFormulation::Primal)),
+        Some("dual_rows") => Ok(Some(FemFormulation::DualRows)),
+        Some(other) => Err(serde::de::Error::custom(format!("fem_formulation: unknown value '{other}', expected 'primal' or 'dual_rows'"))),
+    }
+}
+
 /// Non-smooth Newton parameters. Options left unset take the [`NewtonPreset`]'s value.
 #[derive(Clone, Debug, serde::Deserialize, serde::Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -134,6 +145,7 @@ pub struct NewtonParams {
     pub geometric_stiffness: Option<bool>,
     /// Deformables: `primal` (default preset: elastic forces eliminated, sparse Cholesky on the
     /// node velocities) or `dual_rows` (paper preset: the paper's compliant elastic rows).
+    #[serde(deserialize_with = "deserialize_fem_formulation")]
     pub fem_formulation: Option<FemFormulation>,
     /// Worker threads of the method's own pool for the Delassus products of problems with at
     /// least 192 rows and, with deformables in the primal form, the sparse solves of their

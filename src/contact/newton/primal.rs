@@ -54,6 +54,10 @@ use nalgebra_sparse::CscMatrix;
 /// No node / no rigid slot.
 const NONE: u32 = u32::MAX;
 
+/// The chord iteration keeps the step's factorisation (and Delassus matrix) while each outer
+/// iteration divides the momentum residual by at least 1 / this; otherwise it refactors.
+const CHORD_CONTRACTION: f64 = 0.5;
+
 /// Approximate-minimum-degree ordering of an undirected graph given by its adjacency lists
 /// (each list may or may not hold the vertex itself): `order[k]` is the vertex placed k-th.
 /// Falls back to the natural order if the ordering library reports an invalid input.
@@ -165,6 +169,8 @@ pub struct PrimalFem {
     rigid_v: Vec<f64>,
     warm_node: Vec<f64>,
     pool: Option<rayon::ThreadPool>,
+    /// Factorisations of the node matrix in the last step.
+    factorizations: u32,
 }
 
 impl PrimalFem {
@@ -287,8 +293,15 @@ impl PrimalFem {
             columns: (0..threads).map(|_| v(nf)).collect(),
             rigid_v: v(nv),
             warm_node: v(n3),
+            factorizations: 0,
             pool: if threads > 1 { rayon::ThreadPoolBuilder::new().num_threads(threads).thread_name(|i| format!("newton-fem-{i}")).build().ok() } else { None },
         }
+    }
+
+    /// Factorisations of the node matrix in the last step (1 when the chord iteration kept the
+    /// first one throughout).
+    pub fn last_factorizations(&self) -> u32 {
+        self.factorizations
     }
 
     /// `J_nᵢ x` over the node part of row `i` (`x` per global node DOF).
@@ -446,6 +459,8 @@ impl PrimalFem {
         let mut stats = NewtonStats::default();
         let mut rows_residual = f64::INFINITY;
         let mut outer = 0u32;
+        let (mut have_factor, mut last_momentum) = (false, f64::INFINITY);
+        self.factorizations = 0;
         let max_outer = opts.max_newton_iterations.max(1);
         loop {
             // assemble at x = x⁻ + h u, the velocities of the step's start (b = M u⁻ + h (f_ext − f_int(x)))
@@ -501,13 +516,24 @@ impl PrimalFem {
                     break;
                 }
             }
-            // factor the free part of A
-            for (v, &src) in self.values.iter_mut().zip(&self.value_source) {
-                *v = fem.system.a.values()[src];
-            }
-            if self.chol.refactor(&self.values).is_err() {
-                stats.momentum_residual_m_s = f64::INFINITY;
-                break;
+            // factor the free part of A at the first iteration of the step, and again only when
+            // the last iteration reduced the momentum residual by less than CHORD_CONTRACTION
+            // (otherwise the chord iteration keeps the factor and the Delassus matrix)
+            let e = if outer == 0 { f64::INFINITY } else { stats.momentum_residual_m_s };
+            let refactor = !have_factor || e > CHORD_CONTRACTION * last_momentum;
+            last_momentum = e;
+            if refactor {
+                for (v, &src) in self.values.iter_mut().zip(&self.value_source) {
+                    *v = fem.system.a.values()[src];
+                }
+                if self.chol.refactor(&self.values).is_err() {
+                    stats.momentum_residual_m_s = f64::INFINITY;
+                    break;
+                }
+                have_factor = true;
+                self.factorizations += 1;
+                // W = J_n A⁻¹ J_nᵀ + J_r M̃⁻¹ J_rᵀ
+                self.delassus_rows(m);
             }
             outer += 1;
             // ũ = u + A⁻¹ (−g₀)
@@ -519,8 +545,6 @@ impl PrimalFem {
             for j in 0..nf {
                 self.u_free[self.dof_of[j]] += self.rhs[j];
             }
-            // W = J_n A⁻¹ J_nᵀ + J_r M̃⁻¹ J_rᵀ
-            self.delassus_rows(m);
             for i in 0..m {
                 let mut w = self.node_dot(i, &self.u_free);
                 if self.rigid[i] != NONE {
@@ -616,6 +640,9 @@ impl PrimalFem {
     /// solve per row with a free node, on the pool when there is one (each entry is computed by
     /// the same operations whatever the thread count), plus the rigid part.
     fn delassus_rows(&mut self, m: usize) {
+        if m == 0 {
+            return;
+        }
         let PrimalFem { nv, nodes, coef, first_free, free_of, rigid, rigid_jac, rigid_minv, delassus, columns, pool, chol, .. } = self;
         let nv = *nv;
         let l = chol.l();
