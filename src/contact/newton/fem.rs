@@ -1,4 +1,5 @@
-//! FEM bodies in the non-smooth Newton step: the deformables' nodes as velocity DOFs next to the
+//! FEM bodies in the non-smooth Newton step, the paper's dual form (`fem_formulation:
+//! dual_rows`, the `paper` preset; the default is [`super::primal`]): the deformables' nodes as velocity DOFs next to the
 //! rigid trees' generalized velocities, elastic forces as compliant constraint rows (the paper's
 //! *compliance form*, §9), node contacts and welds as rows, all in one Newton system.
 //!

@@ -31,8 +31,11 @@
 //! `docs/newton.md` has the measured differences (the paper's start drags free bodies: a falling
 //! body reaches 7.81 m/s instead of 9.81 m/s after 1 s at 120 Hz with 4 iterations).
 //!
-//! Deformable bodies ([`fem`]): their nodes join the unknowns, co-rotational elastic forces are
-//! compliant rows (the paper's compliance form), node contacts and welds are rows, and one Newton
+//! Deformable bodies: by default ([`FemFormulation::Primal`], [`primal`], ours) the elastic
+//! forces are eliminated — each outer iteration factors the sparse node matrix `M + h² K(x)`
+//! and solves the contact, weld and rigid rows' complementarity problem densely with [`core`];
+//! with [`FemFormulation::DualRows`] ([`fem`], the paper preset) the nodes join the unknowns,
+//! co-rotational elastic forces are compliant rows (the paper's compliance form) and one Newton
 //! system couples them with the rigid trees. Stable Neo-Hookean materials are refused.
 
 pub mod core;
