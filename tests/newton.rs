@@ -506,6 +506,16 @@ fn the_arch_stands_for_ten_seconds_without_drift() {
     }
 }
 
+/// An unknown `fem_formulation` is refused with an error that names the field and the choices.
+#[test]
+fn unknown_fem_formulation_is_refused_naming_the_field() {
+    let err = serde_yaml::from_str::<SolverConfig>("{kind: newton, fem_formulation: primall}").err().expect("refused").to_string();
+    assert!(err.contains("fem_formulation") && err.contains("primall") && err.contains("dual_rows"), "{err}");
+    for ok in ["primal", "dual_rows"] {
+        assert!(serde_yaml::from_str::<SolverConfig>(&format!("{{kind: newton, fem_formulation: {ok}}}")).is_ok(), "{ok}");
+    }
+}
+
 /// The primal FEM solve's Delassus matrix is built on the method's own pool with `threads: 2`;
 /// every entry is computed by the same operations whatever the thread count, so the tomato
 /// grasp (`config/examples/newton_tomato_scale.yaml`, through the first contact of the fingers
