@@ -868,7 +868,7 @@ fn exact_laws(prob: &NewtonProblem, opts: &NewtonOptions, p: &[f64], w: &[f64], 
 /// unconverged, 200 and 300 none).
 const RESCUE_SWEEPS: u32 = 200;
 /// Rounds (sweeps, then capped exact iterations) of the rescue at most.
-const RESCUE_ROUNDS: u32 = 5;
+const RESCUE_ROUNDS: u32 = 10;
 /// Exact Newton iterations at most after each round of sweeps (full steps: the rescue hands
 /// the exact iteration a point near the solution's pieces).
 const RESCUE_NEWTON: u32 = 4;
