@@ -590,7 +590,9 @@ pub fn solve(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScratch
         // the exact iteration's best iterate, keeping the best residual seen
         scr.exact_impulse[..m].copy_from_slice(it.impulse);
         let capped = NewtonOptions { max_newton_iterations: RESCUE_NEWTON, ..*opts };
-        for _ in 0..RESCUE_ROUNDS {
+        // rounds at most: RESCUE_ROUNDS, fewer on large problems (a round's sweeps cost m² each)
+        let rounds = RESCUE_ROUNDS.min((RESCUE_WORK / ((m * m) as f64 * RESCUE_SWEEPS as f64)).ceil() as u32);
+        for _ in 0..rounds {
             projected_sweeps(prob, opts, it.impulse, &mut scr.row_velocity[..m], RESCUE_SWEEPS);
             let again = solve_exact(prob, &capped, scr, it);
             exact.newton_iterations += again.newton_iterations;
@@ -869,6 +871,10 @@ fn exact_laws(prob: &NewtonProblem, opts: &NewtonOptions, p: &[f64], w: &[f64], 
 const RESCUE_SWEEPS: u32 = 200;
 /// Rounds (sweeps, then capped exact iterations) of the rescue at most.
 const RESCUE_ROUNDS: u32 = 10;
+/// Multiply-adds of the rescue's sweeps at most (`rounds · sweeps · m²`): bounds the cost of a
+/// stalled step of a large problem (the 150-row arch: 5 rounds; the default scene's 54 rows:
+/// all 10).
+const RESCUE_WORK: f64 = 2.0e7;
 /// Exact Newton iterations at most after each round of sweeps (full steps: the rescue hands
 /// the exact iteration a point near the solution's pieces).
 const RESCUE_NEWTON: u32 = 4;
