@@ -18,6 +18,12 @@
 //! the Gauss–Newton "outer-product" Hessian of the paper's eq. (8), `J_eᵀ K J_e` with `e` the
 //! Voigt strain of the rotated-back displacement; the geometric term `E` is dropped).
 //!
+//! *Neo-Hookean* (`neo_hookean`): the exact force of the compressible law, the co-rotational
+//! tangent above. *Stable Neo-Hookean* (`stable_neo_hookean`, Macklin et al. 2019 §9.2.2 and
+//! App. B, module [`stable_neo_hookean`]): the exact force `f_a = V P g_a` and the tangent
+//! blocks `K_ab` of the element's Hessian projected to positive semi-definite, both in world
+//! axes (no rotation is factored out).
+//!
 //! # Time stepping
 //! By default ([`FemIntegrator::BackwardEuler`]; the paper's midpoint form is the option
 //! [`FemIntegrator::Midpoint`], scene key `deformable_integrator`), linearly implicit backward
@@ -57,6 +63,7 @@
 mod material;
 mod mesh;
 pub mod selfcontact;
+pub mod stable_neo_hookean;
 pub use selfcontact::DeformableContactOptions;
 
 pub use crate::math::sparse::{block3_mul_rows, csr_mul_rows};
@@ -370,9 +377,13 @@ impl FemSystem {
                 // rotated-back displacement u_b = Rᵀ x_b − X_b
                 let u = [0, 1, 2, 3].map(|k| r.transpose() * xs[k] - d.rest[t[k]]);
                 let mut blocks = [[Mat3::zeros(); 4]; 4];
-                for ka in 0..4 {
-                    for kb in 0..4 {
-                        blocks[ka][kb] = d.stiffness_block(e, ka, kb);
+                // Stable Neo-Hookean: world-frame blocks of the projected Hessian, not R K₀ Rᵀ
+                let world_blocks = d.material.model == ElasticModel::StableNeoHookean;
+                if !world_blocks {
+                    for ka in 0..4 {
+                        for kb in 0..4 {
+                            blocks[ka][kb] = d.stiffness_block(e, ka, kb);
+                        }
                     }
                 }
                 let forces: [Vec3; 4] = match d.material.model {
@@ -384,6 +395,12 @@ impl FemSystem {
                         let pk1 = (f_def - f_inv_t) * mu + f_inv_t * (lambda * j.ln());
                         [0, 1, 2, 3].map(|ka| pk1 * g[ka] * d.volume[e])
                     }
+                    ElasticModel::StableNeoHookean => {
+                        let law = stable_neo_hookean::StableNeoHookean::from_lame(d.material.lame_lambda(), d.material.lame_mu());
+                        let (forces, k) = law.element(&f_def, g, d.volume[e]);
+                        blocks = k;
+                        forces
+                    }
                 };
                 for ka in 0..4 {
                     let gi = s + t[ka];
@@ -391,7 +408,7 @@ impl FemSystem {
                         self.b[3 * gi + c] -= h * forces[ka][c];
                     }
                     for kb in 0..4 {
-                        let k_rot = r * blocks[ka][kb] * r.transpose() * k_scale;
+                        let k_rot = if world_blocks { blocks[ka][kb] * k_scale } else { r * blocks[ka][kb] * r.transpose() * k_scale };
                         if kv_scale != 0.0 {
                             let gb = s + t[kb];
                             let vb = Vec3::new(v[3 * gb], v[3 * gb + 1], v[3 * gb + 2]);
@@ -624,5 +641,37 @@ mod tests {
             let f = internal_force(model, &r);
             assert!(f.iter().all(|x| x.abs() < 1e-9), "{model:?}: {f:?}");
         }
+    }
+
+    #[test]
+    fn stable_neo_hookean_matches_corotational_at_small_strain_in_force_and_system_matrix() {
+        let eps = 1e-5;
+        let f = Mat3::new(1.0 + eps, 0.3 * eps, 0.0, 0.0, 1.0 - 0.5 * eps, 0.2 * eps, 0.0, 0.0, 1.0 + 0.7 * eps);
+        let a = internal_force(ElasticModel::Corotational, &f);
+        let b = internal_force(ElasticModel::StableNeoHookean, &f);
+        let scale = a.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        let diff = a.iter().zip(&b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+        assert!(diff < 1e-3 * scale, "difference {diff:e} of {scale:e}");
+        let r = *nalgebra::Rotation3::from_euler_angles(0.3, -0.7, 1.1).matrix();
+        let f = internal_force(ElasticModel::StableNeoHookean, &r);
+        assert!(f.iter().all(|x| x.abs() < 1e-9), "{f:?}");
+        // at rest (and rotated) the projected Hessian is the linear-elastic stiffness, so the
+        // system matrices agree with the co-rotational ones
+        let mesh = TetMesh::box_grid([0.1, 0.05, 0.05], [2, 1, 1]);
+        let system = |model: ElasticModel| {
+            let mat = FemMaterial { density_kg_m3: 1000.0, youngs_modulus_pa: 1e5, poisson_ratio: 0.45, rayleigh_mass_1_s: 0.0, rayleigh_stiffness_s: 0.0, model };
+            let body = Deformable::new("b", "t", &mesh, mat, 0.5);
+            let mut sys = FemSystem::new(std::slice::from_ref(&body));
+            let x: Vec<f64> = mesh.nodes.iter().flat_map(|p| {
+                let q = r * p;
+                [q.x, q.y, q.z]
+            }).collect();
+            sys.assemble(std::slice::from_ref(&body), &x, &vec![0.0; x.len()], 0.01, &Vec3::zeros());
+            sys.a.values().to_vec()
+        };
+        let (ac, asnh) = (system(ElasticModel::Corotational), system(ElasticModel::StableNeoHookean));
+        let scale = ac.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        let diff = ac.iter().zip(&asnh).fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+        assert!(diff < 1e-9 * scale, "system matrices differ by {diff:e} of {scale:e}");
     }
 }
