@@ -106,44 +106,126 @@ impl StableNeoHookean {
         h
     }
 
-    /// The Hessian projected to the positive semi-definite cone: the symmetric
-    /// eigen-decomposition `Q Λ Qᵀ` with negative eigenvalues set to zero (Pa). Allocates nothing
-    /// (stack matrices).
+    /// The Hessian projected to the positive semi-definite cone (Pa): its eigen-decomposition
+    /// `Σ_m λ_m vec(Q_m) vec(Q_m)ᵀ` (see [`StableNeoHookean::eigensystem`]) with negative `λ_m`
+    /// set to zero. Allocates nothing.
     pub fn projected_hessian(&self, f: &Mat3) -> Mat9 {
-        project_psd(&self.hessian(f))
+        let (u, modes) = self.eigensystem(f);
+        let mut h = Mat9::zeros();
+        for (lambda, b, v) in modes.iter() {
+            if *lambda > 0.0 {
+                let q = u * b * v.transpose();
+                let q = nalgebra::SVector::<f64, 9>::from_column_slice(q.as_slice());
+                h += q * q.transpose() * *lambda;
+            }
+        }
+        h
+    }
+
+    /// The nine eigenpairs of the Hessian in closed form (Smith et al. 2018, §4.2, for this
+    /// energy): with the rotation-variant SVD `F = U Σ Vᵀ` (`U`, `V` rotations, `σ₃` negative for
+    /// an inverted element), every eigenvector is `Q = U B Vᵀ` with a 3×3 `B`:
+    ///
+    /// - *twist* `B = (e_i e_jᵀ − e_j e_iᵀ)/√2`, eigenvalue `2C₁ + 2D₁(J − α) σ_k`, and
+    /// - *flip* `B = (e_i e_jᵀ + e_j e_iᵀ)/√2`, eigenvalue `2C₁ − 2D₁(J − α) σ_k`, for the three
+    ///   pairs `(i, j)` (`k` the third index);
+    /// - *scaling* `B = diag(w)` with `(λ, w)` the eigenpairs of the 3×3 Hessian in the singular
+    ///   values, `A_ii = 2C₁ + 2D₁ (J/σ_i)²`, `A_ij = 2D₁ σ_k (2J − α)` (`J/σ_i` the product of
+    ///   the other two).
+    ///
+    /// Returns `U` and, per mode, `(eigenvalue, B, V)` (the same `V` for all; kept per mode so
+    /// that `Q = U B Vᵀ` reads directly). Allocates nothing.
+    pub fn eigensystem(&self, f: &Mat3) -> (Mat3, [(f64, Mat3, Mat3); 9]) {
+        let (u, sigma, v) = rotation_variant_svd(f);
+        let j = sigma.x * sigma.y * sigma.z;
+        let s = 2.0 * self.d1 * (j - self.alpha);
+        let c = 2.0 * self.c1;
+        let cof = Vec3::new(sigma.y * sigma.z, sigma.x * sigma.z, sigma.x * sigma.y);
+        let k0 = 2.0 * j - self.alpha;
+        let mut a = Mat3::zeros();
+        for i in 0..3 {
+            for l in 0..3 {
+                a[(i, l)] = if i == l { c + 2.0 * self.d1 * cof[i] * cof[i] } else { 2.0 * self.d1 * sigma[3 - i - l] * k0 };
+            }
+        }
+        let eig = SymmetricEigen::new(a);
+        let r = std::f64::consts::FRAC_1_SQRT_2;
+        let mut modes = [(0.0, Mat3::zeros(), v); 9];
+        for m in 0..3 {
+            modes[m] = (eig.eigenvalues[m], Mat3::from_diagonal(&eig.eigenvectors.column(m).into_owned()), v);
+        }
+        for (n, (i, l, k)) in [(0, 1, 2), (0, 2, 1), (1, 2, 0)].into_iter().enumerate() {
+            let mut twist = Mat3::zeros();
+            twist[(i, l)] = r;
+            twist[(l, i)] = -r;
+            let mut flip = Mat3::zeros();
+            flip[(i, l)] = r;
+            flip[(l, i)] = r;
+            modes[3 + 2 * n] = (c + s * sigma[k], twist, v);
+            modes[4 + 2 * n] = (c - s * sigma[k], flip, v);
+        }
+        (u, modes)
     }
 
     /// Internal forces `f_a = V P g_a` (N; the force *on* node `a` is `−f_a`) and the 4×4 blocks
     /// `K_ab` (N/m) of the projected stiffness of one tetrahedron with deformation gradient `f`,
-    /// shape-function gradients `grads` (1/m) and rest volume `volume` (m³).
+    /// shape-function gradients `grads` (1/m) and rest volume `volume` (m³):
+    /// `K_ab = V Σ_m max(λ_m, 0) (Q_m g_a)(Q_m g_b)ᵀ` over the Hessian's eigenpairs.
     pub fn element(&self, f: &Mat3, grads: &[Vec3; 4], volume: f64) -> ([Vec3; 4], [[Mat3; 4]; 4]) {
         let p = self.pk1(f);
         let forces = grads.map(|g| p * g * volume);
-        let h = self.projected_hessian(f);
-        let mut k = [[Mat3::zeros(); 4]; 4];
-        // K_ab = V Σ_jl g_a[j] g_b[l] H_(j,l); first T_b = Σ_l g_b[l] H_(·,l) (9×3 per node)
-        let mut t = [SMatrix::<f64, 9, 3>::zeros(); 4];
-        for (b, g) in grads.iter().enumerate() {
-            for l in 0..3 {
-                t[b] += h.fixed_view::<9, 3>(0, 3 * l) * g[l];
+        let (u, modes) = self.eigensystem(f);
+        let v = modes[0].2;
+        // in the U frame: Q_m g_a = U B_m (Vᵀ g_a)
+        let gh = grads.map(|g| v.transpose() * g);
+        let mut kh = [[Mat3::zeros(); 4]; 4];
+        for (lambda, b, _) in modes.iter() {
+            if *lambda <= 0.0 {
+                continue;
+            }
+            let w = gh.map(|g| b * g);
+            for a in 0..4 {
+                for c in a..4 {
+                    kh[a][c] += w[a] * w[c].transpose() * (*lambda * volume);
+                }
             }
         }
-        for (a, ga) in grads.iter().enumerate() {
-            for b in a..4 {
-                let mut blk = Mat3::zeros();
-                for j in 0..3 {
-                    blk += t[b].fixed_view::<3, 3>(3 * j, 0) * ga[j];
-                }
-                blk *= volume;
-                k[a][b] = blk;
-                k[b][a] = blk.transpose();
+        let mut k = [[Mat3::zeros(); 4]; 4];
+        for a in 0..4 {
+            for c in a..4 {
+                let blk = u * kh[a][c] * u.transpose();
+                k[a][c] = blk;
+                k[c][a] = blk.transpose();
             }
         }
         (forces, k)
     }
 }
 
-/// `h` (symmetric) with its negative eigenvalues clamped to zero.
+/// The rotation-variant SVD `F = U diag(σ) Vᵀ` with `U`, `V` proper rotations: from the
+/// ordinary SVD, a reflection in `U` or `V` is moved into the sign of `σ₃` (the smallest), so
+/// `σ₃ < 0` exactly when `det F < 0`.
+pub fn rotation_variant_svd(f: &Mat3) -> (Mat3, Vec3, Mat3) {
+    let svd = f.svd(true, true);
+    let (mut u, mut v) = (svd.u.unwrap(), svd.v_t.unwrap().transpose());
+    let mut sigma = svd.singular_values;
+    // nalgebra sorts the singular values in decreasing order: index 2 is the smallest
+    if u.determinant() < 0.0 {
+        let mut col = u.column_mut(2);
+        col *= -1.0;
+        sigma[2] = -sigma[2];
+    }
+    if v.determinant() < 0.0 {
+        let mut col = v.column_mut(2);
+        col *= -1.0;
+        sigma[2] = -sigma[2];
+    }
+    (u, sigma, v)
+}
+
+/// `h` (symmetric) with its negative eigenvalues clamped to zero, by a numerical 9×9 symmetric
+/// eigen-decomposition (stack matrices, allocates nothing): the reference the closed-form
+/// [`StableNeoHookean::projected_hessian`] is tested against.
 pub fn project_psd(h: &Mat9) -> Mat9 {
     let eig = SymmetricEigen::new(*h);
     if eig.eigenvalues.iter().all(|&l| l >= 0.0) {
@@ -233,6 +315,34 @@ mod tests {
     }
 
     #[test]
+    fn closed_form_eigensystem_reconstructs_the_hessian() {
+        let (law, _, _) = law();
+        let mut worst: f64 = 0.0;
+        for f in samples() {
+            let h = law.hessian(&f);
+            let (u, modes) = law.eigensystem(&f);
+            assert!((u.determinant() - 1.0).abs() < 1e-9 && (modes[0].2.determinant() - 1.0).abs() < 1e-9, "U, V rotations");
+            let mut sum = Mat9::zeros();
+            let mut basis = [nalgebra::SVector::<f64, 9>::zeros(); 9];
+            for (m, (lambda, b, v)) in modes.iter().enumerate() {
+                let q = u * b * v.transpose();
+                basis[m] = nalgebra::SVector::<f64, 9>::from_column_slice(q.as_slice());
+                sum += basis[m] * basis[m].transpose() * *lambda;
+            }
+            // orthonormal eigenvectors
+            for m in 0..9 {
+                for n in 0..9 {
+                    let d = basis[m].dot(&basis[n]) - if m == n { 1.0 } else { 0.0 };
+                    assert!(d.abs() < 1e-9, "basis {m}·{n}");
+                }
+            }
+            worst = worst.max((sum - h).abs().max() / h.abs().max());
+        }
+        println!("closed-form eigensystem: largest relative entry error {worst:.2e}");
+        assert!(worst < 1e-9, "{worst:e}");
+    }
+
+    #[test]
     fn projected_hessian_is_psd_and_exact_where_the_hessian_is() {
         let (law, _, mu) = law();
         let (mut clamped, mut exact) = (0, 0);
@@ -243,14 +353,17 @@ mod tests {
             assert!((hp - hp.transpose()).abs().max() <= 1e-12 * scale);
             let eig_p = SymmetricEigen::new(hp).eigenvalues;
             assert!(eig_p.iter().all(|&l| l >= -1e-10 * scale), "projected eigenvalues {eig_p:?}");
+            // the closed form equals the numerical projection (nearest PSD matrix)
+            let reference = project_psd(&h);
+            assert!((hp - reference).abs().max() <= 1e-9 * scale, "closed form vs numerical projection");
             let eig = SymmetricEigen::new(h).eigenvalues;
             if eig.iter().all(|&l| l >= 0.0) {
                 exact += 1;
-                assert_eq!(hp, h);
+                assert!((hp - h).abs().max() <= 1e-9 * scale);
             } else {
                 clamped += 1;
-                // the projection is the nearest PSD matrix: it differs from H by the negative
-                // part, whose Frobenius norm is the norm of the negative eigenvalues
+                // the projection differs from H by the negative part, whose Frobenius norm is
+                // the norm of the negative eigenvalues
                 let neg: f64 = eig.iter().map(|l| l.min(0.0).powi(2)).sum::<f64>().sqrt();
                 assert!(((hp - h).norm() - neg).abs() <= 1e-9 * scale, "{} vs {neg}", (hp - h).norm());
                 // positive eigen-directions are kept: vᵀ Hp v = vᵀ H v for them
@@ -264,11 +377,39 @@ mod tests {
         }
         println!("{exact} samples with a PSD Hessian, {clamped} projected");
         assert!(clamped > 0 && exact > 0, "the samples cover both cases");
-        // at rest: PSD (rotations at zero stiffness), so the projection is the identity map
+        // at rest: PSD with the three rotation modes at zero stiffness
         let h0 = law.hessian(&Mat3::identity());
         let e0 = SymmetricEigen::new(h0).eigenvalues;
         assert!(e0.iter().all(|&l| l >= -1e-9 * mu));
         assert_eq!(e0.iter().filter(|l| l.abs() < 1e-9 * mu).count(), 3, "three rotation modes: {e0:?}");
+    }
+
+    #[test]
+    fn element_stiffness_is_the_projected_hessian_mapped_by_the_shape_gradients() {
+        // K_ab = V Σ_jl g_a[j] g_b[l] H⁺_(j,l), H⁺ from the numerical projection
+        let (law, _, _) = law();
+        let rest = [Vec3::zeros(), Vec3::new(0.1, 0.0, 0.0), Vec3::new(0.02, 0.09, 0.0), Vec3::new(0.03, 0.02, 0.08)];
+        let dm = Mat3::from_columns(&[rest[1] - rest[0], rest[2] - rest[0], rest[3] - rest[0]]);
+        let dm_inv = dm.try_inverse().unwrap();
+        let (g1, g2, g3) = (dm_inv.row(0).transpose(), dm_inv.row(1).transpose(), dm_inv.row(2).transpose());
+        let grads = [-(g1 + g2 + g3), g1, g2, g3];
+        let volume = dm.determinant() / 6.0;
+        for f in samples() {
+            let (_, k) = law.element(&f, &grads, volume);
+            let hp = project_psd(&law.hessian(&f));
+            let scale = hp.abs().max() * volume * 100.0 * 100.0;
+            for a in 0..4 {
+                for b in 0..4 {
+                    let mut want = Mat3::zeros();
+                    for j in 0..3 {
+                        for l in 0..3 {
+                            want += hp.fixed_view::<3, 3>(3 * j, 3 * l) * (grads[a][j] * grads[b][l] * volume);
+                        }
+                    }
+                    assert!((k[a][b] - want).abs().max() <= 1e-9 * scale, "K[{a}][{b}]: {} vs {want}", k[a][b]);
+                }
+            }
+        }
     }
 
     #[test]
