@@ -238,7 +238,8 @@ pub struct FemSystem {
     block_pos: Vec<[[u32; 4]; 4]>,
     /// Per node: the position of its own block within its rows.
     diag_pos: Vec<u32>,
-    /// Element rotations of the last assembly.
+    /// Element rotations of the last assembly (the identity for Stable Neo-Hookean elements,
+    /// which need none).
     pub rotation: Vec<Mat3>,
     /// Per node: `true` when its velocity is prescribed (pinned to the world or driven one-way
     /// by a link; two-way welded nodes are free unknowns held by [`FemWeld`] constraints).
@@ -372,13 +373,14 @@ impl FemSystem {
                 let xs = [p(0), p(1), p(2), p(3)];
                 let g = &d.grads[e];
                 let f_def = xs[0] * g[0].transpose() + xs[1] * g[1].transpose() + xs[2] * g[2].transpose() + xs[3] * g[3].transpose();
-                let r = polar_rotation_fast(&f_def);
+                // Stable Neo-Hookean: world-frame blocks of the projected Hessian, not R K₀ Rᵀ,
+                // and no rotation
+                let world_blocks = d.material.model == ElasticModel::StableNeoHookean;
+                let r = if world_blocks { Mat3::identity() } else { polar_rotation_fast(&f_def) };
                 self.rotation[e_global] = r;
                 // rotated-back displacement u_b = Rᵀ x_b − X_b
                 let u = [0, 1, 2, 3].map(|k| r.transpose() * xs[k] - d.rest[t[k]]);
                 let mut blocks = [[Mat3::zeros(); 4]; 4];
-                // Stable Neo-Hookean: world-frame blocks of the projected Hessian, not R K₀ Rᵀ
-                let world_blocks = d.material.model == ElasticModel::StableNeoHookean;
                 if !world_blocks {
                     for ka in 0..4 {
                         for kb in 0..4 {

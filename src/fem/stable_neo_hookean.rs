@@ -29,8 +29,12 @@
 //! `±[f_m]×` off it (`[a]×` the cross-product matrix). It is indefinite in general (already at
 //! rest the rotation modes sit at zero, and under stretch or compression some go negative), so
 //! the implicit step uses its projection to the positive semi-definite cone, `Q max(Λ, 0) Qᵀ`
-//! from the symmetric eigen-decomposition (the paper's §9.2.2 "projected to SPD"; Teran et al.
-//! 2005 do the same per element).
+//! (the paper's §9.2.2 "projected to SPD"; Teran et al. 2005 do the same per element), from the
+//! Hessian's eigensystem in closed form (Smith et al. 2018, §4.2): six twist/flip modes with
+//! eigenvalues `2C₁ ± 2D₁(J − α) σ_k` and three scaling modes of a 3×3 matrix in the singular
+//! values (see [`StableNeoHookean::eigensystem`]). It matches a numerical 9×9 eigen-decomposition
+//! ([`project_psd`], the unit tests' reference) to round-off and costs a 3×3 SVD and a 3×3
+//! eigen-decomposition per element.
 //!
 //! # Element
 //! For a tetrahedron with rest volume `V` (m³) and shape-function gradients `g_a` (1/m),
