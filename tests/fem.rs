@@ -193,3 +193,138 @@ fn free_body_conserves_momentum_with(integrator: &str) {
     // still a ball: no blow-up
     assert!(sim.state.fem_v.iter().all(|v| v.abs() < 2.0));
 }
+
+/// Quasi-static squash of a cube (edge `a` = 0.1 m, 4 × 4 × 4 cells, E = 100 kPa, ν = 0.45) to
+/// half its height between frictionless plates (rollers: bottom z = 0, top z prescribed, sides
+/// free), solved by Newton's method on the assembled system (`A = K` with h = 1 s and a negligible
+/// density, `b = −f_int`) in 10 load steps. Returns the final volume over the rest volume.
+fn squashed_volume_ratio(model: contact_sim::fem::ElasticModel) -> f64 {
+    let (a, e, nu) = (0.1, 1.0e5, 0.45);
+    let mesh = TetMesh::box_grid([a, a, a], [4, 4, 4]);
+    let mat = FemMaterial { density_kg_m3: 1e-12, youngs_modulus_pa: e, poisson_ratio: nu, rayleigh_mass_1_s: 0.0, rayleigh_stiffness_s: 0.0, model };
+    let body = Deformable::new("b", "test", &mesh, mat, 0.5);
+    let bodies = std::slice::from_ref(&body);
+    let mut sys = FemSystem::new(bodies);
+    let n = 3 * mesh.nodes.len();
+    let mut fixed = vec![false; n];
+    for (i, p) in mesh.nodes.iter().enumerate() {
+        if p.z < 1e-12 || (p.z - a).abs() < 1e-12 {
+            fixed[3 * i + 2] = true;
+        }
+        if p.z < 1e-12 && p.x < 1e-12 && p.y < 1e-12 {
+            fixed[3 * i] = true;
+            fixed[3 * i + 1] = true;
+        }
+        if p.z < 1e-12 && (p.x - a).abs() < 1e-12 && p.y < 1e-12 {
+            fixed[3 * i + 1] = true;
+        }
+    }
+    let mut x: Vec<f64> = mesh.nodes.iter().flat_map(|p| [p.x, p.y, p.z]).collect();
+    let v = vec![0.0; n];
+    let load_steps = 10;
+    for k in 1..=load_steps {
+        let height = a * (1.0 - 0.5 * k as f64 / load_steps as f64);
+        // predictor: scale every z to the new height
+        for (i, p) in mesh.nodes.iter().enumerate() {
+            x[3 * i + 2] = p.z / a * height;
+        }
+        let mut converged = false;
+        for _ in 0..50 {
+            sys.assemble(bodies, &x, &v, 1.0, &Vec3::zeros());
+            let residual = (0..n).filter(|&i| !fixed[i]).map(|i| sys.b[i].abs()).fold(0.0, f64::max);
+            if residual < 1e-9 * e * a * a {
+                converged = true;
+                break;
+            }
+            let dx = cg(&sys.a, &sys.b, &fixed);
+            for i in 0..n {
+                x[i] += dx[i];
+            }
+        }
+        assert!(converged, "{model:?}: load step {k} did not converge");
+    }
+    let volume: f64 = mesh
+        .tets
+        .iter()
+        .map(|t| {
+            let p = |k: usize| Vec3::new(x[3 * t[k]], x[3 * t[k] + 1], x[3 * t[k] + 2]);
+            (p(1) - p(0)).cross(&(p(2) - p(0))).dot(&(p(3) - p(0))) / 6.0
+        })
+        .sum();
+    volume / (a * a * a)
+}
+
+#[test]
+fn stable_neo_hookean_keeps_the_volume_of_a_block_squashed_to_half_height() {
+    use contact_sim::fem::ElasticModel;
+    let nu: f64 = 0.45;
+    let (mu, lambda) = (1.0 / (2.0 * (1.0 + nu)), nu / ((1.0 + nu) * (1.0 - 2.0 * nu)));
+    let snh = squashed_volume_ratio(ElasticModel::StableNeoHookean);
+    let cor = squashed_volume_ratio(ElasticModel::Corotational);
+    // homogeneous uniaxial stress F = diag(s, s, 1/2) (linear tetrahedra represent it exactly):
+    // Stable Neo-Hookean, P₁₁ = 0: μ s + (λ + μ)(s²/2 − α) s/2 = 0  ⇒  J = s²/2 = 1 − μ/(λ + μ);
+    // co-rotational (linear elasticity on RᵀF − I): s − 1 = ν/2  ⇒  J = (1 + ν/2)²/2
+    let snh_closed = 1.0 - mu / (lambda + mu);
+    let cor_closed = 0.5 * (1.0 + 0.5 * nu).powi(2);
+    println!("volume at half height, ν = {nu}: stable Neo-Hookean {snh:.6} (closed form {snh_closed:.6}), co-rotational {cor:.6} (closed form {cor_closed:.6})");
+    assert!((snh - snh_closed).abs() < 1e-6, "stable Neo-Hookean volume ratio {snh} vs {snh_closed}");
+    assert!((cor - cor_closed).abs() < 1e-6, "co-rotational volume ratio {cor} vs {cor_closed}");
+    assert!(snh > cor + 0.1, "stable Neo-Hookean keeps much more volume: {snh} vs {cor}");
+}
+
+/// URDF of a 1 kg slider on a prismatic joint `pull` along world x, its origin at world
+/// (1, 0, 0) at q = 0 (the bar's tip face), no collision geometry.
+const PULLER_URDF: &str = r#"<?xml version="1.0"?>
+<robot name="puller">
+  <link name="puller_base"><inertial><mass value="1.0"/><inertia ixx="0.001" ixy="0" ixz="0" iyy="0.001" iyz="0" izz="0.001"/></inertial></link>
+  <link name="slider"><inertial><mass value="1.0"/><inertia ixx="0.001" ixy="0" ixz="0" iyy="0.001" iyz="0" izz="0.001"/></inertial></link>
+  <joint name="pull" type="prismatic">
+    <parent link="puller_base"/><child link="slider"/><origin xyz="0 0 0"/><axis xyz="1 0 0"/>
+    <limit lower="-0.5" upper="0.5" effort="500" velocity="10.0"/>
+  </joint>
+</robot>
+"#;
+
+#[test]
+fn prestretched_stable_neo_hookean_bar_with_the_matching_tip_load_stays_in_equilibrium() {
+    // bar 1 × 0.1 × 0.1 m, 6 × 1 × 1 cells, ρ = 1000 kg/m³, E = 100 kPa, ν = 0 (uniaxial stress is
+    // uniaxial strain: exact for linear tetrahedra); the x = 0 face pinned, the x = 1 m face welded
+    // two-way to a slider pulled along +x with F = E A ε, ε = 10⁻³. Starting at x ← (1 + ε) x the
+    // bar is in equilibrium: Stable Neo-Hookean gives P₁₁ = E ε exactly for F = diag(1 + ε, 1, 1)
+    // (at ν = 0: α = 2, C₁ = D₁ = μ/2, P₁₁ = μ(1 + ε) + μ(ε − 1) = 2μ ε).
+    let (e_mod, area, strain) = (1.0e5, 0.01, 1.0e-3);
+    let load = e_mod * area * strain;
+    let dir = repo().join("target/test-scenes");
+    std::fs::create_dir_all(&dir).unwrap();
+    let urdf = dir.join("snh_puller.urdf");
+    std::fs::write(&urdf, PULLER_URDF).unwrap();
+    let mesh_file = dir.join("snh_bar.msh");
+    contact_sim::config::write_gmsh41(&TetMesh::box_grid([1.0, 0.1, 0.1], [6, 1, 1]), &mesh_file).unwrap();
+    let yaml = format!(
+        "timestep_s: 0.01\ngravity: [0, 0, 0]\nground: {{enabled: false}}\nsolver: {{kind: vfpi, tolerance: 1.0e-10, residual_tolerance: 1.0e-9, max_iterations: 20000, virtual_node_gain: 1000}}\nrobots:\n  - urdf: {}\n    base: {{mode: fixed, position: [1.0, 0, 0]}}\n    control: {{default: {{mode: effort}}}}\ndeformables:\n  - name: bar\n    mesh: {}\n    material: {{model: stable_neo_hookean, density_kg_m3: 1000, youngs_modulus_pa: {e_mod}, poisson_ratio: 0.0}}\n    attachments:\n      - {{box_min: [-1, -1, -1], box_max: [1.0e-6, 1, 1], to: world}}\n      - {{box_min: [0.999999, -1, -1], box_max: [2, 1, 1], to: {{link: slider}}}}\nscript:\n  - {{time_s: 0.0, efforts: {{pull: {load}}}}}\n",
+        urdf.display(),
+        mesh_file.display(),
+    );
+    let mut sim = contact_sim::sim::Simulation::from_scene(&scene(&yaml), None);
+    assert_eq!(sim.model.deformables[0].material.model, contact_sim::fem::ElasticModel::StableNeoHookean);
+    let rest = sim.model.deformables[0].rest.clone();
+    let tip: Vec<usize> = (0..rest.len()).filter(|&i| (rest[i].x - 1.0).abs() < 1e-9).collect();
+    assert_eq!(tip.len(), 4);
+    // prestretch: the nodes and the slider carrying the tip's weld points
+    for (i, p) in rest.iter().enumerate() {
+        sim.state.fem_x[3 * i] = (1.0 + strain) * p.x;
+    }
+    let b = sim.model.joint_body("pull").unwrap();
+    let (qi, vi) = (sim.model.bodies[b].joint.q_index, sim.model.bodies[b].joint.v_index);
+    sim.state.q[qi] = strain;
+    for _ in 0..60 {
+        let r = sim.step();
+        assert!(sim.state.is_finite());
+        let _ = r;
+    }
+    let delta = tip.iter().map(|&i| sim.state.fem_x[3 * i] - rest[i].x).sum::<f64>() / tip.len() as f64;
+    let speed = sim.state.fem_v.iter().fold(sim.state.v[vi].abs(), |m, v| m.max(v.abs()));
+    println!("tip displacement {delta:.9e} m (expected {strain:e} m, error {:.2e} m), largest speed {speed:.2e} m/s, slider at {:.9e} m", (delta - strain).abs(), sim.state.q[qi]);
+    assert!((delta - strain).abs() < 1e-5, "tip displacement {delta} m vs {strain} m");
+    assert!(speed < 1e-4, "largest speed {speed} m/s");
+}

@@ -68,6 +68,34 @@ fn resting_ball_carries_its_weight() {
     assert!(worst_pen < 5e-4, "penetration {worst_pen} m");
 }
 
+#[test]
+fn resting_stable_neo_hookean_ball_carries_its_weight() {
+    // the shipped resting ball (E = 1 MPa, ν = 0.35, 6 000 tets) with the Stable Neo-Hookean law
+    let text = std::fs::read_to_string(repo().join("config/examples/fem_ball_rest.yaml")).unwrap();
+    let text = text.replace("material: {density_kg_m3: 1100,", "material: {model: stable_neo_hookean, density_kg_m3: 1100,");
+    assert!(text.contains("stable_neo_hookean"));
+    let s = contact_sim::config::load_scene_str(&text, &repo().join("config/examples/fem_ball_rest.yaml")).unwrap();
+    let mut sim = Simulation::from_scene(&s, None);
+    assert_eq!(sim.model.deformables[0].material.model, contact_sim::fem::ElasticModel::StableNeoHookean);
+    let m = sim.model.deformables[0].total_mass();
+    let (mut worst_pen, mut iters, mut unconverged): (f64, u32, u32) = (0.0, 0, 0);
+    let steps = 200;
+    for k in 0..steps {
+        let r = sim.step();
+        assert!(sim.state.is_finite());
+        iters += r.solve.iterations as u32;
+        unconverged += u32::from(!r.solve.converged);
+        if k > 20 {
+            worst_pen = worst_pen.max(r.max_penetration_m);
+        }
+    }
+    let f = fem_contact_force(&sim);
+    println!("stable Neo-Hookean ball: fz = {:.5} N (m g = {:.5} N), friction {:.2e} N, penetration {worst_pen:.2e} m, mean iterations {:.1}, unconverged steps {unconverged}", f.z, m * G, f.x.hypot(f.y), iters as f64 / steps as f64);
+    assert!((f.z - m * G).abs() < 0.01 * m * G, "normal force {} vs m g {}", f.z, m * G);
+    assert!(f.x.hypot(f.y) < 0.01 * m * G, "friction on a resting ball: {f:?}");
+    assert!(worst_pen < 5e-4, "penetration {worst_pen} m");
+}
+
 /// Mean node position (m) of the first deformable.
 fn centroid(sim: &Simulation) -> Vec3 {
     let x = &sim.state.fem_x;

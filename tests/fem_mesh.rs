@@ -41,7 +41,7 @@ fn the_three_formats_read_back_what_was_written() {
 
 #[test]
 fn shipped_assets_load_and_are_valid() {
-    for (f, nodes, tets) in [("soft_ball.msh", 1331, 6000), ("soft_mat.msh", 1250, 3456), ("finger_pad.node", 140, 432)] {
+    for (f, nodes, tets) in [("soft_ball.msh", 1331, 6000), ("soft_mat.msh", 1250, 3456), ("finger_pad.node", 140, 432), ("soft_block.node", 196, 648)] {
         let m = read_tet_mesh(&repo().join("assets/meshes").join(f)).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((m.nodes.len(), m.tets.len()), (nodes, tets), "{f}");
         assert!((0..m.tets.len()).all(|e| m.tet_volume(e) > 0.0));

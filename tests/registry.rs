@@ -206,17 +206,21 @@ fn every_method_declares_its_kind_and_rows() {
 
 /// A method refuses what it cannot simulate beyond its capabilities through its own
 /// `MethodParams::unsupported_in` (no method-specific code in the registry): newton takes only
-/// co-rotational deformables and names the body and the scene file for a Neo-Hookean one.
+/// co-rotational deformables and names the body and the scene file for a Neo-Hookean or a
+/// Stable Neo-Hookean one.
 #[test]
 fn newton_refuses_a_neo_hookean_deformable_naming_the_body() {
-    let scene_file = "config/examples/fem_ball_rest.yaml";
-    let text = std::fs::read_to_string(repo().join(scene_file)).unwrap();
-    let text = text.replace("material: {density_kg_m3: 1100,", "material: {model: neo_hookean, density_kg_m3: 1100,");
-    assert!(text.contains("neo_hookean"));
-    let scene = contact_sim::config::load_scene_str(&text, &repo().join(scene_file)).unwrap();
-    let newton = SolverKind::ALL.iter().find(|k| k.name() == "newton").unwrap().default_config();
-    let err = newton.check_model(&scene.model, scene_file).unwrap_err();
-    assert!(err.contains("fem_ball_rest.yaml") && err.contains("deformables[0]") && err.contains("newton"), "{err}");
-    let vfpi = SolverKind::ALL.iter().find(|k| k.name() == "vfpi").unwrap().default_config();
-    assert!(vfpi.check_model(&scene.model, scene_file).is_ok(), "vfpi simulates Neo-Hookean bodies");
+    for (law, variant) in [("neo_hookean", "NeoHookean"), ("stable_neo_hookean", "StableNeoHookean")] {
+        let scene_file = "config/examples/fem_ball_rest.yaml";
+        let text = std::fs::read_to_string(repo().join(scene_file)).unwrap();
+        let text = text.replace("material: {density_kg_m3: 1100,", &format!("material: {{model: {law}, density_kg_m3: 1100,"));
+        assert!(text.contains(law));
+        let scene = contact_sim::config::load_scene_str(&text, &repo().join(scene_file)).unwrap();
+        let newton = SolverKind::ALL.iter().find(|k| k.name() == "newton").unwrap().default_config();
+        let err = newton.check_model(&scene.model, scene_file).unwrap_err();
+        assert!(err.contains("fem_ball_rest.yaml") && err.contains("deformables[0]") && err.contains("newton"), "{err}");
+        assert!(err.contains(&format!("'{variant}'")) && err.contains("co-rotational only"), "{law}: {err}");
+        let vfpi = SolverKind::ALL.iter().find(|k| k.name() == "vfpi").unwrap().default_config();
+        assert!(vfpi.check_model(&scene.model, scene_file).is_ok(), "vfpi simulates {law} bodies");
+    }
 }

@@ -16,6 +16,12 @@ pub enum ElasticModel {
     /// exact; the implicit system matrix uses the co-rotational stiffness at the current rotation
     /// (a Gauss–Newton surrogate of the Hessian, as allowed by the paper's §III-A).
     NeoHookean,
+    /// Stable Neo-Hookean (Macklin et al. 2019, §9.2.2 and App. B), `Ψ = C₁ (I_C − 3) + D₁ (J − α)²`
+    /// with `C₁ = μ/2`, `D₁ = (λ + μ)/2`, `α = 1 + μ/(λ + μ)`: no logarithm, so defined for
+    /// inverted elements. Exact force; the implicit system matrix uses the exact Hessian projected
+    /// to positive semi-definite per element (`stable_neo_hookean` module). Not available with
+    /// solver `newton`.
+    StableNeoHookean,
 }
 
 /// Material of a deformable body.
@@ -34,7 +40,7 @@ pub struct FemMaterial {
     /// Rayleigh stiffness-proportional damping β (s).
     #[serde(default)]
     pub rayleigh_stiffness_s: f64,
-    /// Constitutive law (`corotational` default, or `neo_hookean`).
+    /// Constitutive law (`corotational` default, `neo_hookean` or `stable_neo_hookean`).
     #[serde(default)]
     pub model: ElasticModel,
 }

@@ -18,6 +18,12 @@
 //! the Gauss–Newton "outer-product" Hessian of the paper's eq. (8), `J_eᵀ K J_e` with `e` the
 //! Voigt strain of the rotated-back displacement; the geometric term `E` is dropped).
 //!
+//! *Neo-Hookean* (`neo_hookean`): the exact force of the compressible law, the co-rotational
+//! tangent above. *Stable Neo-Hookean* (`stable_neo_hookean`, Macklin et al. 2019 §9.2.2 and
+//! App. B, module [`stable_neo_hookean`]): the exact force `f_a = V P g_a` and the tangent
+//! blocks `K_ab` of the element's Hessian projected to positive semi-definite, both in world
+//! axes (no rotation is factored out).
+//!
 //! # Time stepping
 //! By default ([`FemIntegrator::BackwardEuler`]; the paper's midpoint form is the option
 //! [`FemIntegrator::Midpoint`], scene key `deformable_integrator`), linearly implicit backward
@@ -57,6 +63,7 @@
 mod material;
 mod mesh;
 pub mod selfcontact;
+pub mod stable_neo_hookean;
 pub use selfcontact::DeformableContactOptions;
 
 pub use crate::math::sparse::{block3_mul_rows, csr_mul_rows};
@@ -231,7 +238,8 @@ pub struct FemSystem {
     block_pos: Vec<[[u32; 4]; 4]>,
     /// Per node: the position of its own block within its rows.
     diag_pos: Vec<u32>,
-    /// Element rotations of the last assembly.
+    /// Element rotations of the last assembly (the identity for Stable Neo-Hookean elements,
+    /// which need none).
     pub rotation: Vec<Mat3>,
     /// Per node: `true` when its velocity is prescribed (pinned to the world or driven one-way
     /// by a link; two-way welded nodes are free unknowns held by [`FemWeld`] constraints).
@@ -365,14 +373,19 @@ impl FemSystem {
                 let xs = [p(0), p(1), p(2), p(3)];
                 let g = &d.grads[e];
                 let f_def = xs[0] * g[0].transpose() + xs[1] * g[1].transpose() + xs[2] * g[2].transpose() + xs[3] * g[3].transpose();
-                let r = polar_rotation_fast(&f_def);
+                // Stable Neo-Hookean: world-frame blocks of the projected Hessian, not R K₀ Rᵀ,
+                // and no rotation
+                let world_blocks = d.material.model == ElasticModel::StableNeoHookean;
+                let r = if world_blocks { Mat3::identity() } else { polar_rotation_fast(&f_def) };
                 self.rotation[e_global] = r;
                 // rotated-back displacement u_b = Rᵀ x_b − X_b
                 let u = [0, 1, 2, 3].map(|k| r.transpose() * xs[k] - d.rest[t[k]]);
                 let mut blocks = [[Mat3::zeros(); 4]; 4];
-                for ka in 0..4 {
-                    for kb in 0..4 {
-                        blocks[ka][kb] = d.stiffness_block(e, ka, kb);
+                if !world_blocks {
+                    for ka in 0..4 {
+                        for kb in 0..4 {
+                            blocks[ka][kb] = d.stiffness_block(e, ka, kb);
+                        }
                     }
                 }
                 let forces: [Vec3; 4] = match d.material.model {
@@ -384,6 +397,12 @@ impl FemSystem {
                         let pk1 = (f_def - f_inv_t) * mu + f_inv_t * (lambda * j.ln());
                         [0, 1, 2, 3].map(|ka| pk1 * g[ka] * d.volume[e])
                     }
+                    ElasticModel::StableNeoHookean => {
+                        let law = stable_neo_hookean::StableNeoHookean::from_lame(d.material.lame_lambda(), d.material.lame_mu());
+                        let (forces, k) = law.element(&f_def, g, d.volume[e]);
+                        blocks = k;
+                        forces
+                    }
                 };
                 for ka in 0..4 {
                     let gi = s + t[ka];
@@ -391,7 +410,7 @@ impl FemSystem {
                         self.b[3 * gi + c] -= h * forces[ka][c];
                     }
                     for kb in 0..4 {
-                        let k_rot = r * blocks[ka][kb] * r.transpose() * k_scale;
+                        let k_rot = if world_blocks { blocks[ka][kb] * k_scale } else { r * blocks[ka][kb] * r.transpose() * k_scale };
                         if kv_scale != 0.0 {
                             let gb = s + t[kb];
                             let vb = Vec3::new(v[3 * gb], v[3 * gb + 1], v[3 * gb + 2]);
@@ -624,5 +643,79 @@ mod tests {
             let f = internal_force(model, &r);
             assert!(f.iter().all(|x| x.abs() < 1e-9), "{model:?}: {f:?}");
         }
+    }
+
+    #[test]
+    fn stable_neo_hookean_cube_turned_inside_out_recovers_under_the_implicit_step() {
+        // a free cube (6 tets, 0.1 m, E = 100 kPa, ν = 0.45, ρ = 1000 kg/m³, β = 0.01 s), all its
+        // nodes mirrored through z = 0.05 m: every element has J = −1. Backward Euler steps of
+        // 10 ms (A v⁺ = b, dense Cholesky: A is SPD with the projected stiffness) un-invert it.
+        let mesh = TetMesh::box_grid([0.1, 0.1, 0.1], [1, 1, 1]);
+        let mat = FemMaterial { density_kg_m3: 1000.0, youngs_modulus_pa: 1e5, poisson_ratio: 0.45, rayleigh_mass_1_s: 0.0, rayleigh_stiffness_s: 0.01, model: ElasticModel::StableNeoHookean };
+        let body = Deformable::new("b", "t", &mesh, mat, 0.5);
+        let bodies = std::slice::from_ref(&body);
+        let mut sys = FemSystem::new(bodies);
+        let mut x: Vec<f64> = mesh.nodes.iter().flat_map(|p| [p.x, p.y, 0.1 - p.z]).collect();
+        let mut v = vec![0.0; x.len()];
+        let det = |x: &[f64], e: usize| {
+            let t = body.tets[e];
+            let g = &body.grads[e];
+            (0..4).fold(Mat3::zeros(), |acc, k| acc + Vec3::new(x[3 * t[k]], x[3 * t[k] + 1], x[3 * t[k] + 2]) * g[k].transpose()).determinant()
+        };
+        assert!((0..6).all(|e| (det(&x, e) + 1.0).abs() < 1e-12), "all elements start inverted");
+        let h = 0.01;
+        let n = x.len();
+        for _ in 0..300 {
+            sys.assemble(bodies, &x, &v, h, &Vec3::zeros());
+            let mut a = nalgebra::DMatrix::<f64>::zeros(n, n);
+            for (r, row) in sys.a.row_iter().enumerate() {
+                for (&c, &val) in row.col_indices().iter().zip(row.values()) {
+                    a[(r, c)] = val;
+                }
+            }
+            let chol = a.cholesky().expect("A is SPD");
+            let vn = chol.solve(&nalgebra::DVector::from_column_slice(&sys.b));
+            v.copy_from_slice(vn.as_slice());
+            for i in 0..n {
+                x[i] += h * v[i];
+            }
+        }
+        let js: Vec<f64> = (0..6).map(|e| det(&x, e)).collect();
+        let speed = v.iter().fold(0.0f64, |m, s| m.max(s.abs()));
+        // at rest again: J = 1 in every element (the rest shape up to a rigid motion)
+        assert!(js.iter().all(|j| (j - 1.0).abs() < 1e-3), "J after 3 s: {js:?}");
+        assert!(speed < 1e-3, "still moving at {speed} m/s");
+    }
+
+    #[test]
+    fn stable_neo_hookean_matches_corotational_at_small_strain_in_force_and_system_matrix() {
+        let eps = 1e-5;
+        let f = Mat3::new(1.0 + eps, 0.3 * eps, 0.0, 0.0, 1.0 - 0.5 * eps, 0.2 * eps, 0.0, 0.0, 1.0 + 0.7 * eps);
+        let a = internal_force(ElasticModel::Corotational, &f);
+        let b = internal_force(ElasticModel::StableNeoHookean, &f);
+        let scale = a.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        let diff = a.iter().zip(&b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+        assert!(diff < 1e-3 * scale, "difference {diff:e} of {scale:e}");
+        let r = *nalgebra::Rotation3::from_euler_angles(0.3, -0.7, 1.1).matrix();
+        let f = internal_force(ElasticModel::StableNeoHookean, &r);
+        assert!(f.iter().all(|x| x.abs() < 1e-9), "{f:?}");
+        // at rest (and rotated) the projected Hessian is the linear-elastic stiffness, so the
+        // system matrices agree with the co-rotational ones
+        let mesh = TetMesh::box_grid([0.1, 0.05, 0.05], [2, 1, 1]);
+        let system = |model: ElasticModel| {
+            let mat = FemMaterial { density_kg_m3: 1000.0, youngs_modulus_pa: 1e5, poisson_ratio: 0.45, rayleigh_mass_1_s: 0.0, rayleigh_stiffness_s: 0.0, model };
+            let body = Deformable::new("b", "t", &mesh, mat, 0.5);
+            let mut sys = FemSystem::new(std::slice::from_ref(&body));
+            let x: Vec<f64> = mesh.nodes.iter().flat_map(|p| {
+                let q = r * p;
+                [q.x, q.y, q.z]
+            }).collect();
+            sys.assemble(std::slice::from_ref(&body), &x, &vec![0.0; x.len()], 0.01, &Vec3::zeros());
+            sys.a.values().to_vec()
+        };
+        let (ac, asnh) = (system(ElasticModel::Corotational), system(ElasticModel::StableNeoHookean));
+        let scale = ac.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        let diff = ac.iter().zip(&asnh).fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+        assert!(diff < 1e-9 * scale, "system matrices differ by {diff:e} of {scale:e}");
     }
 }

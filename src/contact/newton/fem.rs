@@ -297,7 +297,7 @@ impl FemNewton {
             let (lambda, mu) = (d.material.lame_lambda(), d.material.lame_mu());
             let stiffness: &[f64] = match d.material.model {
                 ElasticModel::Corotational => &[2.0 * mu, 2.0 * mu, 2.0 * mu, mu, mu, mu, lambda],
-                ElasticModel::NeoHookean => &[],
+                ElasticModel::NeoHookean | ElasticModel::StableNeoHookean => &[],
             };
             for (e, t) in d.tets.iter().enumerate() {
                 let v = d.volume[e];
@@ -414,7 +414,7 @@ impl FemNewton {
                         7
                     }
                     // refused at scene load (`SolverConfig::check_model`): its rows diverge, see docs/newton.md
-                    ElasticModel::NeoHookean => 0,
+                    ElasticModel::NeoHookean | ElasticModel::StableNeoHookean => 0,
                 };
                 for k in 0..count {
                     let i = row0 + k;
