@@ -250,13 +250,16 @@ fn soft_ball_yaml(model: &str, solver: &str) -> String {
 }
 
 /// A soft ball dropped 0.5 mm onto the ground settles and carries its weight: once at rest
-/// (after 2 s), the net ground force of every step is m g within 1 % (measured 2e-5). The
-/// Stable Neo-Hookean law is refused with a clear error (its rows diverge, docs/newton.md).
+/// (after 2 s), the net ground force of every step is m g within 1 % (measured 2e-5), with each
+/// elastic law under the default primal form. The dual form (`fem_formulation: dual_rows`)
+/// refuses the Neo-Hookean laws with a clear error (its rows diverge, docs/newton.md).
 #[test]
 fn soft_ball_resting_on_the_ground_carries_its_weight() {
-    let err = contact_sim::sim::Simulation::try_from_scene(&scene(&soft_ball_yaml("neo_hookean", "")), None).err().expect("neo_hookean refused");
-    assert!(err.to_string().contains("deformables[0] ('ball')") && err.to_string().contains("neo_hookean") || err.to_string().contains("NeoHookean"), "{err}");
-    for model in ["corotational"] {
+    for law in ["neo_hookean", "stable_neo_hookean"] {
+        let err = contact_sim::sim::Simulation::try_from_scene(&scene(&soft_ball_yaml(law, "fem_formulation: dual_rows")), None).err().expect("the dual form refuses it");
+        assert!(err.to_string().contains("deformables[0] ('ball')") && err.to_string().contains(&format!("'{law}'")), "{err}");
+    }
+    for model in ["corotational", "neo_hookean", "stable_neo_hookean"] {
         let mut sim = Simulation::from_scene(&scene(&soft_ball_yaml(model, "")), None);
         let weight = sim.model.deformables[0].total_mass() * G;
         let (mut worst, mut its, mut unconverged) = (0.0f64, 0u64, 0);

@@ -24,7 +24,8 @@
 //!     γ_xy` (k = μ) and `tr ε` (k = λ). Their energies sum to `V (μ ε:ε + λ/2 (tr ε)²)`, linear
 //!     isotropic elasticity on the rotated-back strain (the paper's linear co-rotational model,
 //!     its 6×6 compliance block split into diagonal rows with the same energy).
-//!   - *Stable Neo-Hookean*: not available (the scene is refused). Written as ten constant-
+//!   - *Stable Neo-Hookean*: not available in this dual form (the scene is refused; the primal
+//!     form, [`super::primal`], takes it from the FEM assembly). Written as ten constant-
 //!     compliance rows (the nine `F_ij` with k = μ and `J − α` with k = λ + μ, the same energy as
 //!     the paper's App. B without the log term), the iteration diverged on a resting ball once
 //!     contacts appeared: the `F_ij` rows carry a rest prestress that the volume row balances,

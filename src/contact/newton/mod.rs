@@ -36,7 +36,7 @@
 //! and solves the contact, weld and rigid rows' complementarity problem densely with [`core`];
 //! with [`FemFormulation::DualRows`] ([`fem`], the paper preset) the nodes join the unknowns,
 //! co-rotational elastic forces are compliant rows (the paper's compliance form) and one Newton
-//! system couples them with the rigid trees. Stable Neo-Hookean materials are refused.
+//! system couples them with the rigid trees. The dual form accepts co-rotational materials only.
 
 pub mod core;
 pub mod fem;
@@ -267,13 +267,24 @@ impl MethodParams for NewtonParams {
     fn build(&self, model: &Model) -> NewtonScheme {
         NewtonScheme::new(self.clone(), model)
     }
-    /// Deformables must be co-rotational: Stable Neo-Hookean is not available in this scheme
-    /// (docs/newton.md, "Known limits").
+    /// The dual form ([`FemFormulation::DualRows`], the paper preset) writes elasticity as
+    /// constant-compliance co-rotational rows, so its deformables must be co-rotational
+    /// (docs/newton.md, "Known limits"). The primal form takes the elastic force and stiffness
+    /// from the FEM assembly and accepts every law (co-rotational, Neo-Hookean, Stable
+    /// Neo-Hookean).
     fn unsupported_in(&self, model: &Model) -> Option<String> {
+        if self.resolve(model.timestep_s).fem_formulation == FemFormulation::Primal {
+            return None;
+        }
         let (i, d) = model.deformables.iter().enumerate().find(|(_, d)| d.material.model != crate::fem::ElasticModel::Corotational)?;
+        let law = match d.material.model {
+            crate::fem::ElasticModel::Corotational => "corotational",
+            crate::fem::ElasticModel::NeoHookean => "neo_hookean",
+            crate::fem::ElasticModel::StableNeoHookean => "stable_neo_hookean",
+        };
         Some(format!(
-            "deformables[{i}] ('{}'): material.model '{:?}' is not available with solver 'newton' (co-rotational only); use model: corotational, or solver: vfpi",
-            d.name, d.material.model
+            "deformables[{i}] ('{}'): material.model '{law}' is not available with solver 'newton' in its dual form (fem_formulation: dual_rows, the paper preset: co-rotational only); use fem_formulation: primal, model: corotational, or solver: vfpi",
+            d.name
         ))
     }
 }
