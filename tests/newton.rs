@@ -135,6 +135,24 @@ fn effective_mass_scaling_holds_the_heavy_stack_where_identity_scaling_fails() {
     assert!(results[2].0 > 0.1 || results[2].1 > 0.1, "identity scaling was expected to fail: {results:?}");
 }
 
+/// Steps `sim` to `t_end_s` (s), asserting that no step fails; returns the deepest penetration
+/// (m), the number of unconverged steps, the number of steps and the worst residual of the
+/// unconverged ones (m/s).
+fn run_until(sim: &mut Simulation, solver: &str, t_end_s: f64) -> (f64, usize, usize, f64) {
+    let (mut deepest, mut unconverged, mut steps, mut worst_residual): (f64, usize, usize, f64) = (0.0, 0, 0, 0.0);
+    while sim.state.time_s < t_end_s - 1e-9 {
+        let rep = sim.step();
+        assert!(rep.failure_cause().is_none(), "{solver}: step failed at t = {}", sim.state.time_s);
+        deepest = deepest.max(rep.max_penetration_m);
+        if !rep.solve.converged {
+            unconverged += 1;
+            worst_residual = worst_residual.max(rep.solve.residual);
+        }
+        steps += 1;
+    }
+    (deepest, unconverged, steps, worst_residual)
+}
+
 /// The default scene (quadruped standing, crouching and rising; arm pushing a box) under Newton
 /// follows the same trajectory as under PGS: after 6 s (the push ends at 4.5 s, then the arm
 /// lifts away) the box is within 1 mm of PGS's pose and the quadruped's contact force within
@@ -150,17 +168,7 @@ fn default_scene_runs_under_newton_like_under_pgs() {
     let mut ends = Vec::new();
     for solver in ["newton", "pgs"] {
         let mut sim = Simulation::from_scene(&scene, Some(&SolverConfig::from_kind(solver).unwrap()));
-        let (mut deepest, mut unconverged, mut steps, mut worst_residual): (f64, usize, usize, f64) = (0.0, 0, 0, 0.0);
-        while sim.state.time_s < 6.0 - 1e-9 {
-            let rep = sim.step();
-            assert!(rep.failure_cause().is_none(), "{solver}: step failed at t = {}", sim.state.time_s);
-            deepest = deepest.max(rep.max_penetration_m);
-            if !rep.solve.converged {
-                unconverged += 1;
-                worst_residual = worst_residual.max(rep.solve.residual);
-            }
-            steps += 1;
-        }
+        let (deepest, unconverged, steps, worst_residual) = run_until(&mut sim, solver, 6.0);
         let f = contact_force_on_tree(&sim, 0);
         let b = object_position(&sim, "box");
         println!(
@@ -192,17 +200,7 @@ fn arm_push_box_converges_in_every_step_under_newton() {
     let mut ends = Vec::new();
     for solver in ["newton", "pgs"] {
         let mut sim = Simulation::from_scene(&scene, Some(&SolverConfig::from_kind(solver).unwrap()));
-        let (mut deepest, mut unconverged, mut steps, mut worst_residual): (f64, usize, usize, f64) = (0.0, 0, 0, 0.0);
-        while sim.state.time_s < 7.0 - 1e-9 {
-            let rep = sim.step();
-            assert!(rep.failure_cause().is_none(), "{solver}: step failed at t = {}", sim.state.time_s);
-            deepest = deepest.max(rep.max_penetration_m);
-            if !rep.solve.converged {
-                unconverged += 1;
-                worst_residual = worst_residual.max(rep.solve.residual);
-            }
-            steps += 1;
-        }
+        let (deepest, unconverged, steps, worst_residual) = run_until(&mut sim, solver, 7.0);
         let b = object_position(&sim, "box");
         println!("{solver}: box at ({:.5}, {:.5}, {:.5}) m, deepest {:.4} mm, unconverged {unconverged}/{steps} (worst residual {worst_residual:.1e})", b.x, b.y, b.z, deepest * 1e3);
         assert!(deepest < 1e-3, "{solver}: penetration {deepest} m");

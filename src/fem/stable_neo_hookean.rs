@@ -438,17 +438,22 @@ mod tests {
         assert!((p[(0, 0)] - 1e5 * 1e-3).abs() < 1e-9 * 1e2, "{p}");
     }
 
-    #[test]
-    fn inverted_element_is_pushed_back() {
-        let (law, _, _) = law();
-        // a unit right tetrahedron with its apex pushed through the base: J = −0.5
-        let rest = [Vec3::zeros(), Vec3::x(), Vec3::y(), Vec3::z()];
+    /// The shape gradients `∇N_a` (1/m) of the tetrahedron `rest` and its volume (m³).
+    fn shape_gradients(rest: &[Vec3; 4]) -> ([Vec3; 4], f64) {
         let dm = Mat3::from_columns(&[rest[1] - rest[0], rest[2] - rest[0], rest[3] - rest[0]]);
         let dm_inv = dm.try_inverse().unwrap();
         let g1 = dm_inv.row(0).transpose();
         let g2 = dm_inv.row(1).transpose();
         let g3 = dm_inv.row(2).transpose();
-        let grads = [-(g1 + g2 + g3), g1, g2, g3];
+        ([-(g1 + g2 + g3), g1, g2, g3], dm.determinant() / 6.0)
+    }
+
+    #[test]
+    fn inverted_element_is_pushed_back() {
+        let (law, _, _) = law();
+        // a unit right tetrahedron with its apex pushed through the base: J = −0.5
+        let rest = [Vec3::zeros(), Vec3::x(), Vec3::y(), Vec3::z()];
+        let (grads, _) = shape_gradients(&rest);
         let mut x = rest;
         x[3] = Vec3::new(0.1, 0.2, -0.5);
         let def = |x: &[Vec3; 4]| (0..4).fold(Mat3::zeros(), |acc, a| acc + x[a] * grads[a].transpose());
@@ -478,13 +483,7 @@ mod tests {
         let (law, _, _) = law();
         let mut r = rng(11);
         let rest = [Vec3::zeros(), Vec3::new(0.1, 0.0, 0.0), Vec3::new(0.02, 0.09, 0.0), Vec3::new(0.03, 0.02, 0.08)];
-        let dm = Mat3::from_columns(&[rest[1] - rest[0], rest[2] - rest[0], rest[3] - rest[0]]);
-        let dm_inv = dm.try_inverse().unwrap();
-        let g1 = dm_inv.row(0).transpose();
-        let g2 = dm_inv.row(1).transpose();
-        let g3 = dm_inv.row(2).transpose();
-        let grads = [-(g1 + g2 + g3), g1, g2, g3];
-        let volume = dm.determinant() / 6.0;
+        let (grads, volume) = shape_gradients(&rest);
         let def = |x: &[Vec3; 4]| (0..4).fold(Mat3::zeros(), |acc, a| acc + x[a] * grads[a].transpose());
         let mut tested = 0;
         for _ in 0..50 {

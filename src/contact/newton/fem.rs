@@ -219,6 +219,195 @@ fn solve_mass(model: &Model, factor: &BranchMatrix, x: &mut [f64]) {
     }
 }
 
+/// The rows of a deformables' step after the form's own rows, written into `K` node slots per
+/// row (4 in the dual form, whose elastic rows span a tetrahedron; 2 in the primal form): the
+/// step's rigid rows, then a normal row and a friction pair per node contact, then three
+/// bilateral rows per welded node. Each row holds up to `K` node coefficients (world direction
+/// per node) and, when it touches a robot link or a free body, one slot of the rigid Jacobian.
+pub(super) struct StepRows<'a, const K: usize> {
+    /// Row laws.
+    pub laws: &'a mut [NewtonRow],
+    /// Per row: the global node indices it acts on (`u32::MAX`: none).
+    pub nodes: &'a mut [[u32; K]],
+    /// Per row and node slot: the coefficient vector on that node's velocity (unitless direction).
+    pub coef: &'a mut [[Vec3; K]],
+    /// Per row: its slot in `rigid_jac` (`u32::MAX`: no rigid part).
+    pub rigid: &'a mut [u32],
+    /// Rigid Jacobian rows, `nv` per slot.
+    pub rigid_jac: &'a mut [f64],
+    /// Impulses (N·s): the warm start on return.
+    pub p: &'a mut [f64],
+}
+
+/// Where [`push_step_rows`] put the rows.
+pub(super) struct StepRowLayout {
+    /// One past the last row.
+    pub end: usize,
+    /// First of the step's rigid rows.
+    pub first_rigid: usize,
+    /// Number of rigid rows (their impulses map onto the step's `impulse`).
+    pub rigid_rows: usize,
+    /// Number of rigid Jacobian slots used.
+    pub slots: usize,
+    /// First node-contact row (3 per contact, in `fem.contacts` order).
+    pub first_node_contact: usize,
+    /// First weld row (3 per weld, in `fem.welds` order).
+    pub first_weld: usize,
+}
+
+/// Writes the step's rigid rows, the node contacts and the welds from row `start` on, with
+/// their warm starts (the previous step's `impulse`, `warm_node` per node, the state's weld
+/// impulses) when `warm_start`; fills `fem.welds`. Allocates nothing.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn push_step_rows<const K: usize>(
+    input: &SchemeInput,
+    state: &State,
+    fem: &mut FemWorkspace,
+    out: StepRows<K>,
+    start: usize,
+    impulse: &[f64],
+    warm_node: &[f64],
+    warm_start: bool,
+) -> StepRowLayout {
+    let model = input.model;
+    let nv = model.nv;
+    let none = [NONE; K];
+    let mut m = start;
+    let mut slots = 0usize;
+    let mut rigid_rows = 0;
+    if let Some(rows) = input.rows.as_ref() {
+        let mr = rows.problem.dim();
+        super::rigid_row_laws(input, rows, state, &mut out.laws[..m + mr], m);
+        for i in 0..mr {
+            out.nodes[m + i] = none;
+            out.rigid[m + i] = slots as u32;
+            out.rigid_jac[slots * nv..(slots + 1) * nv].copy_from_slice(&rows.jacobian[i * nv..(i + 1) * nv]);
+            slots += 1;
+            out.p[m + i] = if warm_start { impulse[i] } else { 0.0 };
+        }
+        m += mr;
+        rigid_rows = mr;
+    }
+    // one rigid slot for row `i` when the point Jacobian of `body` at `point` along `dir` (with
+    // the sign of the body's side) is not zero
+    let mut rigid_slot = |i: usize, body: usize, point: &Vec3, dir: &Vec3, rigid: &mut [u32], rigid_jac: &mut [f64]| {
+        rigid[i] = NONE;
+        let row = &mut rigid_jac[slots * nv..(slots + 1) * nv];
+        row.fill(0.0);
+        crate::kinematics::add_point_jacobian_row(model, input.dof_axis, body, point, dir, -1.0, row);
+        if row.iter().any(|x| *x != 0.0) {
+            rigid[i] = slots as u32;
+            slots += 1;
+        }
+    };
+    let max_correction = model.timestep_s * model.contact.max_depenetration_speed_m_s;
+    let first_node_contact = m;
+    for c in fem.contacts.iter() {
+        let friction_of = |g: usize| model.deformables.iter().find(|d| g >= d.node_start && g < d.node_start + d.num_nodes()).map(|d| d.friction).unwrap_or(0.5);
+        let mut mu = friction_of(c.node);
+        if let Some(o) = c.other_node {
+            mu = mu.min(friction_of(o));
+        }
+        out.laws[m] = NewtonRow::Unilateral { gap: c.distance.max(-max_correction) };
+        out.laws[m + 1] = NewtonRow::FrictionPair { normal_row: m, mu };
+        out.laws[m + 2] = NewtonRow::FrictionSecond;
+        for r in 0..3 {
+            let i = m + r;
+            let dir = c.frame.row(r).transpose();
+            let mut nodes = none;
+            let mut coef = [Vec3::zeros(); K];
+            nodes[0] = c.node as u32;
+            nodes[1] = c.other_node.map_or(NONE, |o| o as u32);
+            coef[0] = dir;
+            coef[1] = -dir;
+            out.nodes[i] = nodes;
+            out.coef[i] = coef;
+            out.rigid[i] = NONE;
+            if let Some(b) = c.body {
+                rigid_slot(i, b, &c.position, &dir, out.rigid, out.rigid_jac);
+            }
+            out.p[i] = if warm_start { warm_node[3 * c.node + r] } else { 0.0 };
+        }
+        m += 3;
+    }
+    let first_weld = m;
+    fem.welds.clear();
+    for d in &model.deformables {
+        for (ln, at) in d.attachment.iter().enumerate() {
+            let NodeAttachment::Body(b, off) = *at else { continue };
+            if fem.welds.len() == fem.welds.capacity() {
+                break;
+            }
+            let g = d.node_start + ln;
+            let p_link = (input.body_pose[b] * nalgebra::Point3::from(off)).coords;
+            let p_node = Vec3::new(state.fem_x[3 * g], state.fem_x[3 * g + 1], state.fem_x[3 * g + 2]);
+            let err = p_node - p_link;
+            fem.welds.push(FemWeld { node: g, body: b, position: p_link, error: err, impulse: [0.0; 3], jv_row: None });
+            for r in 0..3 {
+                let i = m + r;
+                let dir = Vec3::ith(r, 1.0);
+                out.laws[i] = NewtonRow::Bilateral { error: err[r], compliance: 0.0 };
+                let mut nodes = none;
+                let mut coef = [Vec3::zeros(); K];
+                nodes[0] = g as u32;
+                coef[0] = dir;
+                out.nodes[i] = nodes;
+                out.coef[i] = coef;
+                rigid_slot(i, b, &p_link, &dir, out.rigid, out.rigid_jac);
+                out.p[i] = if warm_start { state.fem_weld_impulse[3 * g + r] } else { 0.0 };
+            }
+            m += 3;
+        }
+    }
+    StepRowLayout { end: m, first_rigid: start, rigid_rows, slots, first_node_contact, first_weld }
+}
+
+/// Reports the impulses `p` of the rows of [`push_step_rows`]: the rigid rows' into `impulse`
+/// and the node contacts' into `fem.contacts`, each projected exactly into its friction cone;
+/// the welds' into `fem.welds` and the state; the node contacts' unprojected impulses into
+/// `warm_node` (the next step's warm start). Allocates nothing.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn write_back_step_rows(
+    input: &SchemeInput,
+    state: &mut State,
+    fem: &mut FemWorkspace,
+    p: &mut [f64],
+    laws: &[NewtonRow],
+    layout: &StepRowLayout,
+    warm_node: &mut [f64],
+    impulse: &mut [f64],
+) {
+    let rigid = layout.first_rigid..layout.first_rigid + layout.rigid_rows;
+    if let Some(rows) = input.rows.as_ref() {
+        let nc = input.contacts.len();
+        super::project_into_cones(rows.problem.contact_rows, &rows.problem.friction[..nc], &mut p[rigid.clone()], None);
+    }
+    warm_node.fill(0.0);
+    for (k, c) in fem.contacts.iter_mut().enumerate() {
+        let i = layout.first_node_contact + 3 * k;
+        warm_node[3 * c.node..3 * c.node + 3].copy_from_slice(&p[i..i + 3]);
+        let mu = match laws[i + 1] {
+            NewtonRow::FrictionPair { mu, .. } => mu,
+            _ => 0.0,
+        };
+        let l = &mut p[i..i + 3];
+        l[0] = l[0].max(0.0);
+        let (radius, norm) = (mu * l[0], l[1].hypot(l[2]));
+        if norm > radius {
+            let s = if norm > 0.0 { radius / norm } else { 0.0 };
+            l[1] *= s;
+            l[2] *= s;
+        }
+        c.impulse = [l[0], l[1], l[2]];
+    }
+    impulse[..layout.rigid_rows].copy_from_slice(&p[rigid]);
+    for (k, w) in fem.welds.iter_mut().enumerate() {
+        let i = layout.first_weld + 3 * k;
+        w.impulse = [p[i], p[i + 1], p[i + 2]];
+        state.fem_weld_impulse[3 * w.node..3 * w.node + 3].copy_from_slice(&w.impulse);
+    }
+}
+
 /// The FEM part of the Newton scheme: the row structure and the scratch, sized once.
 pub struct FemNewton {
     n3: usize,
@@ -565,85 +754,18 @@ impl FemNewton {
         } else {
             self.p[..el].fill(0.0);
         }
-        let mut m = el;
-        let mut slots = 0usize;
-        let mut rigid_rows = 0;
-        if let Some(rows) = input.rows.as_ref() {
-            let mr = rows.problem.dim();
-            super::rigid_row_laws(input, rows, state, &mut self.laws[..m + mr], m);
-            for i in 0..mr {
-                self.nodes[m + i] = [NONE; 4];
-                self.rigid[m + i] = slots as u32;
-                self.rigid_jac[slots * nv..(slots + 1) * nv].copy_from_slice(&rows.jacobian[i * nv..(i + 1) * nv]);
-                slots += 1;
-                self.p[m + i] = if warm_start { impulse[i] } else { 0.0 };
-            }
-            m += mr;
-            rigid_rows = mr;
-        }
-        let max_correction = h * model.contact.max_depenetration_speed_m_s;
-        let first_node_contact = m;
-        for c in fem.contacts.iter() {
-            let friction_of = |g: usize| model.deformables.iter().find(|d| g >= d.node_start && g < d.node_start + d.num_nodes()).map(|d| d.friction).unwrap_or(0.5);
-            let mut mu = friction_of(c.node);
-            if let Some(o) = c.other_node {
-                mu = mu.min(friction_of(o));
-            }
-            self.laws[m] = NewtonRow::Unilateral { gap: c.distance.max(-max_correction) };
-            self.laws[m + 1] = NewtonRow::FrictionPair { normal_row: m, mu };
-            self.laws[m + 2] = NewtonRow::FrictionSecond;
-            for r in 0..3 {
-                let i = m + r;
-                let dir = c.frame.row(r).transpose();
-                let other = c.other_node.map_or(NONE, |o| o as u32);
-                self.nodes[i] = [c.node as u32, other, NONE, NONE];
-                self.coef[i] = [dir, -dir, Vec3::zeros(), Vec3::zeros()];
-                self.rigid[i] = NONE;
-                if let Some(b) = c.body {
-                    let row = &mut self.rigid_jac[slots * nv..(slots + 1) * nv];
-                    row.fill(0.0);
-                    crate::kinematics::add_point_jacobian_row(model, input.dof_axis, b, &c.position, &dir, -1.0, row);
-                    if row.iter().any(|x| *x != 0.0) {
-                        self.rigid[i] = slots as u32;
-                        slots += 1;
-                    }
-                }
-                self.p[i] = if warm_start { self.warm_node[3 * c.node + r] } else { 0.0 };
-            }
-            m += 3;
-        }
-        let first_weld = m;
-        fem.welds.clear();
-        for d in &model.deformables {
-            for (ln, at) in d.attachment.iter().enumerate() {
-                let NodeAttachment::Body(b, off) = *at else { continue };
-                if fem.welds.len() == fem.welds.capacity() {
-                    break;
-                }
-                let g = d.node_start + ln;
-                let p_link = (input.body_pose[b] * nalgebra::Point3::from(off)).coords;
-                let p_node = Vec3::new(state.fem_x[3 * g], state.fem_x[3 * g + 1], state.fem_x[3 * g + 2]);
-                let err = p_node - p_link;
-                fem.welds.push(FemWeld { node: g, body: b, position: p_link, error: err, impulse: [0.0; 3], jv_row: None });
-                for r in 0..3 {
-                    let i = m + r;
-                    let dir = Vec3::ith(r, 1.0);
-                    self.laws[i] = NewtonRow::Bilateral { error: err[r], compliance: 0.0 };
-                    self.nodes[i] = [g as u32, NONE, NONE, NONE];
-                    self.coef[i] = [dir, Vec3::zeros(), Vec3::zeros(), Vec3::zeros()];
-                    let row = &mut self.rigid_jac[slots * nv..(slots + 1) * nv];
-                    row.fill(0.0);
-                    crate::kinematics::add_point_jacobian_row(model, input.dof_axis, b, &p_link, &dir, -1.0, row);
-                    self.rigid[i] = NONE;
-                    if row.iter().any(|x| *x != 0.0) {
-                        self.rigid[i] = slots as u32;
-                        slots += 1;
-                    }
-                    self.p[i] = if warm_start { state.fem_weld_impulse[3 * g + r] } else { 0.0 };
-                }
-                m += 3;
-            }
-        }
+        let m = el;
+        let layout = push_step_rows(
+            input,
+            state,
+            fem,
+            StepRows { laws: &mut self.laws, nodes: &mut self.nodes, coef: &mut self.coef, rigid: &mut self.rigid, rigid_jac: &mut self.rigid_jac, p: &mut self.p },
+            m,
+            impulse,
+            &self.warm_node,
+            warm_start,
+        );
+        let m = layout.end;
         // the complementarity scale [J̄ H₀⁻¹ J̄ᵀ]ᵢᵢ (node part, plus the rigid part through M̃⁻¹)
         for i in el..m {
             let d = Jacobian { nodes: &self.nodes, coef: &self.coef, rigid: &self.rigid, rigid_jac: &self.rigid_jac, n3, nv }.node_diagonal(i, &self.hinv);
@@ -832,37 +954,10 @@ impl FemNewton {
             (stats.residual_m_s, stats.momentum_residual_m_s) = best_parts;
         }
         // outputs: the iterate's velocity, the impulses reported exactly inside their cones
-        if let Some(rows) = input.rows.as_ref() {
-            let nc = input.contacts.len();
-            super::project_into_cones(rows.problem.contact_rows, &rows.problem.friction[..nc], &mut self.p[el..el + rigid_rows], None);
-        }
-        self.warm_node.fill(0.0);
-        for (k, c) in fem.contacts.iter_mut().enumerate() {
-            let i = first_node_contact + 3 * k;
-            self.warm_node[3 * c.node..3 * c.node + 3].copy_from_slice(&self.p[i..i + 3]);
-            let mu = match self.laws[i + 1] {
-                NewtonRow::FrictionPair { mu, .. } => mu,
-                _ => 0.0,
-            };
-            let l = &mut self.p[i..i + 3];
-            l[0] = l[0].max(0.0);
-            let (radius, norm) = (mu * l[0], l[1].hypot(l[2]));
-            if norm > radius {
-                let s = if norm > 0.0 { radius / norm } else { 0.0 };
-                l[1] *= s;
-                l[2] *= s;
-            }
-            c.impulse = [l[0], l[1], l[2]];
-        }
         state.fem_v.copy_from_slice(&self.u[..n3]);
         velocity[..nv].copy_from_slice(&self.u[n3..n]);
         self.warm_elastic.copy_from_slice(&self.p[..el]);
-        impulse[..rigid_rows].copy_from_slice(&self.p[el..el + rigid_rows]);
-        for (k, w) in fem.welds.iter_mut().enumerate() {
-            let i = first_weld + 3 * k;
-            w.impulse = [self.p[i], self.p[i + 1], self.p[i + 2]];
-            state.fem_weld_impulse[3 * w.node..3 * w.node + 3].copy_from_slice(&w.impulse);
-        }
+        write_back_step_rows(input, state, fem, &mut self.p, &self.laws, &layout, &mut self.warm_node, impulse);
         stats
     }
 }

@@ -44,7 +44,7 @@
 use super::core::{self, NewtonIterate, NewtonProblem, NewtonRow, NewtonScratch, NewtonStats};
 use super::ResolvedNewton;
 use crate::contact::SchemeInput;
-use crate::fem::{FemIntegrator, FemSystem, FemWeld, FemWorkspace, NodeAttachment};
+use crate::fem::{FemIntegrator, FemSystem, FemWorkspace};
 use crate::math::{BranchMatrix, Vec3};
 use crate::model::Model;
 use crate::state::State;
@@ -113,6 +113,24 @@ fn upper_solve(l: &CscMatrix<f64>, x: &mut [f64]) {
 fn chol_solve(l: &CscMatrix<f64>, x: &mut [f64], start: usize) {
     lower_solve(l, x, start);
     upper_solve(l, x);
+}
+
+/// `out += sign · J_nᵀ y` over `rows` (N·s on the node DOFs, 3 per node; `sign` ±1, so that
+/// adding and taking out again restores `out` exactly).
+fn add_node_impulses(nodes: &[[u32; 2]], coef: &[[Vec3; 2]], y: &[f64], rows: std::ops::Range<usize>, sign: f64, out: &mut [f64]) {
+    for i in rows {
+        for a in 0..2 {
+            let nd = nodes[i][a];
+            if nd == NONE {
+                continue;
+            }
+            let k = 3 * nd as usize;
+            let c = coef[i][a] * (sign * y[i]);
+            out[k] += c.x;
+            out[k + 1] += c.y;
+            out[k + 2] += c.z;
+        }
+    }
 }
 
 /// `x ← M̃⁻¹ x` with the factor of `M̃`, tree by tree.
@@ -348,85 +366,17 @@ impl PrimalFem {
         let (n3, nv, nf) = (self.n3, self.nv, self.nf);
         // rows: the step's rigid rows first (so that their impulses map onto `impulse`), then the
         // node contacts, then the welds
-        let mut m = 0;
-        let mut slots = 0usize;
-        let mut rigid_rows = 0;
-        if let Some(rows) = input.rows.as_ref() {
-            let mr = rows.problem.dim();
-            super::rigid_row_laws(input, rows, state, &mut self.laws[..mr], 0);
-            for i in 0..mr {
-                self.nodes[i] = [NONE; 2];
-                self.rigid[i] = slots as u32;
-                self.rigid_jac[slots * nv..(slots + 1) * nv].copy_from_slice(&rows.jacobian[i * nv..(i + 1) * nv]);
-                slots += 1;
-                self.p[i] = if warm_start { impulse[i] } else { 0.0 };
-            }
-            m = mr;
-            rigid_rows = mr;
-        }
-        let max_correction = h * model.contact.max_depenetration_speed_m_s;
-        let first_node_contact = m;
-        for c in fem.contacts.iter() {
-            let friction_of = |g: usize| model.deformables.iter().find(|d| g >= d.node_start && g < d.node_start + d.num_nodes()).map(|d| d.friction).unwrap_or(0.5);
-            let mut mu = friction_of(c.node);
-            if let Some(o) = c.other_node {
-                mu = mu.min(friction_of(o));
-            }
-            self.laws[m] = NewtonRow::Unilateral { gap: c.distance.max(-max_correction) };
-            self.laws[m + 1] = NewtonRow::FrictionPair { normal_row: m, mu };
-            self.laws[m + 2] = NewtonRow::FrictionSecond;
-            for r in 0..3 {
-                let i = m + r;
-                let dir = c.frame.row(r).transpose();
-                let other = c.other_node.map_or(NONE, |o| o as u32);
-                self.nodes[i] = [c.node as u32, other];
-                self.coef[i] = [dir, -dir];
-                self.rigid[i] = NONE;
-                if let Some(b) = c.body {
-                    let row = &mut self.rigid_jac[slots * nv..(slots + 1) * nv];
-                    row.fill(0.0);
-                    crate::kinematics::add_point_jacobian_row(model, input.dof_axis, b, &c.position, &dir, -1.0, row);
-                    if row.iter().any(|x| *x != 0.0) {
-                        self.rigid[i] = slots as u32;
-                        slots += 1;
-                    }
-                }
-                self.p[i] = if warm_start { self.warm_node[3 * c.node + r] } else { 0.0 };
-            }
-            m += 3;
-        }
-        let first_weld = m;
-        fem.welds.clear();
-        for d in &model.deformables {
-            for (ln, at) in d.attachment.iter().enumerate() {
-                let NodeAttachment::Body(b, off) = *at else { continue };
-                if fem.welds.len() == fem.welds.capacity() {
-                    break;
-                }
-                let g = d.node_start + ln;
-                let p_link = (input.body_pose[b] * nalgebra::Point3::from(off)).coords;
-                let p_node = Vec3::new(state.fem_x[3 * g], state.fem_x[3 * g + 1], state.fem_x[3 * g + 2]);
-                let err = p_node - p_link;
-                fem.welds.push(FemWeld { node: g, body: b, position: p_link, error: err, impulse: [0.0; 3], jv_row: None });
-                for r in 0..3 {
-                    let i = m + r;
-                    let dir = Vec3::ith(r, 1.0);
-                    self.laws[i] = NewtonRow::Bilateral { error: err[r], compliance: 0.0 };
-                    self.nodes[i] = [g as u32, NONE];
-                    self.coef[i] = [dir, Vec3::zeros()];
-                    let row = &mut self.rigid_jac[slots * nv..(slots + 1) * nv];
-                    row.fill(0.0);
-                    crate::kinematics::add_point_jacobian_row(model, input.dof_axis, b, &p_link, &dir, -1.0, row);
-                    self.rigid[i] = NONE;
-                    if row.iter().any(|x| *x != 0.0) {
-                        self.rigid[i] = slots as u32;
-                        slots += 1;
-                    }
-                    self.p[i] = if warm_start { state.fem_weld_impulse[3 * g + r] } else { 0.0 };
-                }
-                m += 3;
-            }
-        }
+        let layout = super::fem::push_step_rows(
+            input,
+            state,
+            fem,
+            super::fem::StepRows { laws: &mut self.laws, nodes: &mut self.nodes, coef: &mut self.coef, rigid: &mut self.rigid, rigid_jac: &mut self.rigid_jac, p: &mut self.p },
+            0,
+            impulse,
+            &self.warm_node,
+            warm_start,
+        );
+        let m = layout.end;
         // prescribed nodes drop out of the rows' node part (their velocity is known)
         for i in 0..m {
             let mut first = usize::MAX;
@@ -443,7 +393,7 @@ impl PrimalFem {
             self.first_free[i] = first;
         }
         // the rigid part: M̃⁻¹ J_rᵀ per slot, J_r,i M̃⁻¹ J_r,jᵀ into a base Delassus, J_r v*
-        for s in 0..slots {
+        for s in 0..layout.slots {
             let (a, b) = (s * nv, (s + 1) * nv);
             self.rigid_minv[a..b].copy_from_slice(&self.rigid_jac[a..b]);
             solve_mass(model, input.mass_factor, &mut self.rigid_minv[a..b]);
@@ -472,19 +422,7 @@ impl PrimalFem {
             if outer > 0 {
                 // §3.6: the momentum residual with the contact impulses, as a velocity error
                 // add J_nᵀ y to the residual (scatter), then measure
-                for i in first_node_contact..m {
-                    for a in 0..2 {
-                        let nd = self.nodes[i][a];
-                        if nd == NONE {
-                            continue;
-                        }
-                        let k = 3 * nd as usize;
-                        let c = self.coef[i][a] * self.y[i];
-                        self.residual[k] += c.x;
-                        self.residual[k + 1] += c.y;
-                        self.residual[k + 2] += c.z;
-                    }
-                }
+                add_node_impulses(&self.nodes, &self.coef, &self.y, layout.first_node_contact..m, 1.0, &mut self.residual);
                 let mut e = 0.0f64;
                 for k in 0..n3 {
                     if self.free_of[k] != NONE {
@@ -493,19 +431,7 @@ impl PrimalFem {
                     }
                 }
                 // take J_nᵀ y back out: the Newton step's right-hand side is −g₀
-                for i in first_node_contact..m {
-                    for a in 0..2 {
-                        let nd = self.nodes[i][a];
-                        if nd == NONE {
-                            continue;
-                        }
-                        let k = 3 * nd as usize;
-                        let c = self.coef[i][a] * self.y[i];
-                        self.residual[k] -= c.x;
-                        self.residual[k + 1] -= c.y;
-                        self.residual[k + 2] -= c.z;
-                    }
-                }
+                add_node_impulses(&self.nodes, &self.coef, &self.y, layout.first_node_contact..m, -1.0, &mut self.residual);
                 stats.momentum_residual_m_s = e;
                 stats.residual_m_s = rows_residual;
                 if opts.tolerance_m_s > 0.0 && e <= opts.tolerance_m_s && rows_residual <= opts.tolerance_m_s {
@@ -563,7 +489,7 @@ impl PrimalFem {
             rows_residual = inner.residual_m_s;
             // u = s ũ + A⁻¹ J_nᵀ y (nodes), v = s v* + M̃⁻¹ J_rᵀ y
             self.rhs.fill(0.0);
-            for i in first_node_contact..m {
+            for i in layout.first_node_contact..m {
                 for a in 0..2 {
                     let nd = self.nodes[i][a];
                     if nd == NONE {
@@ -602,37 +528,10 @@ impl PrimalFem {
         if !stats.converged {
             stats.residual_m_s = rows_residual;
         }
-        // outputs: the impulses reported exactly inside their cones
-        if let Some(rows) = input.rows.as_ref() {
-            let nc = input.contacts.len();
-            super::project_into_cones(rows.problem.contact_rows, &rows.problem.friction[..nc], &mut self.p[..rigid_rows], None);
-        }
-        self.warm_node.fill(0.0);
-        for (k, c) in fem.contacts.iter_mut().enumerate() {
-            let i = first_node_contact + 3 * k;
-            self.warm_node[3 * c.node..3 * c.node + 3].copy_from_slice(&self.p[i..i + 3]);
-            let mu = match self.laws[i + 1] {
-                NewtonRow::FrictionPair { mu, .. } => mu,
-                _ => 0.0,
-            };
-            let l = &mut self.p[i..i + 3];
-            l[0] = l[0].max(0.0);
-            let (radius, norm) = (mu * l[0], l[1].hypot(l[2]));
-            if norm > radius {
-                let s = if norm > 0.0 { radius / norm } else { 0.0 };
-                l[1] *= s;
-                l[2] *= s;
-            }
-            c.impulse = [l[0], l[1], l[2]];
-        }
+        // outputs: the velocities, the impulses reported exactly inside their cones
         state.fem_v.copy_from_slice(&self.u);
         velocity[..nv].copy_from_slice(&self.rigid_v);
-        impulse[..rigid_rows].copy_from_slice(&self.p[..rigid_rows]);
-        for (k, w) in fem.welds.iter_mut().enumerate() {
-            let i = first_weld + 3 * k;
-            w.impulse = [self.p[i], self.p[i + 1], self.p[i + 2]];
-            state.fem_weld_impulse[3 * w.node..3 * w.node + 3].copy_from_slice(&w.impulse);
-        }
+        super::fem::write_back_step_rows(input, state, fem, &mut self.p, &self.laws, &layout, &mut self.warm_node, impulse);
         stats
     }
 
