@@ -140,6 +140,166 @@ fn solve_mass(model: &Model, factor: &BranchMatrix, x: &mut [f64]) {
     }
 }
 
+/// The node columns of the Delassus build, `Y_n = L⁻¹ E_n` (`E_n` the three unit columns of a
+/// free node's DOFs, `A = L Lᵀ` the node matrix's factor in the solver's order), so that the node
+/// part of the rows' Delassus matrix is `J_n A⁻¹ J_nᵀ = (L⁻¹ J_nᵀ)ᵀ (L⁻¹ J_nᵀ)`, assembled from the
+/// 3 × 3 Gram blocks `Y_nᵀ Y_m` of the nodes the rows touch. `Y_n` is nonzero only on the reach of
+/// the node's DOFs in the elimination tree of `L` (the path from them to the root; Gilbert and
+/// Peierls' sparse triangular solve), so each column costs a forward solve over that path only,
+/// and a Gram block a dot product over the common part of two paths. The columns depend on the
+/// factor alone: they are kept across steps until the factor changes, and only the nodes new to
+/// the rows are solved.
+struct NodeColumns {
+    /// Elimination-tree parent of each free DOF (`usize::MAX` at a root).
+    parent: Vec<usize>,
+    /// The longest reach of a node (DOFs), the stride of the slot storage.
+    max_reach: usize,
+    /// Slots: at most this many nodes cached.
+    capacity: usize,
+    /// Per free node (solver order, DOF / 3): its slot, or `NONE`.
+    slot_of: Vec<u32>,
+    /// Per slot: its free node.
+    slot_node: Vec<u32>,
+    /// Per slot: the length of its reach.
+    reach_len: Vec<usize>,
+    /// Per slot: its reach (ascending free DOFs), `max_reach` apart.
+    reach: Vec<u32>,
+    /// Per slot: `Y_n` on its reach, three values per reach entry, `3 max_reach` apart.
+    values: Vec<f64>,
+    /// Slots in use (the first `used` slots hold valid columns for the current factor).
+    used: usize,
+    /// Slots assigned in this build whose columns are still to be solved: `used_before..used`.
+    used_before: usize,
+    /// The step's nodes: per step index, its slot; per slot, its step index (`NONE` otherwise).
+    step_slots: Vec<u32>,
+    step_index: Vec<u32>,
+    /// Per row and node end: the step index of its node (`NONE` when none or prescribed).
+    row_node: Vec<[u32; 2]>,
+    /// The step's node count.
+    step_count: usize,
+    /// Gram blocks `Y_sᵀ Y_t` of the step's nodes, row-major 3 × 3 per pair `(s, t)`, `s ≤ t`
+    /// stored at `9 (s d + t)` with `d` the step's node count (at most `capacity / 2`).
+    gram: Vec<f64>,
+    /// Reach scratch.
+    mark: Vec<bool>,
+}
+
+impl NodeColumns {
+    /// Sizes the cache for the factor `l` (its pattern is fixed by the symbolic analysis) of a
+    /// matrix of `free_nodes` nodes, for at most `max_step_nodes` nodes in one step's rows.
+    fn new(l: &CscMatrix<f64>, free_nodes: usize, max_step_nodes: usize) -> Self {
+        let nf = l.nrows();
+        let (o, r) = (l.col_offsets(), l.row_indices());
+        let parent: Vec<usize> = (0..nf).map(|j| if o[j + 1] > o[j] + 1 { r[o[j] + 1] } else { usize::MAX }).collect();
+        let mut mark = vec![false; nf];
+        let mut path = Vec::with_capacity(nf);
+        let mut max_reach = 0;
+        for n in 0..free_nodes {
+            reach_of(&parent, 3 * n, &mut mark, &mut path);
+            max_reach = max_reach.max(path.len());
+            for &k in &path {
+                mark[k as usize] = false;
+            }
+            path.clear();
+        }
+        let step_cap = max_step_nodes.min(free_nodes);
+        let capacity = (2 * step_cap).min(free_nodes);
+        NodeColumns {
+            parent,
+            max_reach,
+            capacity,
+            slot_of: vec![NONE; free_nodes],
+            slot_node: vec![NONE; capacity],
+            reach_len: vec![0; capacity],
+            reach: vec![0; capacity * max_reach],
+            values: vec![0.0; 3 * capacity * max_reach],
+            used: 0,
+            used_before: 0,
+            step_count: 0,
+            step_slots: vec![NONE; capacity],
+            step_index: vec![NONE; capacity],
+            row_node: vec![],
+            gram: vec![0.0; 9 * step_cap * step_cap],
+            mark,
+        }
+    }
+
+    /// Drops every cached column (the factor changed).
+    fn invalidate(&mut self) {
+        for s in 0..self.used {
+            self.slot_of[self.slot_node[s] as usize] = NONE;
+        }
+        self.used = 0;
+    }
+}
+
+/// The reach of the free DOFs `3 n .. 3 n + 3` (`first = 3 n`) in the elimination tree `parent`,
+/// appended to `path` in ascending order (each entry marked in `mark`; the caller unmarks).
+fn reach_of(parent: &[usize], first: usize, mark: &mut [bool], path: &mut Vec<u32>) {
+    let start = path.len();
+    for c in 0..3 {
+        let mut k = first + c;
+        while k != usize::MAX && !mark[k] {
+            mark[k] = true;
+            path.push(k as u32);
+            k = parent[k];
+        }
+    }
+    path[start..].sort_unstable();
+}
+
+/// `Y = L⁻¹ E_n` of the free node whose DOFs start at `first`, over its `reach` (ascending), into
+/// `out` (three values per reach entry), with the zeroed buffer `x` (3 values per free DOF,
+/// zeroed again on return).
+fn node_columns(l: &CscMatrix<f64>, first: usize, reach: &[u32], x: &mut [f64], out: &mut [f64]) {
+    let (offsets, rows, vals) = (l.col_offsets(), l.row_indices(), l.values());
+    for c in 0..3 {
+        x[3 * (first + c) + c] = 1.0;
+    }
+    for &j in reach {
+        let j = j as usize;
+        let (a, b) = (offsets[j], offsets[j + 1]);
+        let d = vals[a];
+        let v = [x[3 * j] / d, x[3 * j + 1] / d, x[3 * j + 2] / d];
+        x[3 * j..3 * j + 3].copy_from_slice(&v);
+        for p in a + 1..b {
+            let (r, lv) = (3 * rows[p], vals[p]);
+            x[r] -= lv * v[0];
+            x[r + 1] -= lv * v[1];
+            x[r + 2] -= lv * v[2];
+        }
+    }
+    for (e, &j) in reach.iter().enumerate() {
+        let j = 3 * j as usize;
+        out[3 * e..3 * e + 3].copy_from_slice(&x[j..j + 3]);
+        x[j..j + 3].fill(0.0);
+    }
+}
+
+/// The 3 × 3 block `Y_sᵀ Y_t` (row-major) of two node columns over their reaches (ascending; the
+/// columns vanish elsewhere), summed over the common entries in ascending order.
+fn gram_block(reach_s: &[u32], ys: &[f64], reach_t: &[u32], yt: &[f64], out: &mut [f64]) {
+    let mut g = [0.0; 9];
+    let (mut a, mut b) = (0, 0);
+    while a < reach_s.len() && b < reach_t.len() {
+        match reach_s[a].cmp(&reach_t[b]) {
+            std::cmp::Ordering::Less => a += 1,
+            std::cmp::Ordering::Greater => b += 1,
+            std::cmp::Ordering::Equal => {
+                let (u, v) = (&ys[3 * a..3 * a + 3], &yt[3 * b..3 * b + 3]);
+                for r in 0..3 {
+                    for c in 0..3 {
+                        g[3 * r + c] += u[r] * v[c];
+                    }
+                }
+                a += 1;
+                b += 1;
+            }
+        }
+    }
+    out.copy_from_slice(&g);
+}
+
 /// The primal FEM solver of the Newton scheme: ordering, symbolic factorisation and scratch,
 /// sized once.
 pub struct PrimalFem {
@@ -182,8 +342,12 @@ pub struct PrimalFem {
     au: Vec<f64>,
     pos: Vec<f64>,
     rhs: Vec<f64>,
-    /// One solve buffer (length nf) per worker.
+    /// One solve buffer (length 3 nf: three right-hand sides interleaved) per worker.
     columns: Vec<Vec<f64>>,
+    /// The Delassus build's node columns `Y_n = L⁻¹ E_n` (see [`NodeColumns`]).
+    node_cols: NodeColumns,
+    /// Whether `chol` holds a factorisation (kept across steps by the chord iteration).
+    have_factor: bool,
     rigid_v: Vec<f64>,
     warm_node: Vec<f64>,
     pool: Option<rayon::ThreadPool>,
@@ -276,6 +440,8 @@ impl PrimalFem {
         let rigid_rows = model.max_constraint_rows(crate::contact::ContactRows::POINT.len());
         let cap = rigid_rows + 3 * surface + 3 * welded;
         let threads = threads.max(1);
+        let mut node_cols = NodeColumns::new(chol.l(), free_nodes.len(), cap / 3 + 1);
+        node_cols.row_node = vec![[NONE; 2]; cap];
         let v = |k: usize| vec![0.0; k];
         PrimalFem {
             n3,
@@ -308,7 +474,9 @@ impl PrimalFem {
             au: v(n3),
             pos: v(n3),
             rhs: v(nf),
-            columns: (0..threads).map(|_| v(nf)).collect(),
+            columns: (0..threads).map(|_| v(3 * nf)).collect(),
+            node_cols,
+            have_factor: false,
             rigid_v: v(nv),
             warm_node: v(n3),
             factorizations: 0,
@@ -409,7 +577,7 @@ impl PrimalFem {
         let mut stats = NewtonStats::default();
         let mut rows_residual = f64::INFINITY;
         let mut outer = 0u32;
-        let (mut have_factor, mut last_momentum) = (false, f64::INFINITY);
+        let mut last_momentum = f64::INFINITY;
         self.factorizations = 0;
         let max_outer = opts.max_newton_iterations.max(1);
         loop {
@@ -442,24 +610,30 @@ impl PrimalFem {
                     break;
                 }
             }
-            // factor the free part of A at the first iteration of the step, and again only when
-            // the last iteration reduced the momentum residual by less than CHORD_CONTRACTION
-            // (otherwise the chord iteration keeps the factor and the Delassus matrix)
+            // factor the free part of A when there is no factor yet, and again only when the
+            // last iteration reduced the momentum residual by less than CHORD_CONTRACTION; the
+            // chord iteration otherwise keeps the factor, within the step and across steps (the
+            // convergence test is the same: the rows' residual is exact for any factor, the
+            // momentum residual is measured with the assembled forces)
             let e = if outer == 0 { f64::INFINITY } else { stats.momentum_residual_m_s };
-            let refactor = !have_factor || e > CHORD_CONTRACTION * last_momentum;
+            let refactor = !self.have_factor || e > CHORD_CONTRACTION * last_momentum;
             last_momentum = e;
             if refactor {
                 for (v, &src) in self.values.iter_mut().zip(&self.value_source) {
                     *v = fem.system.a.values()[src];
                 }
                 if self.chol.refactor(&self.values).is_err() {
+                    self.have_factor = false;
+                    self.node_cols.invalidate();
                     stats.momentum_residual_m_s = f64::INFINITY;
                     break;
                 }
-                have_factor = true;
+                self.have_factor = true;
                 self.factorizations += 1;
-                // W = J_n A⁻¹ J_nᵀ + J_r M̃⁻¹ J_rᵀ
-                self.delassus_rows(m);
+            }
+            if refactor || outer == 0 {
+                // W = J_n A⁻¹ J_nᵀ + J_r M̃⁻¹ J_rᵀ (the step's rows are new at its first iteration)
+                self.delassus_rows(m, refactor);
             }
             outer += 1;
             // ũ = u + A⁻¹ (−g₀)
@@ -535,10 +709,214 @@ impl PrimalFem {
         stats
     }
 
+    /// The Delassus matrix of rows `0..m` into `delassus` (row-major, symmetrised) with the
+    /// current factor: the node part from the Gram blocks of the rows' node columns
+    /// ([`NodeColumns`]; the columns of nodes new to the cache are solved on the pool when there
+    /// is one, each by the same operations whatever the thread count), plus the rigid part.
+    /// `factor_changed` drops the cached columns. Falls back to one full solve per row
+    /// ([`Self::delassus_rows_direct`]) when the rows touch more nodes than the cache holds.
+    fn delassus_rows(&mut self, m: usize, factor_changed: bool) {
+        if m == 0 {
+            return;
+        }
+        if factor_changed {
+            self.node_cols.invalidate();
+        }
+        if !self.assign_node_slots(m) {
+            self.node_cols.invalidate();
+            self.delassus_rows_direct(m);
+            return;
+        }
+        let PrimalFem { nv, coef, rigid, rigid_jac, rigid_minv, delassus, columns, pool, chol, node_cols, .. } = self;
+        let nv = *nv;
+        let l = chol.l();
+        let nc = node_cols;
+        let stride = nc.max_reach;
+        // the columns of the nodes new to the cache
+        {
+            let (lo, hi) = (nc.used_before, nc.used);
+            let (reach, reach_len, slot_node) = (&nc.reach, &nc.reach_len, &nc.slot_node);
+            let values = &mut nc.values[3 * lo * stride..3 * hi * stride];
+            let solve = |s: usize, x: &mut [f64], out: &mut [f64]| {
+                let r = &reach[s * stride..s * stride + reach_len[s]];
+                node_columns(l, 3 * slot_node[s] as usize, r, x, &mut out[..3 * reach_len[s]]);
+            };
+            match pool.as_ref() {
+                Some(pool) if hi - lo > 1 => {
+                    let workers = columns.len();
+                    let chunk = (hi - lo).div_ceil(workers);
+                    pool.install(|| {
+                        use rayon::prelude::*;
+                        values.par_chunks_mut(chunk * 3 * stride).zip(columns.par_iter_mut()).enumerate().for_each(|(c, (block, x))| {
+                            for (k, out) in block.chunks_mut(3 * stride).enumerate() {
+                                solve(lo + c * chunk + k, x, out);
+                            }
+                        });
+                    });
+                }
+                _ => {
+                    let x = &mut columns[0];
+                    for (k, out) in values.chunks_mut(3 * stride).enumerate() {
+                        solve(lo + k, x, out);
+                    }
+                }
+            }
+        }
+        // the Gram blocks of the step's nodes, row s of the upper triangle per task
+        let d = nc.step_count;
+        {
+            let (reach, reach_len, values, step_slots) = (&nc.reach, &nc.reach_len, &nc.values, &nc.step_slots);
+            let block_row = |si: usize, out: &mut [f64]| {
+                let s = step_slots[si] as usize;
+                let (rs, ys) = (&reach[s * stride..s * stride + reach_len[s]], &values[3 * s * stride..3 * (s * stride + reach_len[s])]);
+                for ti in si..d {
+                    let t = step_slots[ti] as usize;
+                    let (rt, yt) = (&reach[t * stride..t * stride + reach_len[t]], &values[3 * t * stride..3 * (t * stride + reach_len[t])]);
+                    gram_block(rs, ys, rt, yt, &mut out[9 * ti..9 * ti + 9]);
+                }
+            };
+            let gram = &mut nc.gram[..9 * d * d];
+            match pool.as_ref() {
+                Some(pool) if d > 1 => pool.install(|| {
+                    use rayon::prelude::*;
+                    gram.par_chunks_mut(9 * d).enumerate().for_each(|(si, out)| block_row(si, out));
+                }),
+                _ => {
+                    for (si, out) in gram.chunks_mut(9 * d).enumerate() {
+                        block_row(si, out);
+                    }
+                }
+            }
+        }
+        // W_ij = Σ_ab c_iaᵀ (Y_aᵀ Y_b) c_jb + J_r,i M̃⁻¹ J_r,jᵀ
+        let (gram, row_node) = (&nc.gram, &nc.row_node);
+        let w = &mut delassus[..m * m];
+        for i in 0..m {
+            for j in 0..m {
+                let mut s = 0.0;
+                for a in 0..2 {
+                    let si = row_node[i][a];
+                    if si == NONE {
+                        continue;
+                    }
+                    let ci = coef[i][a];
+                    for b in 0..2 {
+                        let sj = row_node[j][b];
+                        if sj == NONE {
+                            continue;
+                        }
+                        let cj = coef[j][b];
+                        let (si, sj) = (si as usize, sj as usize);
+                        // the block (si, sj) is stored for si ≤ sj; (sj, si) is its transpose
+                        let (g, tr) = if si <= sj { (&gram[9 * (si * d + sj)..9 * (si * d + sj) + 9], false) } else { (&gram[9 * (sj * d + si)..9 * (sj * d + si) + 9], true) };
+                        let (u, v) = ([ci.x, ci.y, ci.z], [cj.x, cj.y, cj.z]);
+                        for r in 0..3 {
+                            for c in 0..3 {
+                                let e = if tr { g[3 * c + r] } else { g[3 * r + c] };
+                                s += u[r] * e * v[c];
+                            }
+                        }
+                    }
+                }
+                if rigid[i] != NONE && rigid[j] != NONE {
+                    let (si, sj) = (rigid[i] as usize * nv, rigid[j] as usize * nv);
+                    s += rigid_jac[si..si + nv].iter().zip(&rigid_minv[sj..sj + nv]).map(|(a, b)| a * b).sum::<f64>();
+                }
+                w[i * m + j] = s;
+            }
+        }
+        for i in 0..m {
+            for j in i + 1..m {
+                let s = 0.5 * (w[i * m + j] + w[j * m + i]);
+                w[i * m + j] = s;
+                w[j * m + i] = s;
+            }
+        }
+    }
+
+    /// Gives every free node of rows `0..m` a slot in the column cache (new slots' reaches
+    /// computed, their columns left to solve: `used_before..used`) and a step index; false when
+    /// the step's nodes do not fit (the cache is then left to be dropped).
+    fn assign_node_slots(&mut self, m: usize) -> bool {
+        let PrimalFem { nodes, free_of, node_cols: nc, .. } = self;
+        // clear the last step's indices
+        for k in 0..nc.step_count {
+            nc.step_index[nc.step_slots[k] as usize] = NONE;
+        }
+        nc.step_count = 0;
+        // make room: drop the cache if this step could overflow it
+        let mut needed = 0;
+        for i in 0..m {
+            for a in 0..2 {
+                if nodes[i][a] != NONE && free_of[3 * nodes[i][a] as usize] != NONE {
+                    needed += 1;
+                }
+            }
+        }
+        let step_cap = nc.capacity / 2;
+        if nc.used + needed.min(step_cap) > nc.capacity {
+            nc.invalidate();
+        }
+        nc.used_before = nc.used;
+        for i in 0..m {
+            for a in 0..2 {
+                nc.row_node[i][a] = NONE;
+                let nd = nodes[i][a];
+                if nd == NONE || free_of[3 * nd as usize] == NONE {
+                    continue;
+                }
+                let free_node = free_of[3 * nd as usize] as usize / 3;
+                let mut s = nc.slot_of[free_node];
+                if s == NONE {
+                    if nc.used == nc.capacity {
+                        return false;
+                    }
+                    s = nc.used as u32;
+                    nc.used += 1;
+                    nc.slot_of[free_node] = s;
+                    nc.slot_node[s as usize] = free_node as u32;
+                }
+                let su = s as usize;
+                if nc.step_index[su] == NONE {
+                    if nc.step_count == step_cap {
+                        return false;
+                    }
+                    nc.step_index[su] = nc.step_count as u32;
+                    nc.step_slots[nc.step_count] = s;
+                    nc.step_count += 1;
+                }
+                nc.row_node[i][a] = nc.step_index[su];
+            }
+        }
+        // the reaches of the new slots
+        let stride = nc.max_reach;
+        for s in nc.used_before..nc.used {
+            let mut len = 0;
+            let first = 3 * nc.slot_node[s] as usize;
+            let dst = &mut nc.reach[s * stride..(s + 1) * stride];
+            for c in 0..3 {
+                let mut k = first + c;
+                while k != usize::MAX && !nc.mark[k] {
+                    nc.mark[k] = true;
+                    dst[len] = k as u32;
+                    len += 1;
+                    k = nc.parent[k];
+                }
+            }
+            let r = &mut dst[..len];
+            r.sort_unstable();
+            for &k in r.iter() {
+                nc.mark[k as usize] = false;
+            }
+            nc.reach_len[s] = len;
+        }
+        true
+    }
+
     /// The Delassus matrix of rows `0..m` into `delassus` (row-major, symmetrised): one sparse
     /// solve per row with a free node, on the pool when there is one (each entry is computed by
     /// the same operations whatever the thread count), plus the rigid part.
-    fn delassus_rows(&mut self, m: usize) {
+    fn delassus_rows_direct(&mut self, m: usize) {
         if m == 0 {
             return;
         }
