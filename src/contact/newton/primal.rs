@@ -348,6 +348,11 @@ pub struct PrimalFem {
     node_cols: NodeColumns,
     /// Whether `chol` holds a factorisation (kept across steps by the chord iteration).
     have_factor: bool,
+    /// `state.step_count` of the last step: the factor and the node contacts' warm start are
+    /// carried only into the next one (a reset or a jump in the count starts from a fresh factor
+    /// and a zero warm start, as at construction, so that a reset run repeats the first bit for
+    /// bit).
+    last_step: Option<u64>,
     rigid_v: Vec<f64>,
     warm_node: Vec<f64>,
     pool: Option<rayon::ThreadPool>,
@@ -477,6 +482,7 @@ impl PrimalFem {
             columns: (0..threads).map(|_| v(3 * nf)).collect(),
             node_cols,
             have_factor: false,
+            last_step: None,
             rigid_v: v(nv),
             warm_node: v(n3),
             factorizations: 0,
@@ -532,6 +538,12 @@ impl PrimalFem {
         let model = input.model;
         let h = model.timestep_s;
         let (n3, nv, nf) = (self.n3, self.nv, self.nf);
+        // a new run (reset, or steps skipped): no kept factor, no node warm start
+        if self.last_step.map(|k| k.wrapping_add(1)) != Some(state.step_count) {
+            self.have_factor = false;
+            self.warm_node.fill(0.0);
+        }
+        self.last_step = Some(state.step_count);
         // rows: the step's rigid rows first (so that their impulses map onto `impulse`), then the
         // node contacts, then the welds
         let layout = super::fem::push_step_rows(
@@ -925,9 +937,12 @@ impl PrimalFem {
         let l = chol.l();
         let (nodes, coef, first_free, free_of, rigid, rigid_jac, rigid_minv) = (&*nodes, &*coef, &*first_free, &*free_of, &*rigid, &*rigid_jac, &*rigid_minv);
         // row i of W (entries j = 0..m) with the solve buffer `x`
+        let nf = l.nrows();
         let row = |i: usize, x: &mut [f64], out: &mut [f64]| {
             out.fill(0.0);
             if first_free[i] != usize::MAX {
+                // the buffer holds three right-hand sides for the node columns; one is used here
+                let x = &mut x[..nf];
                 x.fill(0.0);
                 for a in 0..2 {
                     let nd = nodes[i][a];
@@ -985,6 +1000,10 @@ impl PrimalFem {
                     row(i, x, out);
                 }
             }
+        }
+        // the node columns expect zeroed buffers
+        for x in columns.iter_mut() {
+            x.fill(0.0);
         }
         for i in 0..m {
             for j in i + 1..m {
@@ -1065,6 +1084,90 @@ mod tests {
         let natural: Vec<usize> = (0..n * n).collect();
         let (f_amd, f_nat) = (fill(&order), fill(&natural));
         assert!(f_amd * 2 < f_nat, "amd fill {f_amd}, natural {f_nat}");
+    }
+
+    #[test]
+    fn node_column_gram_blocks_equal_the_inverse_blocks() {
+        // A = a 3D grid Laplacian of 4 × 4 × 3 nodes with 3 DOFs per node (coupled within the
+        // node), plus a mass term: SPD; ordered by AMD like the scheme's node matrix
+        let (nx, ny, nz) = (4, 4, 3);
+        let nn = nx * ny * nz;
+        let id = |i: usize, j: usize, k: usize| (i * ny + j) * nz + k;
+        let mut adj = vec![vec![]; nn];
+        for i in 0..nx {
+            for j in 0..ny {
+                for k in 0..nz {
+                    let a = id(i, j, k);
+                    for (di, dj, dk) in [(1, 0, 0), (0, 1, 0), (0, 0, 1)] {
+                        let (b0, b1, b2) = (i + di, j + dj, k + dk);
+                        if b0 < nx && b1 < ny && b2 < nz {
+                            let b = id(b0, b1, b2);
+                            adj[a].push(b);
+                            adj[b].push(a);
+                        }
+                    }
+                }
+            }
+        }
+        let order = fill_reducing_order(&adj);
+        let mut pos = vec![0; nn];
+        for (k, &v) in order.iter().enumerate() {
+            pos[v] = k;
+        }
+        let n = 3 * nn;
+        let mut dense = nalgebra::DMatrix::<f64>::zeros(n, n);
+        for a in 0..nn {
+            let pa = pos[a];
+            for c in 0..3 {
+                for d in 0..3 {
+                    dense[(3 * pa + c, 3 * pa + d)] += if c == d { 7.0 + adj[a].len() as f64 } else { 0.3 + 0.1 * (c + d) as f64 };
+                }
+            }
+            for &b in &adj[a] {
+                let pb = pos[b];
+                for c in 0..3 {
+                    dense[(3 * pa + c, 3 * pb + c)] -= 1.0;
+                    dense[(3 * pa + c, 3 * pb + (c + 1) % 3)] -= 0.2;
+                    dense[(3 * pb + (c + 1) % 3, 3 * pa + c)] -= 0.2;
+                }
+            }
+        }
+        // structural entries for the whole 3 × 3 blocks, as in the assembled node matrix
+        let csc = CscMatrix::from(&dense);
+        let chol = CscCholesky::factor(&csc).unwrap();
+        let l = chol.l();
+        let mut nc = NodeColumns::new(l, nn, nn);
+        assert!(nc.max_reach < n, "the reach of a node is shorter than the matrix: {}", nc.max_reach);
+        let mut x = vec![0.0; 3 * n];
+        let cols: Vec<(Vec<u32>, Vec<f64>)> = (0..nn)
+            .map(|p| {
+                let mut path = vec![];
+                reach_of(&nc.parent, 3 * p, &mut nc.mark, &mut path);
+                for &k in &path {
+                    nc.mark[k as usize] = false;
+                }
+                let mut y = vec![0.0; 3 * path.len()];
+                node_columns(l, 3 * p, &path, &mut x, &mut y);
+                (path, y)
+            })
+            .collect();
+        assert!(x.iter().all(|&v| v == 0.0), "the solve buffer is left zeroed");
+        // E_pᵀ A⁻¹ E_q from full solves
+        for p in (0..nn).step_by(5) {
+            for q in (0..nn).step_by(3) {
+                let mut g = [0.0; 9];
+                gram_block(&cols[p].0, &cols[p].1, &cols[q].0, &cols[q].1, &mut g);
+                for d in 0..3 {
+                    let mut e = vec![0.0; n];
+                    e[3 * q + d] = 1.0;
+                    chol_solve(l, &mut e, 0);
+                    for c in 0..3 {
+                        let exact = e[3 * p + c];
+                        assert!((g[3 * c + d] - exact).abs() < 1e-13 * (1.0 + exact.abs()), "nodes {p}, {q}, ({c}, {d}): {} vs {exact}", g[3 * c + d]);
+                    }
+                }
+            }
+        }
     }
 
     #[test]
