@@ -224,6 +224,47 @@ impl NodeColumns {
         }
     }
 
+    /// `Σ_a c_aᵀ Y_aᵀ z` over the nodes of row `i` (`coef` its node coefficients, `z` per free
+    /// DOF): the row's part of `J_n L⁻ᵀ z`.
+    fn row_dot(&self, i: usize, coef: &[Vec3; 2], z: &[f64]) -> f64 {
+        let mut s = 0.0;
+        for a in 0..2 {
+            let k = self.row_node[i][a];
+            if k == NONE {
+                continue;
+            }
+            let slot = self.step_slots[k as usize] as usize;
+            let (reach, y) = self.columns(slot);
+            let c = coef[a];
+            for (e, &j) in reach.iter().enumerate() {
+                s += (c.x * y[3 * e] + c.y * y[3 * e + 1] + c.z * y[3 * e + 2]) * z[j as usize];
+            }
+        }
+        s
+    }
+
+    /// `w += weight Σ_a Y_a c_a` over the nodes of row `i`: the row's part of `L⁻¹ J_nᵀ y`.
+    fn row_scatter(&self, i: usize, coef: &[Vec3; 2], weight: f64, w: &mut [f64]) {
+        for a in 0..2 {
+            let k = self.row_node[i][a];
+            if k == NONE {
+                continue;
+            }
+            let slot = self.step_slots[k as usize] as usize;
+            let (reach, y) = self.columns(slot);
+            let c = coef[a] * weight;
+            for (e, &j) in reach.iter().enumerate() {
+                w[j as usize] += c.x * y[3 * e] + c.y * y[3 * e + 1] + c.z * y[3 * e + 2];
+            }
+        }
+    }
+
+    /// The reach and the columns (three values per reach entry) of `slot`.
+    fn columns(&self, slot: usize) -> (&[u32], &[f64]) {
+        let (stride, len) = (self.max_reach, self.reach_len[slot]);
+        (&self.reach[slot * stride..slot * stride + len], &self.values[3 * slot * stride..3 * (slot * stride + len)])
+    }
+
     /// Drops every cached column (the factor changed).
     fn invalidate(&mut self) {
         for s in 0..self.used {
@@ -348,6 +389,9 @@ pub struct PrimalFem {
     node_cols: NodeColumns,
     /// Whether `chol` holds a factorisation (kept across steps by the chord iteration).
     have_factor: bool,
+    /// Whether `node_cols` holds the columns of every row's nodes for the current factor (set
+    /// by the Delassus build; the free and updated velocities then take one solve, not two).
+    columns_valid: bool,
     /// `state.step_count` of the last step: the factor and the node contacts' warm start are
     /// carried only into the next one (a reset or a jump in the count starts from a fresh factor
     /// and a zero warm start, as at construction, so that a reset run repeats the first bit for
@@ -482,6 +526,7 @@ impl PrimalFem {
             columns: (0..threads).map(|_| v(3 * nf)).collect(),
             node_cols,
             have_factor: false,
+            columns_valid: false,
             last_step: None,
             rigid_v: v(nv),
             warm_node: v(n3),
@@ -648,17 +693,26 @@ impl PrimalFem {
                 self.delassus_rows(m, refactor);
             }
             outer += 1;
-            // ũ = u + A⁻¹ (−g₀)
+            // ũ = u + A⁻¹ (−g₀) and J ũ; with the node columns Y = L⁻¹ E_n of the rows
+            // (`columns_valid`), only z = L⁻¹ (−g₀) is needed here: J_n A⁻¹ (−g₀) = Σ cᵀ Yᵀ z
             for j in 0..nf {
                 self.rhs[j] = self.residual[self.dof_of[j]];
             }
-            chol_solve(self.chol.l(), &mut self.rhs, 0);
-            self.u_free.copy_from_slice(&self.u);
-            for j in 0..nf {
-                self.u_free[self.dof_of[j]] += self.rhs[j];
+            if self.columns_valid {
+                lower_solve(self.chol.l(), &mut self.rhs, 0);
+                self.u_free.copy_from_slice(&self.u);
+            } else {
+                chol_solve(self.chol.l(), &mut self.rhs, 0);
+                self.u_free.copy_from_slice(&self.u);
+                for j in 0..nf {
+                    self.u_free[self.dof_of[j]] += self.rhs[j];
+                }
             }
             for i in 0..m {
                 let mut w = self.node_dot(i, &self.u_free);
+                if self.columns_valid {
+                    w += self.node_cols.row_dot(i, &self.coef[i], &self.rhs);
+                }
                 if self.rigid[i] != NONE {
                     let s = self.rigid[i] as usize * nv;
                     w += self.rigid_jac[s..s + nv].iter().zip(input.free_velocity.iter()).map(|(a, b)| a * b).sum::<f64>();
@@ -673,29 +727,46 @@ impl PrimalFem {
             let s = it.free_weight;
             stats.linear_iterations += inner.newton_iterations;
             rows_residual = inner.residual_m_s;
-            // u = s ũ + A⁻¹ J_nᵀ y (nodes), v = s v* + M̃⁻¹ J_rᵀ y
-            self.rhs.fill(0.0);
-            for i in layout.first_node_contact..m {
-                for a in 0..2 {
-                    let nd = self.nodes[i][a];
-                    if nd == NONE {
-                        continue;
-                    }
-                    let f = self.free_of[3 * nd as usize];
-                    if f == NONE {
-                        continue;
-                    }
-                    let c = self.coef[i][a] * self.y[i];
-                    let f = f as usize;
-                    self.rhs[f] += c.x;
-                    self.rhs[f + 1] += c.y;
-                    self.rhs[f + 2] += c.z;
+            // u = s ũ + A⁻¹ J_nᵀ y (nodes), v = s v* + M̃⁻¹ J_rᵀ y; with the node columns,
+            // u = s u + L⁻ᵀ (s z + Σ_i y_i Y c_i): one backward solve
+            if self.columns_valid {
+                for v in self.rhs.iter_mut() {
+                    *v *= s;
                 }
-            }
-            chol_solve(self.chol.l(), &mut self.rhs, 0);
-            for j in 0..nf {
-                let k = self.dof_of[j];
-                self.u[k] = s * self.u_free[k] + self.rhs[j];
+                for i in layout.first_node_contact..m {
+                    if self.y[i] != 0.0 {
+                        self.node_cols.row_scatter(i, &self.coef[i], self.y[i], &mut self.rhs);
+                    }
+                }
+                upper_solve(self.chol.l(), &mut self.rhs);
+                for j in 0..nf {
+                    let k = self.dof_of[j];
+                    self.u[k] = s * self.u[k] + self.rhs[j];
+                }
+            } else {
+                self.rhs.fill(0.0);
+                for i in layout.first_node_contact..m {
+                    for a in 0..2 {
+                        let nd = self.nodes[i][a];
+                        if nd == NONE {
+                            continue;
+                        }
+                        let f = self.free_of[3 * nd as usize];
+                        if f == NONE {
+                            continue;
+                        }
+                        let c = self.coef[i][a] * self.y[i];
+                        let f = f as usize;
+                        self.rhs[f] += c.x;
+                        self.rhs[f + 1] += c.y;
+                        self.rhs[f + 2] += c.z;
+                    }
+                }
+                chol_solve(self.chol.l(), &mut self.rhs, 0);
+                for j in 0..nf {
+                    let k = self.dof_of[j];
+                    self.u[k] = s * self.u_free[k] + self.rhs[j];
+                }
             }
             for r in 0..nv {
                 self.rigid_v[r] = s * input.free_velocity[r];
@@ -729,6 +800,7 @@ impl PrimalFem {
     /// ([`Self::delassus_rows_direct`]) when the rows touch more nodes than the cache holds.
     fn delassus_rows(&mut self, m: usize, factor_changed: bool) {
         if m == 0 {
+            self.columns_valid = false;
             return;
         }
         if factor_changed {
@@ -736,9 +808,11 @@ impl PrimalFem {
         }
         if !self.assign_node_slots(m) {
             self.node_cols.invalidate();
+            self.columns_valid = false;
             self.delassus_rows_direct(m);
             return;
         }
+        self.columns_valid = true;
         let PrimalFem { nv, coef, rigid, rigid_jac, rigid_minv, delassus, columns, pool, chol, node_cols, .. } = self;
         let nv = *nv;
         let l = chol.l();
