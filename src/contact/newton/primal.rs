@@ -16,20 +16,27 @@
 //!    by [`crate::fem::FemSystem::assemble`] (co-rotational stiffness at the current rotation, no
 //!    geometric stiffness; α, β the Rayleigh coefficients). The momentum residual of the nodes
 //!    without contact impulses is `−g₀(u_k) = b_k − (1 + hα) M u_k − hβ K u_k` (N·s).
-//! 2. `A_k` restricted to the free nodes (pinned and one-way driven nodes are not unknowns) is
-//!    factored by a sparse Cholesky (`nalgebra_sparse::factorization::CscCholesky`): the node
-//!    ordering (approximate minimum degree, the `amd` crate, on the node graph) and the symbolic
-//!    analysis are done once at setup; each iteration only refactors the values.
+//! 2. `A_k = L Lᵀ` restricted to the free nodes (pinned and one-way driven nodes are not
+//!    unknowns) is factored by a sparse Cholesky: the node ordering (approximate minimum degree,
+//!    the `amd` crate, on the node graph) and the symbolic analysis
+//!    (`nalgebra_sparse::factorization::CscCholesky`) are done once at setup; a refactorisation
+//!    only recomputes the values (`NodeFactor`, bit-identical to `CscCholesky::refactor`).
 //! 3. The free velocity of the nodes `ũ_k = u_k + A_k⁻¹ (−g₀(u_k))`; the rigid trees' free
 //!    velocity `v*` and mass `M̃` are the step's.
-//! 4. The Delassus matrix of the rows `W_k = J_n A_k⁻¹ J_nᵀ + J_r M̃⁻¹ J_rᵀ` (dense, one sparse
-//!    solve per row with a node part; the solves run on the method's pool when `threads > 1`,
-//!    each entry computed by the same sequence of operations, so the result does not depend on
-//!    the thread count), and the rows' free velocity `J ũ_k`.
+//! 4. The Delassus matrix of the rows `W_k = J_n A_k⁻¹ J_nᵀ + J_r M̃⁻¹ J_rᵀ` (dense; the node
+//!    part from the Gram blocks of the rows' node columns `L⁻¹ E_n`, cached until the factor
+//!    changes, see `NodeColumns`; new columns and the blocks run on the method's pool when
+//!    `threads > 1`, each entry computed by the same sequence of operations, so the result does
+//!    not depend on the thread count), and the rows' free velocity `J ũ_k`.
 //! 5. The complementarity problem on these rows is solved by the rigid scheme's dense iteration
 //!    ([`super::core::solve`]: min-map or Fischer–Burmeister normals, exact friction Jacobian by
 //!    default, its globalization), warm-started from the previous outer iteration or step.
-//! 6. `u_{k+1} = ũ_k + A_k⁻¹ J_nᵀ p`, `v = v* + M̃⁻¹ J_rᵀ p`.
+//! 6. `u_{k+1} = ũ_k + A_k⁻¹ J_nᵀ p`, `v = v* + M̃⁻¹ J_rᵀ p` (with the node columns, 3 and 6
+//!    take one forward solve `z = L⁻¹ (−g₀)` and one backward solve of `s z + L⁻¹ J_nᵀ p`).
+//!
+//! The factor is kept across outer iterations and across steps while each iteration at least
+//! halves the momentum residual (chord iteration, `CHORD_CONTRACTION`); the stopping test does
+//! not depend on which factor was used.
 //!
 //! The step has converged (paper §3.6) when the rows' natural residual (from the last NCP solve,
 //! exact since the rows are linear in `u` for the step) and the momentum residual at the new
@@ -54,8 +61,9 @@ use nalgebra_sparse::CscMatrix;
 /// No node / no rigid slot.
 const NONE: u32 = u32::MAX;
 
-/// The chord iteration keeps the step's factorisation (and Delassus matrix) while each outer
-/// iteration divides the momentum residual by at least 1 / this; otherwise it refactors.
+/// The chord iteration keeps the factorisation (within the step and into the next steps) while
+/// each outer iteration divides the momentum residual by at least 1 / this; otherwise it
+/// refactors.
 const CHORD_CONTRACTION: f64 = 0.5;
 
 /// Approximate-minimum-degree ordering of an undirected graph given by its adjacency lists
@@ -146,7 +154,7 @@ fn solve_mass(model: &Model, factor: &BranchMatrix, x: &mut [f64]) {
 /// `CscCholesky::refactor` (so the factor is bit-identical to it), but each update from a column
 /// `j` of `L` reads only its entries at and below the current row (found by a per-column cursor)
 /// instead of scanning the whole column: about half the memory traffic. Allocation-free.
-pub(crate) struct NodeFactor {
+struct NodeFactor {
     /// The pattern of the factored matrix (CSC, rows sorted; both triangles may be present).
     a_offsets: Vec<usize>,
     a_rows: Vec<usize>,
@@ -162,7 +170,7 @@ pub(crate) struct NodeFactor {
 
 impl NodeFactor {
     /// Analyses and factors `a` (symmetric positive definite; `None` otherwise).
-    pub(crate) fn new(a: &CscMatrix<f64>) -> Option<Self> {
+    fn new(a: &CscMatrix<f64>) -> Option<Self> {
         let l = CscCholesky::factor(a).ok()?.take_l();
         let n = l.nrows();
         let (offsets, rows) = (l.col_offsets(), l.row_indices());
@@ -187,13 +195,13 @@ impl NodeFactor {
     }
 
     /// The factor `L` (lower triangular, CSC, the diagonal first in each column).
-    pub(crate) fn l(&self) -> &CscMatrix<f64> {
+    fn l(&self) -> &CscMatrix<f64> {
         &self.l
     }
 
     /// Refactors with new `values` on the analysed pattern; `Err` when the matrix is not
     /// positive definite (the factor is then invalid).
-    pub(crate) fn refactor(&mut self, values: &[f64]) -> Result<(), ()> {
+    fn refactor(&mut self, values: &[f64]) -> Result<(), ()> {
         let NodeFactor { a_offsets, a_rows, l, row_offsets, row_cols, next, work } = self;
         let n = work.len();
         let (offsets, rows, lv) = l.csc_data_mut();
