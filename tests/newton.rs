@@ -576,6 +576,32 @@ fn tomato_grasp_is_bit_identical_on_one_and_two_threads() {
     assert!(first.is_none(), "trajectories differ from entry {first:?}");
 }
 
+/// The primal form carries its sparse factor (and the node contacts' warm start) from step to
+/// step; a reset must not carry them into the new run: the tomato grasp after `reset` repeats
+/// the first run bit for bit, through the fingers' first contact (130 steps, 1.08 s), where the
+/// kept factor is in use.
+#[test]
+fn tomato_grasp_repeats_bit_for_bit_after_a_reset() {
+    let mut sim = Simulation::from_scene(&scene_file("config/examples/newton_tomato_scale.yaml"), None);
+    let run = |sim: &mut Simulation| {
+        let mut trace: Vec<u64> = vec![];
+        let mut contacts = 0;
+        for _ in 0..130 {
+            sim.step();
+            contacts = contacts.max(sim.workspace.fem.as_ref().unwrap().contacts.len());
+            let st = &sim.state;
+            trace.extend(st.q.iter().chain(st.v.iter()).chain(&st.fem_x).chain(&st.fem_v).map(|x| x.to_bits()));
+        }
+        (trace, contacts)
+    };
+    let (first, contacts) = run(&mut sim);
+    sim.reset();
+    let (second, _) = run(&mut sim);
+    assert!(contacts >= 10, "the fingers touched the tomato: at most {contacts} node contacts");
+    let at = first.iter().zip(&second).position(|(a, b)| a != b);
+    assert!(at.is_none(), "the run after the reset differs from entry {at:?}");
+}
+
 /// `config/examples/fem_gripper_ball.yaml` under newton (the primal FEM form): two fingers
 /// squeeze a 6 000-tetrahedra soft ball (Y = 0.5 MPa, 0.29 kg) with 5 N each and lift it 50 mm
 /// between 0.6 s and 1.2 s. While held (1.5–2 s) the ball is off the ground, the pads' vertical

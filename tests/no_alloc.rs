@@ -167,6 +167,33 @@ fn newton_primal_fem_grasp_does_not_allocate() {
     assert_eq!(n, 0, "newton_tomato_scale: step allocated {n} times in 60 steps");
 }
 
+/// The gripper ball under Newton's primal FEM form (`fem_gripper_ball.yaml` with `solver: {kind:
+/// newton}`, threads: 1; 1 331 nodes): the kept factor and the cached node columns of the
+/// Delassus build, new contact nodes' columns, refactorisations when the chord test asks, while
+/// the pads squeeze the ball (steps 60–80: 0.6–0.8 s); then a reset (fresh factor) and a step.
+#[test]
+fn newton_primal_fem_large_mesh_does_not_allocate() {
+    let scene = scene_file("config/examples/fem_gripper_ball.yaml");
+    let solver: SolverConfig = serde_yaml::from_str("{kind: newton, threads: 1}").unwrap();
+    let mut sim = Simulation::from_scene(&scene, Some(&solver));
+    for _ in 0..60 {
+        sim.step();
+    }
+    let mut contacts = 0;
+    let n = allocations_during(|| {
+        for _ in 0..20 {
+            contacts = contacts.max(sim.step().contacts);
+        }
+    });
+    assert!(contacts >= 10, "the measured steps had the pads' contacts: {contacts}");
+    assert_eq!(n, 0, "fem_gripper_ball under newton: step allocated {n} times in 20 steps");
+    let n = allocations_during(|| {
+        sim.reset();
+        sim.step();
+    });
+    assert_eq!(n, 0, "fem_gripper_ball under newton: reset + step allocated {n} times");
+}
+
 #[test]
 fn deformable_node_contacts_do_not_allocate() {
     // node–node contacts (contact.deformable_contact): a soft block dropped on a soft block,
