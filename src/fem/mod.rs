@@ -351,78 +351,91 @@ impl FemSystem {
     /// Assembles `A` and `b` (see [`FemSystem::assemble`]) in two phases:
     ///
     /// 1. per element, its rotation, nodal forces and the 16 scaled world-frame stiffness blocks
-    ///    (and, for the midpoint integrator, the blocks times the nodal velocities) into a
-    ///    per-element buffer sized in [`FemSystem::new`]. Elements are independent, so with a
-    ///    `pool` they are computed in parallel (fixed chunks of [`ASSEMBLY_CHUNK`] elements) by
-    ///    the same code as the serial path, and each element's output does not depend on the
-    ///    thread count;
+    ///    (and, for the midpoint integrator, the blocks times the nodal velocities). Elements
+    ///    are independent: with a `pool`, every element of a body with more than
+    ///    [`ASSEMBLY_CHUNK`] elements is computed first, in parallel (fixed chunks of that many
+    ///    elements), into a per-element buffer sized in [`FemSystem::new`]; without one (or for
+    ///    a smaller body), each element is computed just before its scatter into a stack
+    ///    buffer. One function computes an element in both cases, so its output does not depend
+    ///    on the thread count;
     /// 2. a serial scatter into the CSR values and `b`, in body, node and element order, so
     ///    that every sum is accumulated in one fixed order: `A` and `b` are bit-identical for
     ///    any pool (and to the single-pass assembly this replaced).
     ///
     /// Without a pool it allocates nothing; with one, rayon allocates inside its pool.
     pub fn assemble_on(&mut self, bodies: &[Deformable], x: &[f64], v: &[f64], h: f64, gravity: &Vec3, pool: Option<&rayon::ThreadPool>) {
-        // phase (a): element terms
         let integrator = self.integrator;
-        let mut start = 0;
-        for d in bodies {
-            let n_e = d.tets.len();
-            let scales = StepScales::new(integrator, h, &d.material);
-            let out = &mut self.elements[start..start + n_e];
-            let compute = |(k, chunk): (usize, &mut [ElementTerms])| {
-                for (i, terms) in chunk.iter_mut().enumerate() {
-                    element_terms(d, k * ASSEMBLY_CHUNK + i, x, v, &scales, terms);
-                }
-            };
-            match pool {
-                Some(p) if n_e > ASSEMBLY_CHUNK => {
+        let FemSystem { a, b, block_pos, diag_pos, rotation, elements, .. } = self;
+        // phase (a) on the pool: every element's terms into the buffer
+        let buffered = |d: &Deformable| pool.is_some() && d.tets.len() > ASSEMBLY_CHUNK;
+        if let Some(p) = pool {
+            let mut start = 0;
+            for d in bodies {
+                let n_e = d.tets.len();
+                if buffered(d) {
+                    let scales = StepScales::new(integrator, h, &d.material);
+                    let out = &mut elements[start..start + n_e];
                     use rayon::prelude::*;
-                    p.install(|| out.par_chunks_mut(ASSEMBLY_CHUNK).enumerate().for_each(compute));
+                    p.install(|| {
+                        out.par_chunks_mut(ASSEMBLY_CHUNK).enumerate().for_each(|(k, chunk)| {
+                            for (i, terms) in chunk.iter_mut().enumerate() {
+                                element_terms(d, k * ASSEMBLY_CHUNK + i, x, v, &scales, terms);
+                            }
+                        })
+                    });
                 }
-                _ => out.chunks_mut(ASSEMBLY_CHUNK).enumerate().for_each(compute),
+                start += n_e;
             }
-            start += n_e;
         }
-        // phase (b): serial scatter, in the fixed order
-        self.a.values_mut().fill(0.0);
+        // phase (b): the serial scatter, in the fixed order (serially, phase (a) of each element
+        // runs just before its scatter, into a stack buffer: the same operations, no memory
+        // traffic through the element buffer)
+        a.values_mut().fill(0.0);
+        let mut local = ElementTerms::ZERO;
         let mut e_global = 0;
         for d in bodies {
             let s = d.node_start;
             let scales = StepScales::new(integrator, h, &d.material);
+            let from_buffer = buffered(d);
             // mass and external force
             for i in 0..d.num_nodes() {
                 let gi = s + i;
                 let m = d.mass[i];
                 for c in 0..3 {
-                    self.b[3 * gi + c] = scales.mv * m * v[3 * gi + c] + h * m * gravity[c];
+                    b[3 * gi + c] = scales.mv * m * v[3 * gi + c] + h * m * gravity[c];
                 }
-                let pos = self.diag_pos[gi] as usize;
+                let pos = diag_pos[gi] as usize;
                 for c in 0..3 {
-                    let idx = self.a.row_offsets()[3 * gi + c] + 3 * pos + c;
-                    self.a.values_mut()[idx] += scales.m * m;
+                    let idx = a.row_offsets()[3 * gi + c] + 3 * pos + c;
+                    a.values_mut()[idx] += scales.m * m;
                 }
             }
             // elements
-            for t in &d.tets {
-                let terms = &self.elements[e_global];
-                self.rotation[e_global] = terms.rotation;
+            for (e, t) in d.tets.iter().enumerate() {
+                let terms = if from_buffer {
+                    &elements[e_global]
+                } else {
+                    element_terms(d, e, x, v, &scales, &mut local);
+                    &local
+                };
+                rotation[e_global] = terms.rotation;
                 for ka in 0..4 {
                     let gi = s + t[ka];
                     for c in 0..3 {
-                        self.b[3 * gi + c] -= h * terms.force[ka][c];
+                        b[3 * gi + c] -= h * terms.force[ka][c];
                     }
                     for kb in 0..4 {
                         if scales.kv != 0.0 {
                             let kv = &terms.kv[ka][kb];
                             for c in 0..3 {
-                                self.b[3 * gi + c] -= kv[c];
+                                b[3 * gi + c] -= kv[c];
                             }
                         }
                         let k_rot = &terms.block[ka][kb];
-                        let pos = self.block_pos[e_global][ka][kb] as usize;
+                        let pos = block_pos[e_global][ka][kb] as usize;
                         for ra in 0..3 {
-                            let base = self.a.row_offsets()[3 * gi + ra] + 3 * pos;
-                            let vals = self.a.values_mut();
+                            let base = a.row_offsets()[3 * gi + ra] + 3 * pos;
+                            let vals = a.values_mut();
                             for cb in 0..3 {
                                 vals[base + cb] += k_rot[(ra, cb)];
                             }
