@@ -3,7 +3,8 @@
 //! soft ball (`assets/meshes/soft_ball.msh`) for each elastic law, at a deformed state (squashed
 //! by 10 % along z, stretched 5 % along x and rotated) so that no element is at rest. Divide by
 //! 6 000 for the cost per element. And one Stable Neo-Hookean element alone, closed-form
-//! eigensystem against a numerical 9×9 eigen-decomposition.
+//! eigensystem against a numerical 9×9 eigen-decomposition. `assemble_2_threads/*`: the same
+//! assembly with its element phase on a 2-thread rayon pool (`FemSystem::assemble_on`).
 
 use contact_sim::config::read_tet_mesh;
 use contact_sim::fem::{Deformable, ElasticModel, FemMaterial, FemSystem};
@@ -21,12 +22,15 @@ fn assemble_benches(c: &mut Criterion) {
         [q.x, q.y, q.z]
     }).collect();
     let v = vec![0.0; x.len()];
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("a 2-thread pool");
     for (name, model) in [("corotational", ElasticModel::Corotational), ("neo_hookean", ElasticModel::NeoHookean), ("stable_neo_hookean", ElasticModel::StableNeoHookean)] {
         let mat = FemMaterial { density_kg_m3: 1100.0, youngs_modulus_pa: 1.0e6, poisson_ratio: 0.35, rayleigh_mass_1_s: 0.0, rayleigh_stiffness_s: 0.002, model };
         let body = Deformable::new("ball", "soft_ball.msh", &mesh, mat, 0.6);
         let bodies = std::slice::from_ref(&body);
         let mut sys = FemSystem::new(bodies);
         c.bench_function(&format!("assemble/soft_ball_6000_tets/{name}"), |b| b.iter(|| sys.assemble(bodies, &x, &v, 0.01, &Vec3::new(0.0, 0.0, -9.81))));
+        // the element phase on a 2-thread pool (the scatter stays serial; same A and b)
+        c.bench_function(&format!("assemble_2_threads/soft_ball_6000_tets/{name}"), |b| b.iter(|| sys.assemble_on(bodies, &x, &v, 0.01, &Vec3::new(0.0, 0.0, -9.81), Some(&pool))));
     }
 }
 

@@ -330,6 +330,12 @@ pub trait NodalSolver {
     fn solution(&self) -> &[f64];
     /// λ per constraint, in constraint order (3 or 1 entries each).
     fn impulses(&self) -> &[f64];
+    /// The solver's worker pool (`None`: serial), which the coupled step also runs the element
+    /// phase of the FEM assembly on ([`crate::fem::FemSystem::assemble_on`], bit-identical
+    /// for any thread count).
+    fn pool(&self) -> Option<&rayon::ThreadPool> {
+        None
+    }
 }
 
 /// What the earlier stages computed, for a whole-step scheme. Frames: world unless stated;

@@ -244,6 +244,9 @@ impl NodalSolver for VfpiSolver {
     fn impulses(&self) -> &[f64] {
         &self.scratch.lambda
     }
+    fn pool(&self) -> Option<&rayon::ThreadPool> {
+        self.pool.as_ref()
+    }
 }
 
 /// V-FPI scratch (sized once).

@@ -241,6 +241,9 @@ pub struct FemSystem {
     /// Element rotations of the last assembly (the identity for Stable Neo-Hookean elements,
     /// which need none).
     pub rotation: Vec<Mat3>,
+    /// Per element (global order): phase (a) of [`FemSystem::assemble_on`], its forces and
+    /// scaled stiffness blocks.
+    elements: Vec<ElementTerms>,
     /// Per node: `true` when its velocity is prescribed (pinned to the world or driven one-way
     /// by a link; two-way welded nodes are free unknowns held by [`FemWeld`] constraints).
     pub prescribed: Vec<bool>,
@@ -326,6 +329,7 @@ impl FemSystem {
             block_pos,
             diag_pos,
             rotation: vec![Mat3::identity(); bodies.iter().map(|b| b.tets.len()).sum()],
+            elements: vec![ElementTerms::ZERO; bodies.iter().map(|b| b.tets.len()).sum()],
             prescribed,
             prescribed_velocity: vec![0.0; n],
             integrator: FemIntegrator::default(),
@@ -338,91 +342,100 @@ impl FemSystem {
     }
 
     /// Assembles `A` and `b` at positions `x` and velocities `v` (3 per node, m and m/s) for a
-    /// step `h` (s) under `gravity` (m/s²). Allocates nothing.
+    /// step `h` (s) under `gravity` (m/s²), serially: [`FemSystem::assemble_on`] without a pool.
+    /// Allocates nothing.
     pub fn assemble(&mut self, bodies: &[Deformable], x: &[f64], v: &[f64], h: f64, gravity: &Vec3) {
-        self.a.values_mut().fill(0.0);
+        self.assemble_on(bodies, x, v, h, gravity, None);
+    }
+
+    /// Assembles `A` and `b` (see [`FemSystem::assemble`]) in two phases:
+    ///
+    /// 1. per element, its rotation, nodal forces and the 16 scaled world-frame stiffness blocks
+    ///    (and, for the midpoint integrator, the blocks times the nodal velocities). Elements
+    ///    are independent: with a `pool`, every element of a body with more than
+    ///    [`ASSEMBLY_CHUNK`] elements is computed first, in parallel (fixed chunks of that many
+    ///    elements), into a per-element buffer sized in [`FemSystem::new`]; without one (or for
+    ///    a smaller body), each element is computed just before its scatter into a stack
+    ///    buffer. One function computes an element in both cases, so its output does not depend
+    ///    on the thread count;
+    /// 2. a serial scatter into the CSR values and `b`, in body, node and element order, so
+    ///    that every sum is accumulated in one fixed order: `A` and `b` are bit-identical for
+    ///    any pool (and to the single-pass assembly this replaced).
+    ///
+    /// Without a pool it allocates nothing; with one, rayon allocates inside its pool.
+    pub fn assemble_on(&mut self, bodies: &[Deformable], x: &[f64], v: &[f64], h: f64, gravity: &Vec3, pool: Option<&rayon::ThreadPool>) {
+        let integrator = self.integrator;
+        let FemSystem { a, b, block_pos, diag_pos, rotation, elements, .. } = self;
+        // phase (a) on the pool: every element's terms into the buffer
+        let buffered = |d: &Deformable| pool.is_some() && d.tets.len() > ASSEMBLY_CHUNK;
+        if let Some(p) = pool {
+            let mut start = 0;
+            for d in bodies {
+                let n_e = d.tets.len();
+                if buffered(d) {
+                    let scales = StepScales::new(integrator, h, &d.material);
+                    let out = &mut elements[start..start + n_e];
+                    use rayon::prelude::*;
+                    p.install(|| {
+                        out.par_chunks_mut(ASSEMBLY_CHUNK).enumerate().for_each(|(k, chunk)| {
+                            for (i, terms) in chunk.iter_mut().enumerate() {
+                                element_terms(d, k * ASSEMBLY_CHUNK + i, x, v, &scales, terms);
+                            }
+                        })
+                    });
+                }
+                start += n_e;
+            }
+        }
+        // phase (b): the serial scatter, in the fixed order (serially, phase (a) of each element
+        // runs just before its scatter, into a stack buffer: the same operations, no memory
+        // traffic through the element buffer)
+        a.values_mut().fill(0.0);
+        let mut local = ElementTerms::ZERO;
         let mut e_global = 0;
         for d in bodies {
             let s = d.node_start;
-            let (alpha, beta) = (d.material.rayleigh_mass_1_s, d.material.rayleigh_stiffness_s);
-            // A = m_scale M + k_scale K; b = M v + h (f_ext − f_int) − (m_scale − 1) M v − k_v K v
-            let (m_scale, k_scale, kv_scale) = match self.integrator {
-                FemIntegrator::BackwardEuler => (1.0 + h * alpha, h * h + h * beta, 0.0),
-                FemIntegrator::Midpoint => (1.0 + 0.5 * h * alpha, 0.25 * h * h + 0.5 * h * beta, 0.25 * h * h + 0.5 * h * beta),
-            };
-            let mv_scale = match self.integrator {
-                FemIntegrator::BackwardEuler => 1.0,
-                FemIntegrator::Midpoint => 1.0 - 0.5 * h * alpha,
-            };
+            let scales = StepScales::new(integrator, h, &d.material);
+            let from_buffer = buffered(d);
             // mass and external force
             for i in 0..d.num_nodes() {
                 let gi = s + i;
                 let m = d.mass[i];
                 for c in 0..3 {
-                    self.b[3 * gi + c] = mv_scale * m * v[3 * gi + c] + h * m * gravity[c];
+                    b[3 * gi + c] = scales.mv * m * v[3 * gi + c] + h * m * gravity[c];
                 }
-                let pos = self.diag_pos[gi] as usize;
+                let pos = diag_pos[gi] as usize;
                 for c in 0..3 {
-                    let idx = self.a.row_offsets()[3 * gi + c] + 3 * pos + c;
-                    self.a.values_mut()[idx] += m_scale * m;
+                    let idx = a.row_offsets()[3 * gi + c] + 3 * pos + c;
+                    a.values_mut()[idx] += scales.m * m;
                 }
             }
             // elements
             for (e, t) in d.tets.iter().enumerate() {
-                let p = |k: usize| Vec3::new(x[3 * (s + t[k])], x[3 * (s + t[k]) + 1], x[3 * (s + t[k]) + 2]);
-                let xs = [p(0), p(1), p(2), p(3)];
-                let g = &d.grads[e];
-                let f_def = xs[0] * g[0].transpose() + xs[1] * g[1].transpose() + xs[2] * g[2].transpose() + xs[3] * g[3].transpose();
-                // Stable Neo-Hookean: world-frame blocks of the projected Hessian, not R K₀ Rᵀ,
-                // and no rotation
-                let world_blocks = d.material.model == ElasticModel::StableNeoHookean;
-                let r = if world_blocks { Mat3::identity() } else { polar_rotation_fast(&f_def) };
-                self.rotation[e_global] = r;
-                // rotated-back displacement u_b = Rᵀ x_b − X_b
-                let u = [0, 1, 2, 3].map(|k| r.transpose() * xs[k] - d.rest[t[k]]);
-                let mut blocks = [[Mat3::zeros(); 4]; 4];
-                if !world_blocks {
-                    for ka in 0..4 {
-                        for kb in 0..4 {
-                            blocks[ka][kb] = d.stiffness_block(e, ka, kb);
-                        }
-                    }
-                }
-                let forces: [Vec3; 4] = match d.material.model {
-                    ElasticModel::Corotational => [0, 1, 2, 3].map(|ka| r * (0..4).fold(Vec3::zeros(), |acc, kb| acc + blocks[ka][kb] * u[kb])),
-                    ElasticModel::NeoHookean => {
-                        let (lambda, mu) = (d.material.lame_lambda(), d.material.lame_mu());
-                        let j = f_def.determinant().max(1e-6);
-                        let f_inv_t = f_def.try_inverse().map(|m| m.transpose()).unwrap_or_else(Mat3::zeros);
-                        let pk1 = (f_def - f_inv_t) * mu + f_inv_t * (lambda * j.ln());
-                        [0, 1, 2, 3].map(|ka| pk1 * g[ka] * d.volume[e])
-                    }
-                    ElasticModel::StableNeoHookean => {
-                        let law = stable_neo_hookean::StableNeoHookean::from_lame(d.material.lame_lambda(), d.material.lame_mu());
-                        let (forces, k) = law.element(&f_def, g, d.volume[e]);
-                        blocks = k;
-                        forces
-                    }
+                let terms = if from_buffer {
+                    &elements[e_global]
+                } else {
+                    element_terms(d, e, x, v, &scales, &mut local);
+                    &local
                 };
+                rotation[e_global] = terms.rotation;
                 for ka in 0..4 {
                     let gi = s + t[ka];
                     for c in 0..3 {
-                        self.b[3 * gi + c] -= h * forces[ka][c];
+                        b[3 * gi + c] -= h * terms.force[ka][c];
                     }
                     for kb in 0..4 {
-                        let k_rot = if world_blocks { blocks[ka][kb] * k_scale } else { r * blocks[ka][kb] * r.transpose() * k_scale };
-                        if kv_scale != 0.0 {
-                            let gb = s + t[kb];
-                            let vb = Vec3::new(v[3 * gb], v[3 * gb + 1], v[3 * gb + 2]);
-                            let kv = k_rot * vb;
+                        if scales.kv != 0.0 {
+                            let kv = &terms.kv[ka][kb];
                             for c in 0..3 {
-                                self.b[3 * gi + c] -= kv[c];
+                                b[3 * gi + c] -= kv[c];
                             }
                         }
-                        let pos = self.block_pos[e_global][ka][kb] as usize;
+                        let k_rot = &terms.block[ka][kb];
+                        let pos = block_pos[e_global][ka][kb] as usize;
                         for ra in 0..3 {
-                            let base = self.a.row_offsets()[3 * gi + ra] + 3 * pos;
-                            let vals = self.a.values_mut();
+                            let base = a.row_offsets()[3 * gi + ra] + 3 * pos;
+                            let vals = a.values_mut();
                             for cb in 0..3 {
                                 vals[base + cb] += k_rot[(ra, cb)];
                             }
@@ -433,7 +446,110 @@ impl FemSystem {
             }
         }
     }
+}
 
+/// Elements per parallel work item of [`FemSystem::assemble_on`] (a fixed chunking; the results
+/// do not depend on it).
+pub const ASSEMBLY_CHUNK: usize = 128;
+
+/// The coefficients of one body's step system: `A = m M + k K`,
+/// `b = mv M v + h (f_ext − f_int) − kv K v` (see the module docs, "Time stepping").
+struct StepScales {
+    /// Mass scale `m` (1).
+    m: f64,
+    /// Stiffness scale `k` (s²).
+    k: f64,
+    /// Scale of the `K v` term of `b` (s²; 0 for backward Euler).
+    kv: f64,
+    /// Scale of the momentum `M v` in `b` (1).
+    mv: f64,
+}
+
+impl StepScales {
+    fn new(integrator: FemIntegrator, h: f64, material: &FemMaterial) -> Self {
+        let (alpha, beta) = (material.rayleigh_mass_1_s, material.rayleigh_stiffness_s);
+        let (m, k, kv) = match integrator {
+            FemIntegrator::BackwardEuler => (1.0 + h * alpha, h * h + h * beta, 0.0),
+            FemIntegrator::Midpoint => (1.0 + 0.5 * h * alpha, 0.25 * h * h + 0.5 * h * beta, 0.25 * h * h + 0.5 * h * beta),
+        };
+        let mv = match integrator {
+            FemIntegrator::BackwardEuler => 1.0,
+            FemIntegrator::Midpoint => 1.0 - 0.5 * h * alpha,
+        };
+        StepScales { m, k, kv, mv }
+    }
+}
+
+/// What one element contributes to the step system (phase (a) of [`FemSystem::assemble_on`]).
+#[derive(Clone, Copy)]
+struct ElementTerms {
+    /// Polar rotation `R` of the deformation gradient (identity for Stable Neo-Hookean).
+    rotation: Mat3,
+    /// Internal force `f_a` on each of the 4 nodes (N, world).
+    force: [Vec3; 4],
+    /// Tangent block `(ab)` in world axes times the stiffness scale: `k R K_ab Rᵀ`, or `k K_ab`
+    /// for Stable Neo-Hookean (kg).
+    block: [[Mat3; 4]; 4],
+    /// `block[a][b] v_b` (N·s), the midpoint integrator's `K v` term (unset for backward Euler).
+    kv: [[Vec3; 4]; 4],
+}
+
+impl ElementTerms {
+    const ZERO: ElementTerms = ElementTerms { rotation: Mat3::new(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0), force: [Vec3::new(0.0, 0.0, 0.0); 4], block: [[Mat3::new(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0); 4]; 4], kv: [[Vec3::new(0.0, 0.0, 0.0); 4]; 4] };
+}
+
+/// Phase (a) for element `e` of body `d` at positions `x` and velocities `v` (global, 3 per
+/// node): the one implementation of the element computation, for the serial and the parallel
+/// path.
+fn element_terms(d: &Deformable, e: usize, x: &[f64], v: &[f64], scales: &StepScales, out: &mut ElementTerms) {
+    let s = d.node_start;
+    let t = &d.tets[e];
+    let p = |k: usize| Vec3::new(x[3 * (s + t[k])], x[3 * (s + t[k]) + 1], x[3 * (s + t[k]) + 2]);
+    let xs = [p(0), p(1), p(2), p(3)];
+    let g = &d.grads[e];
+    let f_def = xs[0] * g[0].transpose() + xs[1] * g[1].transpose() + xs[2] * g[2].transpose() + xs[3] * g[3].transpose();
+    // Stable Neo-Hookean: world-frame blocks of the projected Hessian, not R K₀ Rᵀ, and no
+    // rotation
+    let world_blocks = d.material.model == ElasticModel::StableNeoHookean;
+    let r = if world_blocks { Mat3::identity() } else { polar_rotation_fast(&f_def) };
+    out.rotation = r;
+    // rotated-back displacement u_b = Rᵀ x_b − X_b
+    let u = [0, 1, 2, 3].map(|k| r.transpose() * xs[k] - d.rest[t[k]]);
+    let mut blocks = [[Mat3::zeros(); 4]; 4];
+    if !world_blocks {
+        for ka in 0..4 {
+            for kb in 0..4 {
+                blocks[ka][kb] = d.stiffness_block(e, ka, kb);
+            }
+        }
+    }
+    out.force = match d.material.model {
+        ElasticModel::Corotational => [0, 1, 2, 3].map(|ka| r * (0..4).fold(Vec3::zeros(), |acc, kb| acc + blocks[ka][kb] * u[kb])),
+        ElasticModel::NeoHookean => {
+            let (lambda, mu) = (d.material.lame_lambda(), d.material.lame_mu());
+            let j = f_def.determinant().max(1e-6);
+            let f_inv_t = f_def.try_inverse().map(|m| m.transpose()).unwrap_or_else(Mat3::zeros);
+            let pk1 = (f_def - f_inv_t) * mu + f_inv_t * (lambda * j.ln());
+            [0, 1, 2, 3].map(|ka| pk1 * g[ka] * d.volume[e])
+        }
+        ElasticModel::StableNeoHookean => {
+            let law = stable_neo_hookean::StableNeoHookean::from_lame(d.material.lame_lambda(), d.material.lame_mu());
+            let (forces, k) = law.element(&f_def, g, d.volume[e]);
+            blocks = k;
+            forces
+        }
+    };
+    for ka in 0..4 {
+        for kb in 0..4 {
+            let k_rot = if world_blocks { blocks[ka][kb] * scales.k } else { r * blocks[ka][kb] * r.transpose() * scales.k };
+            out.block[ka][kb] = k_rot;
+            if scales.kv != 0.0 {
+                let gb = s + t[kb];
+                let vb = Vec3::new(v[3 * gb], v[3 * gb + 1], v[3 * gb + 2]);
+                out.kv[ka][kb] = k_rot * vb;
+            }
+        }
+    }
 }
 
 

@@ -742,7 +742,7 @@ impl PrimalFem {
             for k in 0..n3 {
                 self.pos[k] = state.fem_x[k] + h * self.u[k];
             }
-            fem.system.assemble(&model.deformables, &self.pos, &state.fem_v, h, &model.gravity);
+            fem.system.assemble_on(&model.deformables, &self.pos, &state.fem_v, h, &model.gravity, self.pool.as_ref());
             self.momentum(&fem.system);
             if outer > 0 {
                 // §3.6: the momentum residual with the contact impulses, as a velocity error
