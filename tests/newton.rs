@@ -549,6 +549,21 @@ fn unknown_fem_formulation_is_refused_naming_the_field() {
     }
 }
 
+/// 130 steps (1.08 s, through the fingers' first contact) of the tomato grasp: every step's
+/// joint and node positions and velocities and the wrist sensor's reading as bits, and the most
+/// node contacts seen.
+fn grasp_trace(sim: &mut Simulation) -> (Vec<u64>, usize) {
+    let mut trace: Vec<u64> = vec![];
+    let mut contacts = 0;
+    for _ in 0..130 {
+        sim.step();
+        contacts = contacts.max(sim.workspace.fem.as_ref().unwrap().contacts.len());
+        let st = &sim.state;
+        trace.extend(st.q.iter().chain(st.v.iter()).chain(&st.fem_x).chain(&st.fem_v).chain(st.sensors[0].ideal.iter()).map(|x| x.to_bits()));
+    }
+    (trace, contacts)
+}
+
 /// The primal FEM solve's Delassus matrix is built on the method's own pool with `threads: 2`;
 /// every entry is computed by the same operations whatever the thread count, so the tomato
 /// grasp (`config/examples/newton_tomato_scale.yaml`, through the first contact of the fingers
@@ -558,15 +573,7 @@ fn unknown_fem_formulation_is_refused_naming_the_field() {
 fn tomato_grasp_is_bit_identical_on_one_and_two_threads() {
     let run = |threads: usize| {
         let mut sim = Simulation::from_scene(&scene_file("config/examples/newton_tomato_scale.yaml"), Some(&newton(&format!("threads: {threads}"))));
-        let mut trace: Vec<u64> = vec![];
-        let mut contacts = 0;
-        for _ in 0..130 {
-            sim.step();
-            contacts = contacts.max(sim.workspace.fem.as_ref().unwrap().contacts.len());
-            let st = &sim.state;
-            trace.extend(st.q.iter().chain(st.v.iter()).chain(&st.fem_x).chain(&st.fem_v).chain(st.sensors[0].ideal.iter()).map(|x| x.to_bits()));
-        }
-        (trace, contacts)
+        grasp_trace(&mut sim)
     };
     let (one, contacts) = run(1);
     let (two, _) = run(2);
@@ -583,20 +590,9 @@ fn tomato_grasp_is_bit_identical_on_one_and_two_threads() {
 #[test]
 fn tomato_grasp_repeats_bit_for_bit_after_a_reset() {
     let mut sim = Simulation::from_scene(&scene_file("config/examples/newton_tomato_scale.yaml"), None);
-    let run = |sim: &mut Simulation| {
-        let mut trace: Vec<u64> = vec![];
-        let mut contacts = 0;
-        for _ in 0..130 {
-            sim.step();
-            contacts = contacts.max(sim.workspace.fem.as_ref().unwrap().contacts.len());
-            let st = &sim.state;
-            trace.extend(st.q.iter().chain(st.v.iter()).chain(&st.fem_x).chain(&st.fem_v).map(|x| x.to_bits()));
-        }
-        (trace, contacts)
-    };
-    let (first, contacts) = run(&mut sim);
+    let (first, contacts) = grasp_trace(&mut sim);
     sim.reset();
-    let (second, _) = run(&mut sim);
+    let (second, _) = grasp_trace(&mut sim);
     assert!(contacts >= 10, "the fingers touched the tomato: at most {contacts} node contacts");
     let at = first.iter().zip(&second).position(|(a, b)| a != b);
     assert!(at.is_none(), "the run after the reset differs from entry {at:?}");

@@ -1611,12 +1611,7 @@ mod tests {
             NewtonRow::FrictionSecond,
         ];
         let prob = NewtonProblem { delassus: &d, free_row_velocity: &free, rows: &rows };
-        let mut opts = options(NcpFunction::MinMap, 30);
-        opts.timestep_s = 0.001;
-        opts.tolerance_m_s = 1e-9;
-        opts.jacobian = NewtonJacobian::Exact;
-        opts.line_search = true;
-        opts.regularization = 1e-6;
+        let opts = exact_options(1e-9);
         let (mut p, mut w) = ([0.0; 6], [0.0; 6]);
         projected_sweeps(&prob, &opts, &mut p, &mut w, 200);
         let totals = |p: &[f64]| (p[0] + p[3], p[1] + p[4], p[2] + p[5]);
@@ -1631,6 +1626,11 @@ mod tests {
         assert!(stats.converged && (n - 0.02).abs() < 1e-9 && (fx + 0.01).abs() < 1e-9 && fy.abs() < 1e-9, "{stats:?} {p:?}");
     }
 
+    /// The default preset's exact iteration at a 1 ms step (min-map, line search, ε = 1e-6).
+    fn exact_options(tolerance_m_s: f64) -> NewtonOptions {
+        NewtonOptions { timestep_s: 0.001, tolerance_m_s, jacobian: NewtonJacobian::Exact, line_search: true, regularization: 1e-6, ..options(NcpFunction::MinMap, 30) }
+    }
+
     /// A point of 2 kg sliding on a contact while its slip direction turns by 0.01 rad per step
     /// (50 steps, each warm-started from the last): with `reuse_factorization` every step meets
     /// the tolerance, the impulses are Coulomb's (normal m·0.01 m/s, friction μ times it against
@@ -1642,13 +1642,7 @@ mod tests {
         let d = [1.0 / mass, 0.0, 0.0, 0.0, 1.0 / mass, 0.0, 0.0, 0.0, 1.0 / mass];
         let rows = [NewtonRow::Unilateral { gap: 0.0 }, NewtonRow::FrictionPair { normal_row: 0, mu }, NewtonRow::FrictionSecond];
         let run = |reuse: bool| {
-            let mut opts = options(NcpFunction::MinMap, 30);
-            opts.timestep_s = 0.001;
-            opts.tolerance_m_s = 1e-10;
-            opts.jacobian = NewtonJacobian::Exact;
-            opts.line_search = true;
-            opts.regularization = 1e-6;
-            opts.reuse_factorization = reuse;
+            let opts = NewtonOptions { reuse_factorization: reuse, ..exact_options(1e-10) };
             let mut scr = NewtonScratch::new(3);
             let (mut p, mut y) = ([0.0; 3], [0.0; 3]);
             let (mut factorisations, mut chords) = (0, 0);

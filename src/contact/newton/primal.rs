@@ -324,10 +324,9 @@ impl NodeColumns {
         }
     }
 
-    /// `Σ_a c_aᵀ Y_aᵀ z` over the nodes of row `i` (`coef` its node coefficients, `z` per free
-    /// DOF): the row's part of `J_n L⁻ᵀ z`.
-    fn row_dot(&self, i: usize, coef: &[Vec3; 2], z: &[f64]) -> f64 {
-        let mut s = 0.0;
+    /// Calls `f(reach, Y, c)` for each node of row `i` (at most two): the node's elimination-tree
+    /// reach, its cached columns `Y` (3 per reach entry) and its coefficient `c` in the row.
+    fn for_each_row_node(&self, i: usize, coef: &[Vec3; 2], mut f: impl FnMut(&[u32], &[f64], Vec3)) {
         for a in 0..2 {
             let k = self.row_node[i][a];
             if k == NONE {
@@ -335,28 +334,30 @@ impl NodeColumns {
             }
             let slot = self.step_slots[k as usize] as usize;
             let (reach, y) = self.columns(slot);
-            let c = coef[a];
+            f(reach, y, coef[a]);
+        }
+    }
+
+    /// `Σ_a c_aᵀ Y_aᵀ z` over the nodes of row `i` (`coef` its node coefficients, `z` per free
+    /// DOF): the row's part of `J_n L⁻ᵀ z`.
+    fn row_dot(&self, i: usize, coef: &[Vec3; 2], z: &[f64]) -> f64 {
+        let mut s = 0.0;
+        self.for_each_row_node(i, coef, |reach, y, c| {
             for (e, &j) in reach.iter().enumerate() {
                 s += (c.x * y[3 * e] + c.y * y[3 * e + 1] + c.z * y[3 * e + 2]) * z[j as usize];
             }
-        }
+        });
         s
     }
 
     /// `w += weight Σ_a Y_a c_a` over the nodes of row `i`: the row's part of `L⁻¹ J_nᵀ y`.
     fn row_scatter(&self, i: usize, coef: &[Vec3; 2], weight: f64, w: &mut [f64]) {
-        for a in 0..2 {
-            let k = self.row_node[i][a];
-            if k == NONE {
-                continue;
-            }
-            let slot = self.step_slots[k as usize] as usize;
-            let (reach, y) = self.columns(slot);
-            let c = coef[a] * weight;
+        self.for_each_row_node(i, coef, |reach, y, c| {
+            let c = c * weight;
             for (e, &j) in reach.iter().enumerate() {
                 w[j as usize] += c.x * y[3 * e] + c.y * y[3 * e + 1] + c.z * y[3 * e + 2];
             }
-        }
+        });
     }
 
     /// The reach and the columns (three values per reach entry) of `slot`.
