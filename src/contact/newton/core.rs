@@ -1064,12 +1064,6 @@ const ARMIJO: f64 = 1e-4;
 /// Backtracking halvings at most per Newton iteration ([`NewtonJacobian::Exact`]).
 const MAX_HALVINGS: u32 = 10;
 
-/// The Newton iteration with the exact generalized Jacobian ([`NewtonJacobian::Exact`]). The
-/// velocity is kept exactly on the momentum equation, `u = ũ + M̃⁻¹ J̄ᵀ p` (so `w = J̄ũ + D p`),
-/// which makes the iteration one on the impulses alone: `F(p) = 0`. Each iteration solves
-/// `(G_w D + G_p + ε I) x = −F` by LU and backtracks from `t = step_fraction` until
-/// `½‖F‖²` decreases by the Armijo factor (after [`MAX_HALVINGS`] halvings it takes the trial
-/// with the smallest merit). An unconverged step keeps its best iterate.
 /// A reused factorisation's step is kept only when it cuts the largest row residual at least
 /// this much (`‖F(p + x)‖∞ ≤ CHORD_CONTRACTION · ‖F(p)‖∞`); otherwise the iteration factorises.
 pub const CHORD_CONTRACTION: f64 = 0.25;
@@ -1147,6 +1141,12 @@ fn chord_steps(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScrat
     (merit, false)
 }
 
+/// The Newton iteration with the exact generalized Jacobian ([`NewtonJacobian::Exact`]). The
+/// velocity is kept exactly on the momentum equation, `u = ũ + M̃⁻¹ J̄ᵀ p` (so `w = J̄ũ + D p`),
+/// which makes the iteration one on the impulses alone: `F(p) = 0`. Each iteration solves
+/// `(G_w D + G_p + ε I) x = −F` by LU and backtracks from `t = step_fraction` until
+/// `½‖F‖²` decreases by the Armijo factor (after [`MAX_HALVINGS`] halvings it takes the trial
+/// with the smallest merit). An unconverged step keeps its best iterate.
 fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScratch, it: &mut NewtonIterate) -> NewtonStats {
     let m = prob.dim();
     let d = prob.delassus;
