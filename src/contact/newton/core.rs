@@ -164,11 +164,6 @@ pub struct NewtonOptions {
     pub regularization: f64,
     /// The linearisation of the laws ([`NewtonJacobian::Exact`]: dense LU, rigid rows).
     pub jacobian: NewtonJacobian,
-    /// [`NewtonJacobian::Exact`] only: before factorising, try the factorisation the previous
-    /// solve left in the scratch as a fixed ("chord") Jacobian when its rows have the same
-    /// layout, keeping each step only while it cuts the largest residual at least
-    /// [`CHORD_CONTRACTION`]-fold (docs/newton.md, "Reusing the last factorisation").
-    pub reuse_factorization: bool,
 }
 
 /// What a solve did.
@@ -181,9 +176,6 @@ pub struct NewtonStats {
     /// Projected Gauss–Seidel sweeps of the exact iteration's rescue (0 unless the exact
     /// iteration stalled; see docs/newton.md, "The exact Jacobian").
     pub rescue_sweeps: u32,
-    /// Of [`Self::newton_iterations`], the steps taken with a reused factorisation
-    /// ([`NewtonOptions::reuse_factorization`]); the others each factorised the Jacobian.
-    pub chord_iterations: u32,
     /// The largest row residual at exit (m/s).
     pub residual_m_s: f64,
     /// The momentum residual at exit as a velocity error, `max |H₀⁻¹ g|` with
@@ -322,11 +314,6 @@ pub struct NewtonScratch {
     exact_impulse: Vec<f64>,
     /// Row pivots of the LU factorisation ([`NewtonJacobian::Exact`]).
     pivot: Vec<usize>,
-    /// Rows of the problem whose LU factors `dense` and `pivot` hold (0: none valid), and their
-    /// layout (one code per row, [`row_code`]): what [`NewtonOptions::reuse_factorization`]
-    /// checks before reusing them.
-    factored_rows: usize,
-    factored_layout: Vec<u64>,
     /// The dedicated pool of the Delassus products (`None`: serial).
     pool: Option<rayon::ThreadPool>,
 }
@@ -356,8 +343,6 @@ impl NewtonScratch {
             best_impulse: v(),
             best_velocity_impulse: v(),
             pivot: vec![0; capacity],
-            factored_rows: 0,
-            factored_layout: vec![0; capacity],
             warm_impulse: v(),
             exact_impulse: v(),
             pool: if threads > 1 { rayon::ThreadPoolBuilder::new().num_threads(threads).thread_name(|i| format!("newton-{i}")).build().ok() } else { None },
@@ -624,7 +609,7 @@ pub fn solve(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScratch
         // few exact iterations from their result converge quadratically. Rounds of both, from
         // the exact iteration's best iterate, keeping the best residual seen
         scr.exact_impulse[..m].copy_from_slice(it.impulse);
-        let capped = NewtonOptions { max_newton_iterations: RESCUE_NEWTON, reuse_factorization: false, ..*opts };
+        let capped = NewtonOptions { max_newton_iterations: RESCUE_NEWTON, ..*opts };
         // rounds at most: RESCUE_ROUNDS, fewer on large problems (a round's sweeps cost m² each)
         let rounds = RESCUE_ROUNDS.min((RESCUE_WORK / ((m * m) as f64 * RESCUE_SWEEPS as f64)).ceil() as u32);
         for _ in 0..rounds {
@@ -660,8 +645,6 @@ pub fn solve(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScratch
         it.free_weight = 1.0;
         return NewtonStats { newton_iterations: sub.newton_iterations, rescue_sweeps: exact.rescue_sweeps, ..exact };
     }
-    // the frozen-compliance iteration overwrites the dense buffer that holds the exact one's LU
-    scr.factored_rows = 0;
     let d = prob.delassus;
     let (mut best_residual, mut best_weight) = (f64::INFINITY, it.free_weight);
     loop {
@@ -1064,83 +1047,6 @@ const ARMIJO: f64 = 1e-4;
 /// Backtracking halvings at most per Newton iteration ([`NewtonJacobian::Exact`]).
 const MAX_HALVINGS: u32 = 10;
 
-/// A reused factorisation's step is kept only when it cuts the largest row residual at least
-/// this much (`‖F(p + x)‖∞ ≤ CHORD_CONTRACTION · ‖F(p)‖∞`); otherwise the iteration factorises.
-pub const CHORD_CONTRACTION: f64 = 0.25;
-/// Steps with a reused factorisation at most per solve.
-const CHORD_MAX_STEPS: u32 = 4;
-
-/// A row's kind and, for a friction pair, its normal row, as one code: two problems whose rows
-/// have the same codes in the same order have the same sparsity of their Newton Jacobians.
-fn row_code(row: &NewtonRow) -> u64 {
-    match *row {
-        NewtonRow::Unilateral { .. } => 1,
-        NewtonRow::FrictionPair { normal_row, .. } => 2 | ((normal_row as u64) << 3),
-        NewtonRow::FrictionSecond => 3,
-        NewtonRow::BoundedFriction { .. } => 4,
-        NewtonRow::Bilateral { .. } => 5,
-    }
-}
-
-/// Whether the scratch holds the LU of a problem with `prob`'s row layout.
-fn same_layout(prob: &NewtonProblem, scr: &NewtonScratch) -> bool {
-    let m = prob.dim();
-    scr.factored_rows == m && scr.factored_layout[..m].iter().zip(prob.rows).all(|(code, row)| *code == row_code(row))
-}
-
-/// Chord steps (ours): `p ← p − J₀⁻¹ F(p)` with `J₀` the factorised Jacobian of the previous
-/// solve (the last step's, at its near-converged iterate), each kept only if it contracts the
-/// largest residual by [`CHORD_CONTRACTION`]. From one 1 ms step to the next the contact set and
-/// its pieces rarely change and `D` moves little, so `J₀` is a good approximation of the current
-/// Jacobian and one or two steps of `2m²` reach the tolerance where a factorisation costs
-/// `2m³/3`. A rejected step leaves the iterate unchanged. Returns the merit `½‖F‖²` at the
-/// iterate and whether its laws still need evaluating (`false`: `scr.residual`/`scr.natural` hold
-/// them and `stats.residual_m_s` its largest error).
-fn chord_steps(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScratch, it: &mut NewtonIterate, stats: &mut NewtonStats) -> (f64, bool) {
-    let m = prob.dim();
-    let d = prob.delassus;
-    let (mut res_inf, mut merit) = exact_laws(prob, opts, it.impulse, &scr.row_velocity[..m], &mut scr.residual[..m], &mut scr.natural[..m], None);
-    stats.residual_m_s = res_inf;
-    let start_merit = merit;
-    scr.best_impulse[..m].copy_from_slice(it.impulse);
-    scr.best_velocity_impulse[..m].copy_from_slice(&scr.row_velocity[..m]);
-    for _ in 0..CHORD_MAX_STEPS {
-        if !(res_inf > opts.tolerance_m_s) {
-            break;
-        }
-        for i in 0..m {
-            scr.increment[i] = -scr.residual[i];
-        }
-        lu_solve(&scr.dense[..m * m], m, &scr.pivot[..m], &mut scr.increment[..m]);
-        symmetric_delassus_product(d, m, &scr.increment, &mut scr.rhs, scr.pool.as_ref());
-        for i in 0..m {
-            scr.trial_impulse[i] = it.impulse[i] + scr.increment[i];
-            scr.trial_velocity_impulse[i] = scr.row_velocity[i] + scr.rhs[i];
-        }
-        let [cf, cn, ..] = &mut scr.cr;
-        let (trial_inf, trial_merit) = exact_laws(prob, opts, &scr.trial_impulse[..m], &scr.trial_velocity_impulse[..m], &mut cf[..m], &mut cn[..m], None);
-        if !(trial_inf <= CHORD_CONTRACTION * res_inf) {
-            break;
-        }
-        it.impulse.copy_from_slice(&scr.trial_impulse[..m]);
-        scr.row_velocity[..m].copy_from_slice(&scr.trial_velocity_impulse[..m]);
-        scr.residual[..m].copy_from_slice(&scr.cr[0][..m]);
-        scr.natural[..m].copy_from_slice(&scr.cr[1][..m]);
-        (res_inf, merit) = (trial_inf, trial_merit);
-        stats.residual_m_s = res_inf;
-        stats.newton_iterations += 1;
-        stats.chord_iterations += 1;
-    }
-    if res_inf > opts.tolerance_m_s && stats.chord_iterations > 0 {
-        // not converged: Newton starts from the warm start, as without the chord steps (started
-        // from their iterate instead, one step of the default scene stayed unconverged)
-        it.impulse.copy_from_slice(&scr.best_impulse[..m]);
-        scr.row_velocity[..m].copy_from_slice(&scr.best_velocity_impulse[..m]);
-        return (start_merit, true);
-    }
-    (merit, false)
-}
-
 /// The Newton iteration with the exact generalized Jacobian ([`NewtonJacobian::Exact`]). The
 /// velocity is kept exactly on the momentum equation, `u = ũ + M̃⁻¹ J̄ᵀ p` (so `w = J̄ũ + D p`),
 /// which makes the iteration one on the impulses alone: `F(p) = 0`. Each iteration solves
@@ -1160,14 +1066,6 @@ fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScrat
     let mut best_residual = f64::INFINITY;
     let mut merit = 0.0;
     let mut need_eval = true;
-    if opts.reuse_factorization && same_layout(prob, scr) {
-        (merit, need_eval) = chord_steps(prob, opts, scr, it, &mut stats);
-        if !need_eval && opts.tolerance_m_s > 0.0 && stats.residual_m_s <= opts.tolerance_m_s {
-            stats.converged = true;
-            it.velocity_impulse.copy_from_slice(it.impulse);
-            return stats;
-        }
-    }
     // proximal weight λ: raised when a line search finds no decrease, lowered after each success
     let mut proximal = 0.0f64;
     // full steps since the best residual last improved, and whether the line search is on
@@ -1195,12 +1093,10 @@ fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScrat
             stats.converged = true;
             break;
         }
-        // the budgets count factorised iterations only (rejected chord steps leave no trace)
-        let factorised = stats.newton_iterations - stats.chord_iterations;
-        if factorised >= opts.max_newton_iterations {
+        if stats.newton_iterations >= opts.max_newton_iterations {
             break;
         }
-        if opts.line_search && !searching && (factorised >= FULL_STEPS || stalls >= FULL_STEP_STALLS) {
+        if opts.line_search && !searching && (stats.newton_iterations >= FULL_STEPS || stalls >= FULL_STEP_STALLS) {
             searching = true;
             // the full steps did not converge: back to the best iterate, then globalise
             it.impulse.copy_from_slice(&scr.best_impulse[..m]);
@@ -1212,7 +1108,6 @@ fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScrat
             merit = mer;
         }
         let search = searching;
-        scr.factored_rows = 0;
         exact_laws(prob, opts, it.impulse, &scr.row_velocity[..m], &mut scr.residual[..m], &mut scr.natural[..m], Some(&mut scr.dense[..m * m]));
         for i in 0..m {
             scr.increment[i] = -scr.residual[i];
@@ -1221,10 +1116,6 @@ fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScrat
         }
         if !lu_in_place(&mut scr.dense[..m * m], m, &mut scr.pivot[..m]) {
             break; // singular: only with a non-finite input; reported unconverged
-        }
-        scr.factored_rows = m;
-        for (code, row) in scr.factored_layout.iter_mut().zip(prob.rows) {
-            *code = row_code(row);
         }
         lu_solve(&scr.dense[..m * m], m, &scr.pivot[..m], &mut scr.increment[..m]);
         stats.newton_iterations += 1;
@@ -1473,7 +1364,6 @@ mod tests {
             line_search: false,
             regularization: 0.0,
             jacobian: NewtonJacobian::FrozenCompliance,
-            reuse_factorization: false,
         }
     }
 
@@ -1629,42 +1519,6 @@ mod tests {
     /// The default preset's exact iteration at a 1 ms step (min-map, line search, ε = 1e-6).
     fn exact_options(tolerance_m_s: f64) -> NewtonOptions {
         NewtonOptions { timestep_s: 0.001, tolerance_m_s, jacobian: NewtonJacobian::Exact, line_search: true, regularization: 1e-6, ..options(NcpFunction::MinMap, 30) }
-    }
-
-    /// A point of 2 kg sliding on a contact while its slip direction turns by 0.01 rad per step
-    /// (50 steps, each warm-started from the last): with `reuse_factorization` every step meets
-    /// the tolerance, the impulses are Coulomb's (normal m·0.01 m/s, friction μ times it against
-    /// the slip), and most steps converge on the last step's factorisation (chord steps) where
-    /// the plain iteration factorises in every step.
-    #[test]
-    fn reused_factorisation_tracks_a_turning_slip() {
-        let (mass, mu) = (2.0, 0.5);
-        let d = [1.0 / mass, 0.0, 0.0, 0.0, 1.0 / mass, 0.0, 0.0, 0.0, 1.0 / mass];
-        let rows = [NewtonRow::Unilateral { gap: 0.0 }, NewtonRow::FrictionPair { normal_row: 0, mu }, NewtonRow::FrictionSecond];
-        let run = |reuse: bool| {
-            let opts = NewtonOptions { reuse_factorization: reuse, ..exact_options(1e-10) };
-            let mut scr = NewtonScratch::new(3);
-            let (mut p, mut y) = ([0.0; 3], [0.0; 3]);
-            let (mut factorisations, mut chords) = (0, 0);
-            for step in 0..50 {
-                let angle = 0.01 * step as f64;
-                let free = [-0.01, 0.5 * angle.cos(), 0.5 * angle.sin()];
-                let prob = NewtonProblem { delassus: &d, free_row_velocity: &free, rows: &rows };
-                let mut it = NewtonIterate { impulse: &mut p, velocity_impulse: &mut y, free_weight: 1.0 };
-                let stats = solve(&prob, &opts, &mut scr, &mut it);
-                assert!(stats.converged, "step {step}, reuse {reuse}: {stats:?}");
-                let normal = mass * 0.01;
-                assert!((p[0] - normal).abs() < 1e-9, "step {step}: {p:?}");
-                assert!((p[1] + mu * normal * angle.cos()).abs() < 1e-9 && (p[2] + mu * normal * angle.sin()).abs() < 1e-9, "step {step}: {p:?}");
-                factorisations += stats.newton_iterations - stats.chord_iterations;
-                chords += stats.chord_iterations;
-            }
-            (factorisations, chords)
-        };
-        let (plain, none) = run(false);
-        let (reused, chords) = run(true);
-        assert_eq!(none, 0);
-        assert!(chords >= 40 && reused * 4 < plain, "factorisations {reused} with reuse ({chords} chord steps) against {plain}");
     }
 
     /// The row-combination product of a symmetric matrix agrees bit for bit with the row-dot one.

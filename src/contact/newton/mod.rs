@@ -139,12 +139,6 @@ pub struct NewtonParams {
     /// friction compliance, symmetric Schur complement). Scenes with deformables always use the
     /// frozen compliance.
     pub jacobian: Option<NewtonJacobian>,
-    /// `jacobian: exact` only: start each solve with steps on the previous solve's factorisation
-    /// (a chord iteration), kept only while each cuts the largest residual at least fourfold,
-    /// and factorise only when they stop contracting. Off by default in both presets: it halves
-    /// the factorisations on the default scene but, measured, leaves sporadic unconverged steps
-    /// where the default leaves none; see docs/newton.md ("Reusing the last factorisation").
-    pub reuse_factorization: Option<bool>,
     /// `effective_mass` (default), `global` or `identity`.
     pub complementarity_scale: ComplementarityScale,
     /// Diagonal regularisation ε of the Newton system (m/s per N·s; paper: 1e-6).
@@ -181,7 +175,6 @@ impl Default for NewtonParams {
             start_from_free_velocity: None,
             ncp: None,
             jacobian: None,
-            reuse_factorization: None,
             complementarity_scale: ComplementarityScale::EffectiveMass,
             regularization: 1e-6,
             geometric_stiffness: None,
@@ -229,7 +222,6 @@ impl NewtonParams {
                 line_search: self.line_search.unwrap_or(jacobian == NewtonJacobian::Exact),
                 regularization: self.regularization,
                 jacobian,
-                reuse_factorization: self.reuse_factorization.unwrap_or(false),
             },
             warm_start: self.warm_start.unwrap_or(!paper),
             start_from_free_velocity: self.start_from_free_velocity.unwrap_or(!paper),
