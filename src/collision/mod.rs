@@ -98,6 +98,9 @@ pub struct CollisionReport {
     pub dropped_contacts: usize,
     /// Pairs parry could not handle.
     pub unsupported_pairs: usize,
+    /// Manifold points dropped as copies of another point of the same pair (within
+    /// [`DUPLICATE_POINT_M`]).
+    pub duplicate_points: usize,
 }
 
 /// Finds all contacts into `contacts` (whose capacity is not exceeded).
@@ -192,6 +195,7 @@ pub fn detect(model: &Model, body_pose: &[Pose], body_velocity: &[crate::math::V
             continue;
         }
         let n_w = n_w.normalize();
+        let first_of_pair = contacts.len();
         for (k, c) in manifold.points.iter().enumerate() {
             let p1 = pa * nalgebra::Point3::from(from_parry_vec(c.local_p1));
             let p2 = pb * nalgebra::Point3::from(from_parry_vec(c.local_p2));
@@ -201,11 +205,23 @@ pub fn detect(model: &Model, body_pose: &[Pose], body_velocity: &[crate::math::V
                 continue;
             }
             let mid = (p1.coords + p2.coords) * 0.5;
+            // parry's polygonal clipping can return one point twice (box–box, seen on the
+            // default scene's finger on the box); a second contact at the same point with the same
+            // normal is the same constraint again, and the copy makes the contact problem singular
+            if contacts[first_of_pair..].iter().any(|o| (o.position - mid).norm() <= DUPLICATE_POINT_M) {
+                report.duplicate_points += 1;
+                continue;
+            }
             push(contacts, mid, n_w, dist, c.fid1.0, c.fid2.0);
         }
     }
     report
 }
+
+/// Manifold points of one pair closer than this (m) are one contact: the later ones are dropped
+/// (counted in [`CollisionReport::duplicate_points`]). A micrometre is far below any patch a
+/// rigid contact resolves and far above the round-off between two copies of a clipped point.
+pub const DUPLICATE_POINT_M: f64 = 1e-6;
 
 /// How far beyond the penetration depth [`separate_overlap`] moves the second shape (m): enough
 /// that parry's GJK sees two separate shapes despite EPA's tolerance on the depth.
