@@ -317,6 +317,9 @@ pub struct NewtonScratch {
     exact_impulse: Vec<f64>,
     /// Row pivots of the LU factorisation ([`NewtonJacobian::Exact`]).
     pivot: Vec<usize>,
+    /// The problem's consecutive blocks ([`consecutive_blocks`]): their ends, and its scratch.
+    block_ends: Vec<usize>,
+    block_reach: Vec<usize>,
     /// `D + R` and `J̄ũ − R p_k` of the proximal-point rescue ([`NewtonJacobian::Exact`]).
     proximal_delassus: Vec<f64>,
     proximal_free: Vec<f64>,
@@ -349,6 +352,8 @@ impl NewtonScratch {
             best_impulse: v(),
             best_velocity_impulse: v(),
             pivot: vec![0; capacity],
+            block_ends: vec![0; capacity],
+            block_reach: vec![0; capacity],
             warm_impulse: v(),
             exact_impulse: v(),
             proximal_delassus: vec![0.0; capacity * capacity],
@@ -1063,10 +1068,19 @@ fn projected_sweeps(prob: &NewtonProblem, opts: &NewtonOptions, p: &mut [f64], w
 /// block-diagonal matrix (independent contact islands) costs the sum of its blocks. Returns
 /// false on a zero or non-finite pivot.
 pub fn lu_in_place(a: &mut [f64], m: usize, pivot: &mut [usize]) -> bool {
-    for k in 0..m {
-        let (mut pr, mut best) = (k, a[k * m + k].abs());
-        for r in k + 1..m {
-            let v = a[r * m + k].abs();
+    lu_in_place_block(a, m, 0, m, pivot)
+}
+
+/// [`lu_in_place`] on the `n × n` diagonal block of the row-major matrix `a` (row stride
+/// `stride`) that starts at row and column `start`; `pivot` holds the block's local row pivots.
+/// On a block that no nonzero outside it couples (a consecutive block of
+/// [`consecutive_blocks`]) the factors are bit-identical to those of the whole matrix.
+pub fn lu_in_place_block(a: &mut [f64], stride: usize, start: usize, n: usize, pivot: &mut [usize]) -> bool {
+    let at = |r: usize, c: usize| (start + r) * stride + start + c;
+    for k in 0..n {
+        let (mut pr, mut best) = (k, a[at(k, k)].abs());
+        for r in k + 1..n {
+            let v = a[at(r, k)].abs();
             if v > best {
                 (pr, best) = (r, v);
             }
@@ -1076,19 +1090,19 @@ pub fn lu_in_place(a: &mut [f64], m: usize, pivot: &mut [usize]) -> bool {
         }
         pivot[k] = pr;
         if pr != k {
-            for c in 0..m {
-                a.swap(k * m + c, pr * m + c);
+            for c in 0..n {
+                a.swap(at(k, c), at(pr, c));
             }
         }
-        let inv = 1.0 / a[k * m + k];
-        let (top, bottom) = a.split_at_mut((k + 1) * m);
+        let inv = 1.0 / a[at(k, k)];
+        let (top, bottom) = a.split_at_mut((start + k + 1) * stride);
         // the pivot row's trailing zeros (rows of other independent groups of contacts) change
         // nothing: stop the updates at its last nonzero
-        let urow = &top[k * m + k + 1..k * m + m];
+        let urow = &top[at(k, k + 1)..at(k, n)];
         let width = urow.iter().rposition(|&u| u != 0.0).map_or(0, |j| j + 1);
         let urow = &urow[..width];
-        for r in 0..m - k - 1 {
-            let row = &mut bottom[r * m..(r + 1) * m];
+        for r in 0..n - k - 1 {
+            let row = &mut bottom[r * stride + start..r * stride + start + n];
             if row[k] == 0.0 {
                 continue;
             }
@@ -1104,17 +1118,58 @@ pub fn lu_in_place(a: &mut [f64], m: usize, pivot: &mut [usize]) -> bool {
 
 /// Solves `a x = b` in place (`x` holds b on entry) with the factors of [`lu_in_place`].
 pub fn lu_solve(a: &[f64], m: usize, pivot: &[usize], x: &mut [f64]) {
-    for k in 0..m {
+    lu_solve_block(a, m, 0, pivot, x);
+}
+
+/// Solves with the factors of [`lu_in_place_block`] (the block at `start`, its size
+/// `x.len()`): `x` holds the block's part of b on entry.
+pub fn lu_solve_block(a: &[f64], stride: usize, start: usize, pivot: &[usize], x: &mut [f64]) {
+    let n = x.len();
+    let row = |r: usize| &a[(start + r) * stride + start..(start + r) * stride + start + n];
+    for k in 0..n {
         x.swap(k, pivot[k]);
     }
-    for r in 0..m {
-        let s: f64 = a[r * m..r * m + r].iter().zip(&x[..r]).map(|(l, v)| l * v).sum();
+    for r in 0..n {
+        let s: f64 = row(r)[..r].iter().zip(&x[..r]).map(|(l, v)| l * v).sum();
         x[r] -= s;
     }
-    for r in (0..m).rev() {
-        let s: f64 = a[r * m + r + 1..(r + 1) * m].iter().zip(&x[r + 1..m]).map(|(u, v)| u * v).sum();
-        x[r] = (x[r] - s) / a[r * m + r];
+    for r in (0..n).rev() {
+        let u = row(r);
+        let s: f64 = u[r + 1..n].iter().zip(&x[r + 1..n]).map(|(u, v)| u * v).sum();
+        x[r] = (x[r] - s) / u[r];
     }
+}
+
+/// Splits the rows of a problem into consecutive blocks that no nonzero of its Delassus matrix
+/// couples (with a contact's three rows always in one block): the blocks' ends go to `ends`
+/// (ascending, the last one `m`) and their count is returned. The exact iteration's Newton
+/// matrix `G_w D + G_p + ε I` has the same blocks (its rows combine the Delassus rows of one
+/// contact), so each block is factorised on its own ([`lu_in_place_block`]), bit for bit as
+/// the whole matrix would be, without the whole matrix's search and skip over the other blocks'
+/// zeros. In the default scene the quadruped's feet and the arm with its box are two blocks.
+/// `reach` is scratch of length `m`.
+pub fn consecutive_blocks(prob: &NewtonProblem, reach: &mut [usize], ends: &mut [usize]) -> usize {
+    let m = prob.dim();
+    let d = prob.delassus;
+    for i in 0..m {
+        // D is symmetric: the upper triangle gives every coupling of a row to a later one
+        reach[i] = d[i * m + i + 1..(i + 1) * m].iter().rposition(|v| *v != 0.0).map_or(i, |j| i + 1 + j);
+    }
+    for i in 0..m {
+        if let NewtonRow::FrictionPair { normal_row, .. } = prob.rows[i] {
+            reach[normal_row] = reach[normal_row].max(i + 1);
+            reach[i] = reach[i].max(i + 1);
+        }
+    }
+    let (mut count, mut block_reach) = (0, 0);
+    for i in 0..m {
+        block_reach = block_reach.max(reach[i]);
+        if block_reach == i {
+            ends[count] = i + 1;
+            count += 1;
+        }
+    }
+    count
 }
 
 /// Full Newton steps before the line search starts ([`NewtonJacobian::Exact`]).
@@ -1138,6 +1193,7 @@ fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScrat
     let m = prob.dim();
     let d = prob.delassus;
     let mut stats = NewtonStats::default();
+    let blocks = consecutive_blocks(prob, &mut scr.block_reach[..m], &mut scr.block_ends[..m]);
     // start on the momentum equation: u = ũ + M̃⁻¹ J̄ᵀ p
     it.free_weight = 1.0;
     symmetric_delassus_product(d, m, it.impulse, &mut scr.row_velocity, scr.pool.as_ref());
@@ -1195,10 +1251,22 @@ fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScrat
             // proximal term λ Dᵢᵢ (zero unless the previous line search failed)
             scr.dense[i * m + i] += proximal * d[i * m + i];
         }
-        if !lu_in_place(&mut scr.dense[..m * m], m, &mut scr.pivot[..m]) {
+        // the Newton matrix is block-diagonal on the problem's consecutive blocks: factorise and
+        // solve each on its own
+        let mut singular = false;
+        let mut block_start = 0;
+        for &block_end in &scr.block_ends[..blocks] {
+            let n = block_end - block_start;
+            if !lu_in_place_block(&mut scr.dense[..m * m], m, block_start, n, &mut scr.pivot[..n]) {
+                singular = true;
+                break;
+            }
+            lu_solve_block(&scr.dense[..m * m], m, block_start, &scr.pivot[..n], &mut scr.increment[block_start..block_end]);
+            block_start = block_end;
+        }
+        if singular {
             break; // singular: only with a non-finite input; reported unconverged
         }
-        lu_solve(&scr.dense[..m * m], m, &scr.pivot[..m], &mut scr.increment[..m]);
         stats.newton_iterations += 1;
         // D x, then backtracking along (x, D x)
         symmetric_delassus_product(d, m, &scr.increment, &mut scr.rhs, scr.pool.as_ref());
