@@ -775,6 +775,13 @@ pub fn solve(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScratch
     stats
 }
 
+/// `√(x² + y²)` without `hypot`'s guard against overflow and underflow (impulses and velocities
+/// are nowhere near either; `hypot` cost the exact iteration about a tenth of its time).
+#[inline]
+fn norm2(x: f64, y: f64) -> f64 {
+    (x * x + y * y).sqrt()
+}
+
 /// Evaluates every row's natural residual `F` (m/s) at the impulses `p` and row velocities
 /// `w = J̄ u` ([`NewtonJacobian::Exact`]): `min(a, b)` (or FB) on unilateral rows,
 /// `r p_f − Π(r p_f − w_f)` on friction pairs (Π: projection on the disk of radius `r μ p_n`),
@@ -828,7 +835,7 @@ fn exact_laws(prob: &NewtonProblem, opts: &NewtonOptions, p: &[f64], w: &[f64], 
                 let r = 0.5 * (scale(i) + scale(i + 1));
                 let radius = r * mu * p[normal_row];
                 let z = [r * p[i] - w[i], r * p[i + 1] - w[i + 1]];
-                let nz = z[0].hypot(z[1]);
+                let nz = norm2(z[0], z[1]);
                 if radius <= 0.0 {
                     // no normal impulse: the disk is a point, F = r p_f
                     f[i] = r * p[i];
@@ -866,7 +873,7 @@ fn exact_laws(prob: &NewtonProblem, opts: &NewtonOptions, p: &[f64], w: &[f64], 
                         }
                     }
                 }
-                let e = f[i].hypot(f[i + 1]);
+                let e = norm2(f[i], f[i + 1]);
                 natural[i] = e;
                 natural[i + 1] = e;
                 i += 2;
