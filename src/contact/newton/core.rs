@@ -914,14 +914,18 @@ fn exact_laws(prob: &NewtonProblem, opts: &NewtonOptions, p: &[f64], w: &[f64], 
     (inf_norm, 0.5 * f[..m].iter().map(|e| e * e).sum::<f64>())
 }
 
-/// Weight λ of the proximal-point iteration's compliance `R = λ diag(D)` (relative to each
-/// row's `Dᵢᵢ`). Measured over 24 runs (the default scene, `arm_push_box`, `box_stack_heavy`, 7 s at
-/// eight tolerances from 3e-7 to 4e-6 m/s): 1e-3 left no step unconverged with 10 rounds, 1e-2
-/// and 1e-4 one or two (an outer round gains less per round with a larger λ, and the inner
-/// problems are nearly as singular as the original with a smaller one).
+/// First weight λ of the proximal-point iteration's compliance `R = λ diag(D)` (relative to each
+/// row's `Dᵢᵢ`).
 const PROXIMAL_POINT_WEIGHT: f64 = 1e-3;
-/// Outer rounds of the proximal-point iteration at most.
-const PROXIMAL_POINT_ROUNDS: u32 = 10;
+/// Factor on λ after a round whose inner iteration converged: a weaker pull gains more per
+/// round (with a constant λ = 1e-3 the heavy stack's rounds gained only 17 % each).
+const PROXIMAL_POINT_WEAKEN: f64 = 0.3;
+/// Factor on λ after a round whose inner iteration did not converge.
+const PROXIMAL_POINT_STRENGTHEN: f64 = 10.0;
+/// Outer rounds of the proximal-point iteration at most. Measured over 20 s of the arch
+/// (`newton_arch.yaml`, 150 rows): 10 rounds left 22 steps unconverged (residuals 1–12 µm/s),
+/// 20 left 13, 40 none; the default scene's stalled steps need 2–8.
+const PROXIMAL_POINT_ROUNDS: u32 = 40;
 /// Exact Newton iterations at most per proximal-point round.
 const PROXIMAL_POINT_NEWTON: u32 = 8;
 
@@ -935,7 +939,10 @@ const PROXIMAL_POINT_NEWTON: u32 = 8;
 /// Newton matrix regular: the inner iteration then converges in one or two steps instead of
 /// crawling along the ε-inverse of the laws' inconsistency. At a solution `p = p_k` and the
 /// compliance vanishes, so the rounds converge to a solution of the laws themselves; the stop is
-/// tested on them (the true residual) after each round. Leaves the best iterate in `it` (the
+/// tested on them (the true residual) after each round. λ starts at [`PROXIMAL_POINT_WEIGHT`]
+/// and falls by [`PROXIMAL_POINT_WEAKEN`] after each round whose inner iteration converged (the
+/// rounds then gain more and more: a decreasing-regularisation proximal point), rising by
+/// [`PROXIMAL_POINT_STRENGTHEN`] after one that did not. Leaves the best iterate in `it` (the
 /// start, of residual `start_residual_m_s`, unless a round improved on it).
 fn proximal_point(prob: &NewtonProblem, opts: &NewtonOptions, start_residual_m_s: f64, scr: &mut NewtonScratch, it: &mut NewtonIterate) -> NewtonStats {
     let m = prob.dim();
@@ -946,17 +953,19 @@ fn proximal_point(prob: &NewtonProblem, opts: &NewtonOptions, start_residual_m_s
     // the rounds' problem lives outside the scratch the inner iteration works in
     let (mut delassus, mut free) = (std::mem::take(&mut scr.proximal_delassus), std::mem::take(&mut scr.proximal_free));
     delassus[..m * m].copy_from_slice(d);
-    for i in 0..m {
-        delassus[i * m + i] += PROXIMAL_POINT_WEIGHT * d[i * m + i];
-    }
+    let mut weight = PROXIMAL_POINT_WEIGHT;
     for _ in 0..PROXIMAL_POINT_ROUNDS {
         for i in 0..m {
-            free[i] = prob.free_row_velocity[i] - PROXIMAL_POINT_WEIGHT * d[i * m + i] * it.impulse[i];
+            delassus[i * m + i] = (1.0 + weight) * d[i * m + i];
+            free[i] = prob.free_row_velocity[i] - weight * d[i * m + i] * it.impulse[i];
         }
         let round = NewtonProblem { delassus: &delassus[..m * m], free_row_velocity: &free[..m], rows: prob.rows };
         let inner = solve_exact(&round, &inner_opts, scr, it);
         stats.newton_iterations += inner.newton_iterations;
         stats.proximal_rounds += 1;
+        // a round that converged allows a weaker pull (faster progress), one that did not needs a
+        // stronger one
+        weight = if inner.converged { weight * PROXIMAL_POINT_WEAKEN } else { weight * PROXIMAL_POINT_STRENGTHEN };
         // the laws' own residual at the round's result
         symmetric_delassus_product(d, m, it.impulse, &mut scr.row_velocity, scr.pool.as_ref());
         for i in 0..m {
