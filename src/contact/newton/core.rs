@@ -1643,13 +1643,11 @@ mod tests {
         assert!((p[0] - 0.02).abs() < 1e-12 && (p[1] + 0.01).abs() < 1e-12 && p[2].abs() < 1e-12, "{p:?}");
     }
 
-    /// The rescue's projected Gauss–Seidel sweeps on a redundant contact set: a 2 kg point
-    /// touched by two coincident contacts (μ = 0.5; D = J M⁻¹ Jᵀ of rank 3 on 6 rows), pressed
-    /// down at 0.01 m/s and sliding at 0.5 m/s along x. The split between the contacts is not
-    /// unique, the totals are: normal m · 0.01 = 0.02 N·s, friction μ · 0.02 = 0.01 N·s against
-    /// the slip. The sweeps reach them, and the exact iteration started there converges.
-    #[test]
-    fn projected_sweeps_solve_a_redundant_sliding_contact() {
+    /// A redundant contact set: a 2 kg point touched by two coincident contacts (μ = 0.5;
+    /// D = J M⁻¹ Jᵀ of rank 3 on 6 rows), pressed down at 0.01 m/s and sliding at 0.5 m/s along
+    /// x. The split between the contacts is not unique, the totals are: normal m · 0.01 =
+    /// 0.02 N·s, friction μ · 0.02 = 0.01 N·s against the slip. Returns D, J̄ũ and the rows.
+    fn redundant_sliding_problem() -> (Vec<f64>, Vec<f64>, [NewtonRow; 6]) {
         let mass = 2.0;
         let dirs = [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]];
         let jac: Vec<[f64; 3]> = (0..6).map(|i| dirs[i % 3]).collect();
@@ -1665,20 +1663,111 @@ mod tests {
             NewtonRow::FrictionPair { normal_row: 3, mu: 0.5 },
             NewtonRow::FrictionSecond,
         ];
+        (d, free, rows)
+    }
+
+    /// The normal and friction totals of [`redundant_sliding_problem`]'s two contacts.
+    fn redundant_totals(p: &[f64]) -> (f64, f64, f64) {
+        (p[0] + p[3], p[1] + p[4], p[2] + p[5])
+    }
+
+    /// The rescue's projected Gauss–Seidel sweeps on the redundant sliding contact reach the
+    /// totals, and the exact iteration started there converges.
+    #[test]
+    fn projected_sweeps_solve_a_redundant_sliding_contact() {
+        let (d, free, rows) = redundant_sliding_problem();
+        let m = 6;
         let prob = NewtonProblem { delassus: &d, free_row_velocity: &free, rows: &rows };
         let opts = exact_options(1e-9);
         let (mut p, mut w) = ([0.0; 6], [0.0; 6]);
         projected_sweeps(&prob, &opts, &mut p, &mut w, 200);
-        let totals = |p: &[f64]| (p[0] + p[3], p[1] + p[4], p[2] + p[5]);
-        let (n, fx, fy) = totals(&p);
+        let (n, fx, fy) = redundant_totals(&p);
         assert!((n - 0.02).abs() < 1e-12 && (fx + 0.01).abs() < 1e-12 && fy.abs() < 1e-12, "sweeps: {p:?}");
         assert!(p[0] >= 0.0 && p[3] >= 0.0 && p[1].hypot(p[2]) <= 0.5 * p[0] + 1e-15 && p[4].hypot(p[5]) <= 0.5 * p[3] + 1e-15, "cones: {p:?}");
         let mut y = p;
         let mut scr = NewtonScratch::new(m);
         let mut it = NewtonIterate { impulse: &mut p, velocity_impulse: &mut y, free_weight: 1.0 };
         let stats = solve(&prob, &opts, &mut scr, &mut it);
-        let (n, fx, fy) = totals(&p);
+        let (n, fx, fy) = redundant_totals(&p);
         assert!(stats.converged && (n - 0.02).abs() < 1e-9 && (fx + 0.01).abs() < 1e-9 && fy.abs() < 1e-9, "{stats:?} {p:?}");
+    }
+
+    /// The proximal-point rescue on the redundant sliding contact, from a start far from any
+    /// solution (all the normal impulse, three times too much, on one contact and friction the
+    /// wrong way on the other): its rounds converge to the laws' own tolerance with the right
+    /// totals, the iterate inside both cones.
+    #[test]
+    fn proximal_point_solves_a_redundant_sliding_contact_from_a_poor_start() {
+        let (d, free, rows) = redundant_sliding_problem();
+        let m = 6;
+        let prob = NewtonProblem { delassus: &d, free_row_velocity: &free, rows: &rows };
+        let opts = exact_options(1e-9);
+        let mut p = [0.06, 0.0, 0.0, 0.0, 0.01, 0.0];
+        let mut y = p;
+        let mut scr = NewtonScratch::new(m);
+        let mut it = NewtonIterate { impulse: &mut p, velocity_impulse: &mut y, free_weight: 1.0 };
+        let stats = proximal_point(&prob, &opts, f64::INFINITY, &mut scr, &mut it);
+        let (n, fx, fy) = redundant_totals(&p);
+        assert!(stats.converged && stats.residual_m_s <= 1e-9 && stats.proximal_rounds >= 1, "{stats:?}");
+        assert!((n - 0.02).abs() < 1e-9 && (fx + 0.01).abs() < 1e-9 && fy.abs() < 1e-9, "{p:?}");
+        assert!(p[0] >= -1e-12 && p[3] >= -1e-12 && p[1].hypot(p[2]) <= 0.5 * p[0] + 1e-9 && p[4].hypot(p[5]) <= 0.5 * p[3] + 1e-9, "cones: {p:?}");
+    }
+
+    /// The consecutive blocks of a problem with two independent contacts and a joint row coupled
+    /// to the second one, and the block-by-block LU against the whole matrix's, bit for bit.
+    #[test]
+    fn block_lu_is_bit_identical_to_the_whole_matrix_lu() {
+        let m = 7;
+        // rows 0–2: contact A; 3–5: contact B; 6: a joint row coupled to contact B only
+        let mut d = vec![0.0; m * m];
+        let mut seed = 7u64;
+        let mut rand = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 11) as f64) / ((1u64 << 53) as f64) - 0.5
+        };
+        for block in [0..3, 3..7] {
+            for r in block.clone() {
+                for c in block.clone() {
+                    d[r * m + c] = rand();
+                }
+                d[r * m + r] += 3.0;
+            }
+        }
+        // symmetric pattern (the values need not be: J is unsymmetric)
+        let rows = [
+            NewtonRow::Unilateral { gap: 0.0 },
+            NewtonRow::FrictionPair { normal_row: 0, mu: 0.5 },
+            NewtonRow::FrictionSecond,
+            NewtonRow::Unilateral { gap: 0.0 },
+            NewtonRow::FrictionPair { normal_row: 3, mu: 0.5 },
+            NewtonRow::FrictionSecond,
+            NewtonRow::Bilateral { error: 0.0, compliance: 0.0 },
+        ];
+        let free = [0.0; 7];
+        let prob = NewtonProblem { delassus: &d, free_row_velocity: &free, rows: &rows };
+        let (mut reach, mut ends) = ([0; 7], [0; 7]);
+        assert_eq!(consecutive_blocks(&prob, &mut reach, &mut ends), 2);
+        assert_eq!(&ends[..2], &[3, 7]);
+        let b: Vec<f64> = (0..m).map(|_| rand()).collect();
+        let (mut whole, mut pivot) = (d.clone(), [0; 7]);
+        let mut x_whole = b.clone();
+        assert!(lu_in_place(&mut whole, m, &mut pivot));
+        lu_solve(&whole, m, &pivot, &mut x_whole);
+        let mut blocks = d.clone();
+        let mut x_blocks = b.clone();
+        let mut start = 0;
+        for &end in &ends[..2] {
+            assert!(lu_in_place_block(&mut blocks, m, start, end - start, &mut pivot[..end - start]));
+            lu_solve_block(&blocks, m, start, &pivot[..end - start], &mut x_blocks[start..end]);
+            start = end;
+        }
+        assert_eq!(whole, blocks);
+        assert_eq!(x_whole, x_blocks);
+        // and it solves the system
+        for r in 0..m {
+            let ax: f64 = (0..m).map(|c| d[r * m + c] * x_whole[c]).sum();
+            assert!((ax - b[r]).abs() < 1e-12);
+        }
     }
 
     /// The default preset's exact iteration at a 1 ms step (min-map, line search, ε = 1e-6).
