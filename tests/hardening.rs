@@ -489,16 +489,25 @@ fn extreme_mass_ratio_is_warned_once_with_the_numbers() {
 }
 
 /// A run whose solver stops short on most steps with a large residual (the heavy stack under
-/// PGS) warns once with the count, the residual and its step; a converging run does not.
+/// PGS capped at 50 sweeps: about half the steps stop short, by up to 1 N·s, 2 % of the scale)
+/// warns once with the count, the residual and its step; a converging run does not. (At PGS's
+/// default 500 sweeps every step of the heavy stack stops short too, but since the collision
+/// stage keeps one contact per manifold point its residuals stay below the warning's 1e-3 of the
+/// scale.)
 #[test]
 fn untrustworthy_solver_residual_is_warned_once_with_the_numbers() {
-    let out = cli(&["run", "config/examples/box_stack_heavy.yaml", "--duration", "0.5", "--quiet"]);
+    let d = tmp("untrustworthy");
+    let f = d.join("box_stack_heavy.yaml");
+    let scene = std::fs::read_to_string(repo("config/examples/box_stack_heavy.yaml")).unwrap();
+    std::fs::write(&f, format!("{scene}\nsolver: {{kind: pgs, max_iterations: 50}}\n")).unwrap();
+    let out = cli(&["run", f.to_str().unwrap(), "--duration", "0.5", "--quiet"]);
     let err = stderr_of(&out);
     let w: Vec<_> = err.lines().filter(|l| l.contains("stopped before its tolerance")).collect();
     assert_eq!(w.len(), 1, "{err}");
     assert!(w[0].contains("box_stack_heavy.yaml") && w[0].contains(" of 500 steps") && w[0].contains("N·s") && w[0].contains("at step ") && w[0].contains("not to be trusted"), "{}", w[0]);
     let ok = cli(&["run", "config/examples/box_rest.yaml", "--duration", "0.5", "--quiet"]);
     assert!(!stderr_of(&ok).contains("tolerance"), "{}", stderr_of(&ok));
+    let _ = std::fs::remove_dir_all(&d);
 }
 
 /// `compare` against a hardware bag with one stamp 10⁶ s off (83 s and 1.5 GB before) warns

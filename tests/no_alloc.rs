@@ -225,3 +225,24 @@ fn deformable_node_contacts_do_not_allocate() {
         assert_eq!(n, 0, "{solver}: step with node–node contacts allocated {n} times");
     }
 }
+
+/// The default scene under Newton through the gripper's push on the sliding box (t = 3.3–3.7 s),
+/// where the exact iteration stalls on a few steps and the proximal-point rescue runs (a step
+/// with more Newton iterations than the exact iteration's cap of 30 is one that ran a rescue):
+/// the rescue allocates nothing either.
+#[test]
+fn newton_rescue_does_not_allocate() {
+    let scene = scene_file("config/default.yaml");
+    let mut sim = Simulation::from_scene(&scene, Some(&SolverConfig::from_kind("newton").unwrap()));
+    while sim.state.time_s < 3.3 {
+        sim.step();
+    }
+    let mut most = 0;
+    let n = allocations_during(|| {
+        for _ in 0..400 {
+            most = most.max(sim.step().solve.iterations);
+        }
+    });
+    assert!(most > 30, "no step of t = 3.3–3.7 s ran a rescue (most Newton iterations {most}): the case under test is gone");
+    assert_eq!(n, 0, "default / newton: the steps of t = 3.3–3.7 s allocated {n} times");
+}

@@ -98,6 +98,9 @@ pub struct CollisionReport {
     pub dropped_contacts: usize,
     /// Pairs parry could not handle.
     pub unsupported_pairs: usize,
+    /// Manifold points dropped as copies of another point of the same pair (within
+    /// [`DUPLICATE_POINT_M`]).
+    pub duplicate_points: usize,
 }
 
 /// Finds all contacts into `contacts` (whose capacity is not exceeded).
@@ -192,6 +195,7 @@ pub fn detect(model: &Model, body_pose: &[Pose], body_velocity: &[crate::math::V
             continue;
         }
         let n_w = n_w.normalize();
+        let first_of_pair = contacts.len();
         for (k, c) in manifold.points.iter().enumerate() {
             let p1 = pa * nalgebra::Point3::from(from_parry_vec(c.local_p1));
             let p2 = pb * nalgebra::Point3::from(from_parry_vec(c.local_p2));
@@ -201,11 +205,23 @@ pub fn detect(model: &Model, body_pose: &[Pose], body_velocity: &[crate::math::V
                 continue;
             }
             let mid = (p1.coords + p2.coords) * 0.5;
+            // parry's polygonal clipping can return one point twice (box–box, seen on the
+            // default scene's finger on the box); a second contact at the same point with the same
+            // normal is the same constraint again, and the copy makes the contact problem singular
+            if contacts[first_of_pair..].iter().any(|o| (o.position - mid).norm() <= DUPLICATE_POINT_M) {
+                report.duplicate_points += 1;
+                continue;
+            }
             push(contacts, mid, n_w, dist, c.fid1.0, c.fid2.0);
         }
     }
     report
 }
+
+/// Manifold points of one pair closer than this (m) are one contact: the later ones are dropped
+/// (counted in [`CollisionReport::duplicate_points`]). A micrometre is far below any patch a
+/// rigid contact resolves and far above the round-off between two copies of a clipped point.
+pub const DUPLICATE_POINT_M: f64 = 1e-6;
 
 /// How far beyond the penetration depth [`separate_overlap`] moves the second shape (m): enough
 /// that parry's GJK sees two separate shapes despite EPA's tolerance on the depth.
@@ -213,7 +229,8 @@ const SEPARATION_M: f64 = 1e-4;
 
 /// For a pair that parry would send through GJK + EPA while overlapping: the penetration
 /// normal `n` (unit, in A's frame, from A toward B) and a distance `s` (m, the penetration depth
-/// plus [`SEPARATION_M`]) by which moving B along `n` separates the shapes. `None` when the shapes do not
+/// plus [`SEPARATION_M`], doubled until parry's query sees the moved pair apart) by which moving
+/// B along `n` separates the shapes. `None` when the shapes do not
 /// overlap, or when parry treats the pair without EPA (box–box by SAT, balls analytically,
 /// capsule–capsule by segments). `init_dir` is the pair's last normal (A's frame), GJK's first
 /// search direction as in parry's manifold. The GJK simplex and the EPA polytope are the caller's, reused
@@ -244,10 +261,33 @@ fn separate_overlap(
     if gjk::closest_points(pos12, g1, g2, prediction, true, simplex) != GJKResult::Intersection {
         return None;
     }
-    let (p1, p2, n) = epa.closest_points(pos12, g1, g2, simplex)?;
-    let depth = (p1 - p2).dot(n).max(0.0);
-    Some((n, depth + SEPARATION_M))
+    // EPA fails on a degenerate simplex (the origin on the difference's boundary: shapes touching
+    // with no measurable overlap; seen on the arch, once in 750 steps): then move B out along the
+    // pair's last normal, or along the line between the centres, from zero depth
+    let (n, depth) = match epa.closest_points(pos12, g1, g2, simplex) {
+        Some((p1, p2, n)) => (n, (p1 - p2).dot(n).max(0.0)),
+        None => (dir, 0.0),
+    };
+    // parry's manifold query at the moved pose must not see an intersection, or it runs its own,
+    // allocating EPA: make the same query here, and double the extra distance while the moved
+    // pair still intersects (EPA's depth is a tolerance-bound estimate; zero after its failure)
+    let mut extra = SEPARATION_M;
+    for _ in 0..SEPARATION_RETRIES {
+        let s = depth + extra;
+        let mut moved = *pos12;
+        moved.translation += n * s;
+        let dir = init_dir.or_else(|| moved.translation.try_normalize()).unwrap_or(parry3d_f64::math::Vector::X);
+        simplex.reset(CsoPoint::from_shapes(&moved, g1, g2, dir));
+        if gjk::closest_points(&moved, g1, g2, prediction + s, true, simplex) != GJKResult::Intersection {
+            return Some((n, s));
+        }
+        extra *= 2.0;
+    }
+    Some((n, depth + extra))
 }
+
+/// Doublings of [`SEPARATION_M`] at most while the moved pair still intersects.
+const SEPARATION_RETRIES: u32 = 8;
 
 /// Parry's pose for a geometry (cylinders and capsules lie along parry's y axis).
 pub(crate) fn parry_pose(shape: &GeomShape, x_wg: &Pose) -> Pose {

@@ -60,6 +60,9 @@ pub struct StepReport {
     pub dropped_contacts: usize,
     /// Geometry pairs the narrow phase could not handle.
     pub unsupported_pairs: usize,
+    /// Manifold points dropped as copies of another point of the same pair
+    /// ([`crate::collision::DUPLICATE_POINT_M`]).
+    pub duplicate_points: usize,
     /// Joints saturated at their effort limit.
     pub saturated_joints: usize,
     /// The mass matrix was not positive definite (the step was skipped).
@@ -143,6 +146,7 @@ pub fn collide(model: &Model, ws: &mut Workspace, report: &mut StepReport) {
     let coll = collision::detect(model, &ws.body_pose, &ws.body_velocity, &mut ws.collision, &mut ws.contacts);
     report.dropped_contacts = coll.dropped_contacts;
     report.unsupported_pairs = coll.unsupported_pairs;
+    report.duplicate_points = coll.duplicate_points;
     report.contacts = ws.contacts.len();
     report.max_penetration_m = ws.contacts.iter().map(|c| (-c.distance).max(0.0)).fold(0.0, f64::max);
 }

@@ -128,25 +128,28 @@ pub fn write_scene(name: &str, text: &str) -> String {
 /// The heavy stack (`config/examples/box_stack_heavy.yaml`: five boxes, ×8 mass per level,
 /// 4096:1, heaviest on top) for 5 s under `solver`, then under PGS and bisection at their
 /// defaults. Prints each and asserts that `solver` keeps the top box and every contact within
-/// 1 mm with no unconverged step, while both iterative solvers let the top box sink more than
-/// 1 mm.
+/// 1 mm with no unconverged step, while each iterative solver fails: it lets the top box sink
+/// more than 1 mm, or stops short of its tolerance in more than half of the steps (PGS since the
+/// collision stage no longer reports a box–box point twice: its 500 sweeps hold the stack within
+/// 0.2 mm but converge in none of the 5 000 steps).
 pub fn assert_heavy_stack_stands_where_iterative_solvers_sink(solver: &str) {
     let scene = scene_file("config/examples/box_stack_heavy.yaml");
     let mut results = Vec::new();
     for kind in [solver, "pgs", "bisection"] {
         let mut sim = Simulation::from_scene(&scene, Some(&SolverConfig::from_kind(kind).unwrap()));
         let top0 = object_position(&sim, "box4").z;
-        let (mut deepest, mut unconverged): (f64, usize) = (0.0, 0);
+        let (mut deepest, mut unconverged, mut steps): (f64, usize, usize) = (0.0, 0, 0);
         while sim.state.time_s < 5.0 {
             let rep = sim.step();
             deepest = deepest.max(rep.max_penetration_m);
             unconverged += usize::from(!rep.solve.converged);
+            steps += 1;
         }
         let sink = top0 - object_position(&sim, "box4").z;
         println!("{kind:9}: top box sank {:.3} mm, deepest penetration {:.3} mm, unconverged steps {unconverged}", sink * 1e3, deepest * 1e3);
-        results.push((kind, sink, deepest, unconverged));
+        results.push((kind, sink, deepest, unconverged, steps));
     }
-    let (_, sink, deepest, unconverged) = results[0];
+    let (_, sink, deepest, unconverged, _) = results[0];
     assert!(sink < 1e-3 && deepest < 1e-3 && unconverged == 0, "{solver}: sink {sink} m, deepest {deepest} m, {unconverged} unconverged");
-    assert!(results[1..].iter().all(|&(_, s, _, _)| s > 1e-3), "the iterative solvers were expected to sink: {results:?}");
+    assert!(results[1..].iter().all(|&(_, s, _, u, steps)| s > 1e-3 || 2 * u > steps), "the iterative solvers were expected to sink or to stop short of their tolerance: {results:?}");
 }
