@@ -1655,15 +1655,19 @@ mod tests {
         let d: Vec<f64> = (0..m * m).map(|k| (0..3).map(|c| jac[k / m][c] * jac[k % m][c]).sum::<f64>() / mass).collect();
         let v_free = [0.5, 0.0, -0.01];
         let free: Vec<f64> = jac.iter().map(|j| (0..3).map(|c| j[c] * v_free[c]).sum()).collect();
-        let rows = [
+        (d, free, two_contacts())
+    }
+
+    /// The rows of two contacts (μ = 0.5, zero gaps), rows 0–2 and 3–5.
+    fn two_contacts() -> [NewtonRow; 6] {
+        [
             NewtonRow::Unilateral { gap: 0.0 },
             NewtonRow::FrictionPair { normal_row: 0, mu: 0.5 },
             NewtonRow::FrictionSecond,
             NewtonRow::Unilateral { gap: 0.0 },
             NewtonRow::FrictionPair { normal_row: 3, mu: 0.5 },
             NewtonRow::FrictionSecond,
-        ];
-        (d, free, rows)
+        ]
     }
 
     /// The normal and friction totals of [`redundant_sliding_problem`]'s two contacts.
@@ -1734,15 +1738,7 @@ mod tests {
             }
         }
         // symmetric pattern (the values need not be: J is unsymmetric)
-        let rows = [
-            NewtonRow::Unilateral { gap: 0.0 },
-            NewtonRow::FrictionPair { normal_row: 0, mu: 0.5 },
-            NewtonRow::FrictionSecond,
-            NewtonRow::Unilateral { gap: 0.0 },
-            NewtonRow::FrictionPair { normal_row: 3, mu: 0.5 },
-            NewtonRow::FrictionSecond,
-            NewtonRow::Bilateral { error: 0.0, compliance: 0.0 },
-        ];
+        let rows: Vec<NewtonRow> = two_contacts().into_iter().chain([NewtonRow::Bilateral { error: 0.0, compliance: 0.0 }]).collect();
         let free = [0.0; 7];
         let prob = NewtonProblem { delassus: &d, free_row_velocity: &free, rows: &rows };
         let (mut reach, mut ends) = ([0; 7], [0; 7]);
