@@ -64,6 +64,8 @@ pub struct Workspace {
     pub delassus: Vec<f64>,
     /// Constraint velocity before impulses, `J v* + b`.
     pub free_constraint_velocity: Vec<f64>,
+    /// `J v*` per row, without the impulse solvers' bias `b` (m/s or rad/s).
+    pub free_row_velocity: Vec<f64>,
     /// Impulses (N·s, N·m·s).
     pub impulse: Vec<f64>,
     /// Friction coefficient per contact.
@@ -196,6 +198,7 @@ impl Workspace {
             factor_jt: vec![0.0; rows * nv],
             delassus: vec![0.0; rows * rows],
             free_constraint_velocity: vec![0.0; rows],
+            free_row_velocity: vec![0.0; rows],
             impulse: vec![0.0; rows],
             friction: vec![0.0; model.contact.max_contacts],
             row_lower: vec![0.0; model.max_joint_rows()],

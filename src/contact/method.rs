@@ -381,6 +381,9 @@ pub struct ConstraintRows<'a> {
     pub problem: ContactProblem<'a>,
     /// J, row-major `m × nv` (m/s or rad/s per generalized velocity).
     pub jacobian: &'a [f64],
+    /// `J v*` per row: the rows' velocities at the unconstrained velocity, without the impulse
+    /// solvers' bias that `problem.free_velocity` carries (m/s or rad/s).
+    pub free_row_velocity: &'a [f64],
     /// Z = L⁻ᵀ Jᵀ, row `i` is `L⁻ᵀ Jᵢᵀ` (`m × nv`), with M̃ = Lᵀ L: `v⁺ = v* + L⁻¹ Σ λᵢ zᵢ`
     /// ([`ConstraintRows::velocity_change`]).
     pub factor_jt: &'a [f64],

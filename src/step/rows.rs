@@ -91,6 +91,7 @@ pub fn build_jacobian(model: &Model, state: &State, ws: &mut Workspace, dt: f64)
             }
             // bias: speculative gap closing / Baumgarte penetration recovery (normal only)
             let bias = if kind == ContactRow::Normal { model.contact.normal_bias(c.distance, dt) } else { 0.0 };
+            ws.free_row_velocity[i] = u;
             ws.free_constraint_velocity[i] = u + bias;
         }
     }
@@ -126,6 +127,7 @@ pub fn build_jacobian(model: &Model, state: &State, ws: &mut Workspace, dt: f64)
         for k in 0..nv {
             u += row[k] * ws.free_velocity[k];
         }
+        ws.free_row_velocity[i] = u;
         ws.free_constraint_velocity[i] = u + bias;
         ws.row_lower[r] = lo;
         ws.row_upper[r] = hi;

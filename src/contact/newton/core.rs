@@ -1219,6 +1219,9 @@ fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScrat
     let mut best_residual = f64::INFINITY;
     let mut merit = 0.0;
     let mut need_eval = true;
+    // whether `scr.dense` holds the Jacobian at the current iterate (the evaluation of a new
+    // iterate builds it with the residual, which the Newton step then needs in most cases)
+    let mut jacobian_ready = false;
     // proximal weight λ: raised when a line search finds no decrease, lowered after each success
     let mut proximal = 0.0f64;
     // full steps since the best residual last improved, and whether the line search is on
@@ -1226,7 +1229,8 @@ fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScrat
     loop {
         let res_inf;
         if need_eval {
-            let (inf, mer) = exact_laws(prob, opts, it.impulse, &scr.row_velocity[..m], &mut scr.residual[..m], &mut scr.natural[..m], None);
+            let (inf, mer) = exact_laws(prob, opts, it.impulse, &scr.row_velocity[..m], &mut scr.residual[..m], &mut scr.natural[..m], Some(&mut scr.dense[..m * m]));
+            jacobian_ready = true;
             res_inf = inf;
             merit = mer;
         } else {
@@ -1259,9 +1263,14 @@ fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScrat
             }
             let (_, mer) = exact_laws(prob, opts, it.impulse, &scr.row_velocity[..m], &mut scr.residual[..m], &mut scr.natural[..m], None);
             merit = mer;
+            jacobian_ready = false;
         }
         let search = searching;
-        exact_laws(prob, opts, it.impulse, &scr.row_velocity[..m], &mut scr.residual[..m], &mut scr.natural[..m], Some(&mut scr.dense[..m * m]));
+        if !jacobian_ready {
+            exact_laws(prob, opts, it.impulse, &scr.row_velocity[..m], &mut scr.residual[..m], &mut scr.natural[..m], Some(&mut scr.dense[..m * m]));
+        }
+        // the factorisation below overwrites it
+        jacobian_ready = false;
         for i in 0..m {
             scr.increment[i] = -scr.residual[i];
             // proximal term λ Dᵢᵢ (zero unless the previous line search failed)

@@ -296,7 +296,6 @@ pub struct NewtonScheme {
     /// Parameters.
     pub params: NewtonParams,
     rows: Vec<NewtonRow>,
-    free_row_velocity: Vec<f64>,
     velocity_impulse: Vec<f64>,
     dv: Vec<f64>,
     scratch: NewtonScratch,
@@ -317,7 +316,6 @@ impl NewtonScheme {
         NewtonScheme {
             params,
             rows: vec![NewtonRow::Bilateral { error: 0.0, compliance: 0.0 }; rows],
-            free_row_velocity: vec![0.0; rows],
             velocity_impulse: vec![0.0; rows],
             dv: vec![0.0; model.nv],
             scratch: NewtonScratch::with_threads(rows, threads),
@@ -428,17 +426,12 @@ impl WholeStepScheme for NewtonScheme {
         let m = prob.dim();
         let layout = prob.contact_rows;
         rigid_row_laws(input, rows, state, &mut self.rows[..m], 0);
-        // J̄ ũ
-        for i in 0..m {
-            let jrow = &rows.jacobian[i * nv..(i + 1) * nv];
-            self.free_row_velocity[i] = jrow.iter().zip(input.free_velocity.as_slice()).map(|(j, v)| j * v).sum();
-        }
         let impulse = &mut output.impulse[..m];
         if !resolved.warm_start {
             impulse.fill(0.0);
         }
         self.velocity_impulse[..m].copy_from_slice(impulse);
-        let problem = NewtonProblem { delassus: &prob.delassus[..m * m], free_row_velocity: &self.free_row_velocity[..m], rows: &self.rows[..m] };
+        let problem = NewtonProblem { delassus: &prob.delassus[..m * m], free_row_velocity: &rows.free_row_velocity[..m], rows: &self.rows[..m] };
         let mut it = NewtonIterate { impulse, velocity_impulse: &mut self.velocity_impulse[..m], free_weight: free_weight0 };
         let stats = core::solve(&problem, &resolved.options, &mut self.scratch, &mut it);
         let free_weight = it.free_weight;
