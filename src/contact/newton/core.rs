@@ -200,6 +200,11 @@ pub struct NewtonProblem<'a> {
     pub free_row_velocity: &'a [f64],
     /// The rows.
     pub rows: &'a [NewtonRow],
+    /// The kinematic trees each row touches (the rows stage's `row_trees`, `usize::MAX` for
+    /// none), when known: rows that share no tree are not coupled by `D`, which gives the
+    /// problem's consecutive blocks without scanning `D` ([`consecutive_blocks`]). `None`: the
+    /// blocks are found from the nonzeros of `D`.
+    pub row_trees: Option<&'a [(usize, usize)]>,
 }
 
 impl NewtonProblem<'_> {
@@ -320,6 +325,7 @@ pub struct NewtonScratch {
     /// The problem's consecutive blocks ([`consecutive_blocks`]): their ends, and its scratch.
     block_ends: Vec<usize>,
     block_reach: Vec<usize>,
+    tree_last_row: Vec<(usize, usize)>,
     /// `D + R` and `J̄ũ − R p_k` of the proximal-point rescue ([`NewtonJacobian::Exact`]).
     proximal_delassus: Vec<f64>,
     proximal_free: Vec<f64>,
@@ -354,6 +360,7 @@ impl NewtonScratch {
             pivot: vec![0; capacity],
             block_ends: vec![0; capacity],
             block_reach: vec![0; capacity],
+            tree_last_row: vec![(0, 0); 2 * capacity],
             warm_impulse: v(),
             exact_impulse: v(),
             proximal_delassus: vec![0.0; capacity * capacity],
@@ -395,17 +402,31 @@ pub fn delassus_product(d: &[f64], m: usize, x: &[f64], out: &mut [f64], pool: O
 /// products `D[i][j] xⱼ` in the same order as [`delassus_product`]'s serial path, so the results
 /// agree bit for bit (up to the sign of exact zeros).
 pub fn symmetric_delassus_product(d: &[f64], m: usize, x: &[f64], out: &mut [f64], pool: Option<&rayon::ThreadPool>) {
+    block_delassus_product(d, m, std::slice::from_ref(&m), x, out, pool);
+}
+
+/// [`symmetric_delassus_product`] on a matrix whose nonzeros all lie in the diagonal blocks that
+/// end at `block_ends` (ascending, the last one `m`; the consecutive blocks of
+/// [`consecutive_blocks`]): each block's rows are combined over the block's columns only. The
+/// products skipped are those with an entry that is exactly zero, which add nothing to a sum
+/// (up to the sign of an exact zero), so the result is bit-identical to the whole-matrix product.
+pub fn block_delassus_product(d: &[f64], m: usize, block_ends: &[usize], x: &[f64], out: &mut [f64], pool: Option<&rayon::ThreadPool>) {
     if pool.is_some() && m >= PARALLEL_ROWS {
         return delassus_product(d, m, x, out, pool);
     }
-    let out = &mut out[..m];
-    out.fill(0.0);
-    for (j, &xj) in x[..m].iter().enumerate() {
-        if xj != 0.0 {
-            for (o, dj) in out.iter_mut().zip(&d[j * m..(j + 1) * m]) {
-                *o += dj * xj;
+    let mut start = 0;
+    for &end in block_ends {
+        let out = &mut out[start..end];
+        out.fill(0.0);
+        for (j, &xj) in x[start..end].iter().enumerate() {
+            if xj != 0.0 {
+                let row = (start + j) * m;
+                for (o, dj) in out.iter_mut().zip(&d[row + start..row + end]) {
+                    *o += dj * xj;
+                }
             }
         }
+        start = end;
     }
 }
 
@@ -786,9 +807,13 @@ fn norm2(x: f64, y: f64) -> f64 {
 /// `w = J̄ u` ([`NewtonJacobian::Exact`]): `min(a, b)` (or FB) on unilateral rows,
 /// `r p_f − Π(r p_f − w_f)` on friction pairs (Π: projection on the disk of radius `r μ p_n`),
 /// the mid function on joint friction, the row itself on bilateral rows. Writes `F` into `f`, each
-/// row's error into `natural`, and, when `jac` is given, the rows of the generalized Jacobian
-/// `∂F/∂p = G_w D + G_p + ε I` into it (row-major `m × m`). Returns the largest error and `½‖F‖²`.
-fn exact_laws(prob: &NewtonProblem, opts: &NewtonOptions, p: &[f64], w: &[f64], f: &mut [f64], natural: &mut [f64], mut jac: Option<&mut [f64]>) -> (f64, f64) {
+/// row's error into `natural`, and, when `jacobian` is given, the rows of the generalized
+/// Jacobian `∂F/∂p = G_w D + G_p + ε I` into it (row-major `m × m`). The Jacobian comes with the
+/// ends of the problem's consecutive blocks ([`consecutive_blocks`]; `[m]` for one block): a
+/// row's entries are written over its block's columns only. The entries outside the blocks are
+/// zero in exact arithmetic too; they keep whatever they held, and the LU, which runs block by
+/// block, never reads them. Returns the largest error and `½‖F‖²`.
+fn exact_laws(prob: &NewtonProblem, opts: &NewtonOptions, p: &[f64], w: &[f64], f: &mut [f64], natural: &mut [f64], jacobian: Option<(&mut [f64], &[usize])>) -> (f64, f64) {
     let h = opts.timestep_s;
     let m = prob.dim();
     let d = prob.delassus;
@@ -797,113 +822,124 @@ fn exact_laws(prob: &NewtonProblem, opts: &NewtonOptions, p: &[f64], w: &[f64], 
         ComplementarityScale::Global => 1.0,
         ComplementarityScale::Identity => 1.0 / (h * h),
     };
-    // J[i] = gw · D[k] (+ ...): row i of the Jacobian as a combination of Delassus rows
-    let set_row = |jac: &mut [f64], i: usize, k: usize, gw: f64| {
-        let (dst, src) = (&mut jac[i * m..(i + 1) * m], &d[k * m..(k + 1) * m]);
-        for (o, s) in dst.iter_mut().zip(src) {
-            *o = gw * s;
-        }
+    let one_block = [m];
+    let (mut jac, block_ends) = match jacobian {
+        Some((jac, ends)) => (Some(jac), ends),
+        None => (None, &one_block[..]),
     };
-    let add_row = |jac: &mut [f64], i: usize, k: usize, gw: f64| {
-        if gw != 0.0 {
-            let (dst, src) = (&mut jac[i * m..(i + 1) * m], &d[k * m..(k + 1) * m]);
-            for (o, s) in dst.iter_mut().zip(src) {
-                *o += gw * s;
-            }
-        }
-    };
-    let clear_row = |jac: &mut [f64], i: usize| jac[i * m..(i + 1) * m].fill(0.0);
     let mut i = 0;
-    while i < m {
-        match prob.rows[i] {
-            NewtonRow::Unilateral { gap } => {
-                let r = scale(i);
-                let (a, b) = (gap / h + w[i], r * p[i]);
-                let (phi, da, db) = match opts.ncp {
-                    NcpFunction::FischerBurmeister => fischer_burmeister(a, b),
-                    NcpFunction::MinMap => min_map(a, b),
-                };
-                f[i] = phi;
-                natural[i] = a.min(b).abs();
-                if let Some(jac) = jac.as_deref_mut() {
-                    set_row(jac, i, i, da);
-                    jac[i * m + i] += db * r;
-                }
-                i += 1;
+    let mut block_start = 0;
+    for &block_end in block_ends {
+        let cols = block_start..block_end;
+        // J[i] = gw · D[k] (+ ...): row i of the Jacobian as a combination of Delassus rows, over
+        // the block's columns
+        let set_row = |jac: &mut [f64], i: usize, k: usize, gw: f64| {
+            let (dst, src) = (&mut jac[i * m + cols.start..i * m + cols.end], &d[k * m + cols.start..k * m + cols.end]);
+            for (o, s) in dst.iter_mut().zip(src) {
+                *o = gw * s;
             }
-            NewtonRow::FrictionPair { normal_row, mu } => {
-                let r = 0.5 * (scale(i) + scale(i + 1));
-                let radius = r * mu * p[normal_row];
-                let z = [r * p[i] - w[i], r * p[i + 1] - w[i + 1]];
-                let nz = norm2(z[0], z[1]);
-                if radius <= 0.0 {
-                    // no normal impulse: the disk is a point, F = r p_f
-                    f[i] = r * p[i];
-                    f[i + 1] = r * p[i + 1];
+        };
+        let add_row = |jac: &mut [f64], i: usize, k: usize, gw: f64| {
+            if gw != 0.0 {
+                let (dst, src) = (&mut jac[i * m + cols.start..i * m + cols.end], &d[k * m + cols.start..k * m + cols.end]);
+                for (o, s) in dst.iter_mut().zip(src) {
+                    *o += gw * s;
+                }
+            }
+        };
+        let clear_row = |jac: &mut [f64], i: usize| jac[i * m + cols.start..i * m + cols.end].fill(0.0);
+        while i < block_end {
+            match prob.rows[i] {
+                NewtonRow::Unilateral { gap } => {
+                    let r = scale(i);
+                    let (a, b) = (gap / h + w[i], r * p[i]);
+                    let (phi, da, db) = match opts.ncp {
+                        NcpFunction::FischerBurmeister => fischer_burmeister(a, b),
+                        NcpFunction::MinMap => min_map(a, b),
+                    };
+                    f[i] = phi;
+                    natural[i] = a.min(b).abs();
                     if let Some(jac) = jac.as_deref_mut() {
-                        clear_row(jac, i);
-                        clear_row(jac, i + 1);
-                        jac[i * m + i] = r;
-                        jac[(i + 1) * m + i + 1] = r;
+                        set_row(jac, i, i, da);
+                        jac[i * m + i] += db * r;
                     }
-                } else if nz <= radius {
-                    // sticking: F = w_f
-                    f[i] = w[i];
-                    f[i + 1] = w[i + 1];
-                    if let Some(jac) = jac.as_deref_mut() {
-                        set_row(jac, i, i, 1.0);
-                        set_row(jac, i + 1, i + 1, 1.0);
-                    }
-                } else {
-                    // sliding: F = r p_f − k z, k = R/‖z‖; with ẑ = z/‖z‖ and P = I − ẑẑᵀ,
-                    // dF = r (I − k P) dp_f − r μ ẑ dp_n + k P dw_f
-                    let k = radius / nz;
-                    let zh = [z[0] / nz, z[1] / nz];
-                    f[i] = r * p[i] - k * z[0];
-                    f[i + 1] = r * p[i + 1] - k * z[1];
-                    if let Some(jac) = jac.as_deref_mut() {
-                        let proj = [[1.0 - zh[0] * zh[0], -zh[0] * zh[1]], [-zh[1] * zh[0], 1.0 - zh[1] * zh[1]]];
-                        for a in 0..2 {
-                            set_row(jac, i + a, i, k * proj[a][0]);
-                            add_row(jac, i + a, i + 1, k * proj[a][1]);
-                            for b in 0..2 {
-                                jac[(i + a) * m + i + b] += r * (if a == b { 1.0 } else { 0.0 } - k * proj[a][b]);
+                    i += 1;
+                }
+                NewtonRow::FrictionPair { normal_row, mu } => {
+                    let r = 0.5 * (scale(i) + scale(i + 1));
+                    let radius = r * mu * p[normal_row];
+                    let z = [r * p[i] - w[i], r * p[i + 1] - w[i + 1]];
+                    let nz = norm2(z[0], z[1]);
+                    if radius <= 0.0 {
+                        // no normal impulse: the disk is a point, F = r p_f
+                        f[i] = r * p[i];
+                        f[i + 1] = r * p[i + 1];
+                        if let Some(jac) = jac.as_deref_mut() {
+                            clear_row(jac, i);
+                            clear_row(jac, i + 1);
+                            jac[i * m + i] = r;
+                            jac[(i + 1) * m + i + 1] = r;
+                        }
+                    } else if nz <= radius {
+                        // sticking: F = w_f
+                        f[i] = w[i];
+                        f[i + 1] = w[i + 1];
+                        if let Some(jac) = jac.as_deref_mut() {
+                            set_row(jac, i, i, 1.0);
+                            set_row(jac, i + 1, i + 1, 1.0);
+                        }
+                    } else {
+                        // sliding: F = r p_f − k z, k = R/‖z‖; with ẑ = z/‖z‖ and P = I − ẑẑᵀ,
+                        // dF = r (I − k P) dp_f − r μ ẑ dp_n + k P dw_f
+                        let k = radius / nz;
+                        let zh = [z[0] / nz, z[1] / nz];
+                        f[i] = r * p[i] - k * z[0];
+                        f[i + 1] = r * p[i + 1] - k * z[1];
+                        if let Some(jac) = jac.as_deref_mut() {
+                            let proj = [[1.0 - zh[0] * zh[0], -zh[0] * zh[1]], [-zh[1] * zh[0], 1.0 - zh[1] * zh[1]]];
+                            for a in 0..2 {
+                                set_row(jac, i + a, i, k * proj[a][0]);
+                                add_row(jac, i + a, i + 1, k * proj[a][1]);
+                                for b in 0..2 {
+                                    jac[(i + a) * m + i + b] += r * (if a == b { 1.0 } else { 0.0 } - k * proj[a][b]);
+                                }
+                                jac[(i + a) * m + normal_row] -= r * mu * zh[a];
                             }
-                            jac[(i + a) * m + normal_row] -= r * mu * zh[a];
                         }
                     }
+                    let e = norm2(f[i], f[i + 1]);
+                    natural[i] = e;
+                    natural[i + 1] = e;
+                    i += 2;
                 }
-                let e = norm2(f[i], f[i + 1]);
-                natural[i] = e;
-                natural[i + 1] = e;
-                i += 2;
-            }
-            NewtonRow::FrictionSecond => unreachable!("a friction pair's second row follows its first"),
-            NewtonRow::BoundedFriction { bound } => {
-                let r = scale(i);
-                let (trial, limit) = (r * p[i] - w[i], r * bound);
-                f[i] = r * p[i] - trial.clamp(-limit, limit);
-                if let Some(jac) = jac.as_deref_mut() {
-                    if trial.abs() < limit {
-                        set_row(jac, i, i, 1.0);
-                    } else {
-                        clear_row(jac, i);
-                        jac[i * m + i] = r;
+                NewtonRow::FrictionSecond => unreachable!("a friction pair's second row follows its first"),
+                NewtonRow::BoundedFriction { bound } => {
+                    let r = scale(i);
+                    let (trial, limit) = (r * p[i] - w[i], r * bound);
+                    f[i] = r * p[i] - trial.clamp(-limit, limit);
+                    if let Some(jac) = jac.as_deref_mut() {
+                        if trial.abs() < limit {
+                            set_row(jac, i, i, 1.0);
+                        } else {
+                            clear_row(jac, i);
+                            jac[i * m + i] = r;
+                        }
                     }
+                    natural[i] = f[i].abs();
+                    i += 1;
                 }
-                natural[i] = f[i].abs();
-                i += 1;
-            }
-            NewtonRow::Bilateral { error, compliance } => {
-                f[i] = error / h + w[i] + compliance * p[i];
-                if let Some(jac) = jac.as_deref_mut() {
-                    set_row(jac, i, i, 1.0);
-                    jac[i * m + i] += compliance;
+                NewtonRow::Bilateral { error, compliance } => {
+                    f[i] = error / h + w[i] + compliance * p[i];
+                    if let Some(jac) = jac.as_deref_mut() {
+                        set_row(jac, i, i, 1.0);
+                        jac[i * m + i] += compliance;
+                    }
+                    natural[i] = f[i].abs();
+                    i += 1;
                 }
-                natural[i] = f[i].abs();
-                i += 1;
             }
         }
+        block_start = block_end;
     }
     if let Some(jac) = jac {
         for i in 0..m {
@@ -959,7 +995,7 @@ fn proximal_point(prob: &NewtonProblem, opts: &NewtonOptions, start_residual_m_s
             delassus[i * m + i] = (1.0 + weight) * d[i * m + i];
             free[i] = prob.free_row_velocity[i] - weight * d[i * m + i] * it.impulse[i];
         }
-        let round = NewtonProblem { delassus: &delassus[..m * m], free_row_velocity: &free[..m], rows: prob.rows };
+        let round = NewtonProblem { delassus: &delassus[..m * m], free_row_velocity: &free[..m], rows: prob.rows, row_trees: prob.row_trees };
         let inner = solve_exact(&round, &inner_opts, scr, it);
         stats.newton_iterations += inner.newton_iterations;
         stats.proximal_rounds += 1;
@@ -1163,13 +1199,39 @@ pub fn lu_solve_block(a: &[f64], stride: usize, start: usize, pivot: &[usize], x
 /// contact), so each block is factorised on its own ([`lu_in_place_block`]), bit for bit as
 /// the whole matrix would be, without the whole matrix's search and skip over the other blocks'
 /// zeros. In the default scene the quadruped's feet and the arm with its box are two blocks.
-/// `reach` is scratch of length `m`.
-pub fn consecutive_blocks(prob: &NewtonProblem, reach: &mut [usize], ends: &mut [usize]) -> usize {
+/// With the rows' trees given ([`NewtonProblem::row_trees`]) the coupling of two rows is read
+/// from them (rows that share a tree may still have a zero entry: the blocks are then coarser
+/// than `D`'s, which changes no bit of the factors). `reach` is scratch of length `m`,
+/// `tree_last_row` of length `2m`.
+pub fn consecutive_blocks(prob: &NewtonProblem, reach: &mut [usize], tree_last_row: &mut [(usize, usize)], ends: &mut [usize]) -> usize {
     let m = prob.dim();
     let d = prob.delassus;
-    for i in 0..m {
-        // D is symmetric: the upper triangle gives every coupling of a row to a later one
-        reach[i] = d[i * m + i + 1..(i + 1) * m].iter().rposition(|v| *v != 0.0).map_or(i, |j| i + 1 + j);
+    if let Some(row_trees) = prob.row_trees {
+        // from the end: the last row that touches each tree seen so far (a handful of trees)
+        let mut trees = 0;
+        for i in (0..m).rev() {
+            reach[i] = i;
+            let (t0, t1) = row_trees[i];
+            for t in [t0, t1] {
+                if t == crate::step::NO_TREE {
+                    continue;
+                }
+                let last = match tree_last_row[..trees].iter().find(|(tree, _)| *tree == t) {
+                    Some(&(_, last)) => last,
+                    None => {
+                        tree_last_row[trees] = (t, i);
+                        trees += 1;
+                        i
+                    }
+                };
+                reach[i] = reach[i].max(last);
+            }
+        }
+    } else {
+        for i in 0..m {
+            // D is symmetric: the upper triangle gives every coupling of a row to a later one
+            reach[i] = d[i * m + i + 1..(i + 1) * m].iter().rposition(|v| *v != 0.0).map_or(i, |j| i + 1 + j);
+        }
     }
     for i in 0..m {
         if let NewtonRow::FrictionPair { normal_row, .. } = prob.rows[i] {
@@ -1209,10 +1271,10 @@ fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScrat
     let m = prob.dim();
     let d = prob.delassus;
     let mut stats = NewtonStats::default();
-    let blocks = consecutive_blocks(prob, &mut scr.block_reach[..m], &mut scr.block_ends[..m]);
+    let blocks = consecutive_blocks(prob, &mut scr.block_reach[..m], &mut scr.tree_last_row[..2 * m], &mut scr.block_ends[..m]);
     // start on the momentum equation: u = ũ + M̃⁻¹ J̄ᵀ p
     it.free_weight = 1.0;
-    symmetric_delassus_product(d, m, it.impulse, &mut scr.row_velocity, scr.pool.as_ref());
+    block_delassus_product(d, m, &scr.block_ends[..blocks], it.impulse, &mut scr.row_velocity, scr.pool.as_ref());
     for i in 0..m {
         scr.row_velocity[i] += prob.free_row_velocity[i];
     }
@@ -1229,7 +1291,7 @@ fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScrat
     loop {
         let res_inf;
         if need_eval {
-            let (inf, mer) = exact_laws(prob, opts, it.impulse, &scr.row_velocity[..m], &mut scr.residual[..m], &mut scr.natural[..m], Some(&mut scr.dense[..m * m]));
+            let (inf, mer) = exact_laws(prob, opts, it.impulse, &scr.row_velocity[..m], &mut scr.residual[..m], &mut scr.natural[..m], Some((&mut scr.dense[..m * m], &scr.block_ends[..blocks])));
             jacobian_ready = true;
             res_inf = inf;
             merit = mer;
@@ -1257,7 +1319,7 @@ fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScrat
             searching = true;
             // the full steps did not converge: back to the best iterate, then globalise
             it.impulse.copy_from_slice(&scr.best_impulse[..m]);
-            symmetric_delassus_product(d, m, it.impulse, &mut scr.row_velocity, scr.pool.as_ref());
+            block_delassus_product(d, m, &scr.block_ends[..blocks], it.impulse, &mut scr.row_velocity, scr.pool.as_ref());
             for i in 0..m {
                 scr.row_velocity[i] += prob.free_row_velocity[i];
             }
@@ -1267,7 +1329,7 @@ fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScrat
         }
         let search = searching;
         if !jacobian_ready {
-            exact_laws(prob, opts, it.impulse, &scr.row_velocity[..m], &mut scr.residual[..m], &mut scr.natural[..m], Some(&mut scr.dense[..m * m]));
+            exact_laws(prob, opts, it.impulse, &scr.row_velocity[..m], &mut scr.residual[..m], &mut scr.natural[..m], Some((&mut scr.dense[..m * m], &scr.block_ends[..blocks])));
         }
         // the factorisation below overwrites it
         jacobian_ready = false;
@@ -1294,7 +1356,7 @@ fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScrat
         }
         stats.newton_iterations += 1;
         // D x, then backtracking along (x, D x)
-        symmetric_delassus_product(d, m, &scr.increment, &mut scr.rhs, scr.pool.as_ref());
+        block_delassus_product(d, m, &scr.block_ends[..blocks], &scr.increment, &mut scr.rhs, scr.pool.as_ref());
         let mut t = opts.step_fraction;
         let (mut best_t, mut best_merit) = (t, f64::INFINITY);
         let mut accepted = false;
@@ -1566,7 +1628,7 @@ mod tests {
         let d = [0.25];
         let free = [0.0];
         let rows = [NewtonRow::Unilateral { gap: -0.125 }];
-        let prob = NewtonProblem { delassus: &d, free_row_velocity: &free, rows: &rows };
+        let prob = NewtonProblem { delassus: &d, free_row_velocity: &free, rows: &rows, row_trees: None };
         let run = |ncp, start: f64, n| {
             let (mut p, mut y) = ([start], [start]);
             let mut scr = NewtonScratch::new(1);
@@ -1604,7 +1666,7 @@ mod tests {
         let mut opts = options(NcpFunction::MinMap, 1);
         opts.timestep_s = 0.01;
         opts.jacobian = NewtonJacobian::Exact;
-        let prob = NewtonProblem { delassus: &d, free_row_velocity: &free, rows: &rows };
+        let prob = NewtonProblem { delassus: &d, free_row_velocity: &free, rows: &rows, row_trees: None };
         let eval = |p: &[f64], jac: Option<&mut [f64]>| {
             let mut w = vec![0.0; m];
             delassus_product(&d, m, p, &mut w, None);
@@ -1612,7 +1674,8 @@ mod tests {
                 w[i] += free[i];
             }
             let (mut f, mut nat) = (vec![0.0; m], vec![0.0; m]);
-            exact_laws(&prob, &opts, p, &w, &mut f, &mut nat, jac);
+            let one_block = [m];
+            exact_laws(&prob, &opts, p, &w, &mut f, &mut nat, jac.map(|j| (j, &one_block[..])));
             f
         };
         let mut jac = vec![0.0; m * m];
@@ -1639,7 +1702,7 @@ mod tests {
         let d = [0.5, 0.0, 0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 0.5];
         let free = [-0.01, 0.5, 0.0];
         let rows = [NewtonRow::Unilateral { gap: 0.0 }, NewtonRow::FrictionPair { normal_row: 0, mu: 0.5 }, NewtonRow::FrictionSecond];
-        let prob = NewtonProblem { delassus: &d, free_row_velocity: &free, rows: &rows };
+        let prob = NewtonProblem { delassus: &d, free_row_velocity: &free, rows: &rows, row_trees: None };
         let mut opts = options(NcpFunction::MinMap, 3);
         opts.timestep_s = 0.001;
         opts.tolerance_m_s = 1e-12;
@@ -1690,7 +1753,7 @@ mod tests {
     fn projected_sweeps_solve_a_redundant_sliding_contact() {
         let (d, free, rows) = redundant_sliding_problem();
         let m = 6;
-        let prob = NewtonProblem { delassus: &d, free_row_velocity: &free, rows: &rows };
+        let prob = NewtonProblem { delassus: &d, free_row_velocity: &free, rows: &rows, row_trees: None };
         let opts = exact_options(1e-9);
         let (mut p, mut w) = ([0.0; 6], [0.0; 6]);
         projected_sweeps(&prob, &opts, &mut p, &mut w, 200);
@@ -1713,7 +1776,7 @@ mod tests {
     fn proximal_point_solves_a_redundant_sliding_contact_from_a_poor_start() {
         let (d, free, rows) = redundant_sliding_problem();
         let m = 6;
-        let prob = NewtonProblem { delassus: &d, free_row_velocity: &free, rows: &rows };
+        let prob = NewtonProblem { delassus: &d, free_row_velocity: &free, rows: &rows, row_trees: None };
         let opts = exact_options(1e-9);
         let mut p = [0.06, 0.0, 0.0, 0.0, 0.01, 0.0];
         let mut y = p;
@@ -1749,10 +1812,22 @@ mod tests {
         // symmetric pattern (the values need not be: J is unsymmetric)
         let rows: Vec<NewtonRow> = two_contacts().into_iter().chain([NewtonRow::Bilateral { error: 0.0, compliance: 0.0 }]).collect();
         let free = [0.0; 7];
-        let prob = NewtonProblem { delassus: &d, free_row_velocity: &free, rows: &rows };
-        let (mut reach, mut ends) = ([0; 7], [0; 7]);
-        assert_eq!(consecutive_blocks(&prob, &mut reach, &mut ends), 2);
+        let prob = NewtonProblem { delassus: &d, free_row_velocity: &free, rows: &rows, row_trees: None };
+        let (mut reach, mut trees, mut ends) = ([0; 7], [(0, 0); 14], [0; 7]);
+        assert_eq!(consecutive_blocks(&prob, &mut reach, &mut trees, &mut ends), 2);
         assert_eq!(&ends[..2], &[3, 7]);
+        // the same blocks from the rows' trees: contact A on tree 4 against the world, contact B
+        // between trees 2 and 9, the joint row on tree 9
+        let none = crate::step::NO_TREE;
+        let row_trees = [(4, none), (4, none), (4, none), (2, 9), (2, 9), (2, 9), (9, none)];
+        let by_trees = NewtonProblem { row_trees: Some(&row_trees), ..prob };
+        let mut tree_ends = [0; 7];
+        assert_eq!(consecutive_blocks(&by_trees, &mut reach, &mut trees, &mut tree_ends), 2);
+        assert_eq!(&tree_ends[..2], &[3, 7]);
+        // contact A on tree 9 too: one block
+        let coupled = [(4, 9), (4, 9), (4, 9), (2, 9), (2, 9), (2, 9), (9, none)];
+        assert_eq!(consecutive_blocks(&NewtonProblem { row_trees: Some(&coupled), ..prob }, &mut reach, &mut trees, &mut tree_ends), 1);
+        assert_eq!(tree_ends[0], 7);
         let b: Vec<f64> = (0..m).map(|_| rand()).collect();
         let (mut whole, mut pivot) = (d.clone(), [0; 7]);
         let mut x_whole = b.clone();

@@ -415,7 +415,7 @@ impl WholeStepScheme for NewtonScheme {
         let Some(rows) = input.rows.as_ref() else {
             // run outside the registry (step_with_scheme): no rows, the free motion of the start iterate
             let mut it = NewtonIterate { impulse: &mut [], velocity_impulse: &mut [], free_weight: free_weight0 };
-            let empty = NewtonProblem { delassus: &[], free_row_velocity: &[], rows: &[] };
+            let empty = NewtonProblem { delassus: &[], free_row_velocity: &[], rows: &[], row_trees: None };
             core::solve(&empty, &resolved.options, &mut self.scratch, &mut it);
             for (o, v) in output.velocity[..nv].iter_mut().zip(input.free_velocity.iter()) {
                 *o = it.free_weight * v;
@@ -431,7 +431,7 @@ impl WholeStepScheme for NewtonScheme {
             impulse.fill(0.0);
         }
         self.velocity_impulse[..m].copy_from_slice(impulse);
-        let problem = NewtonProblem { delassus: &prob.delassus[..m * m], free_row_velocity: &rows.free_row_velocity[..m], rows: &self.rows[..m] };
+        let problem = NewtonProblem { delassus: &prob.delassus[..m * m], free_row_velocity: &rows.free_row_velocity[..m], rows: &self.rows[..m], row_trees: Some(&rows.row_trees[..m]) };
         let mut it = NewtonIterate { impulse, velocity_impulse: &mut self.velocity_impulse[..m], free_weight: free_weight0 };
         let stats = core::solve(&problem, &resolved.options, &mut self.scratch, &mut it);
         let free_weight = it.free_weight;

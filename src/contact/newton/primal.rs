@@ -822,7 +822,7 @@ impl PrimalFem {
             }
             // the NCP on the rows, warm-started from the last impulses
             self.y[..m].copy_from_slice(&self.p[..m]);
-            let problem = NewtonProblem { delassus: &self.delassus[..m * m], free_row_velocity: &self.free_row_velocity[..m], rows: &self.laws[..m] };
+            let problem = NewtonProblem { delassus: &self.delassus[..m * m], free_row_velocity: &self.free_row_velocity[..m], rows: &self.laws[..m], row_trees: None };
             let mut it = NewtonIterate { impulse: &mut self.p[..m], velocity_impulse: &mut self.y[..m], free_weight: 1.0 };
             let inner = core::solve(&problem, opts, &mut self.scratch, &mut it);
             let s = it.free_weight;
