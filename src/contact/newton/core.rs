@@ -44,6 +44,49 @@
 
 use crate::contact::lstable::core::{cholesky_in_place, cholesky_solve};
 
+/// Whether the CPU runs AVX2 (x86-64; detected once, then an atomic load: no lock, no allocation).
+#[cfg(target_arch = "x86_64")]
+fn avx2_available() -> bool {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    static DETECTED: AtomicU8 = AtomicU8::new(0);
+    match DETECTED.load(Ordering::Relaxed) {
+        1 => false,
+        2 => true,
+        _ => {
+            let ok = std::arch::is_x86_feature_detected!("avx2");
+            DETECTED.store(if ok { 2 } else { 1 }, Ordering::Relaxed);
+            ok
+        }
+    }
+}
+
+/// Calls `portable(args)` — an `#[inline(always)]` function — compiled for AVX2 when the CPU has
+/// it. The hot loops of the exact iteration (row updates of the LU, Delassus products, Jacobian
+/// rows) are element-wise products and sums in a fixed order, never fused into multiply-adds
+/// (Rust does not contract them), so the 256-bit build gives the same bits as the baseline
+/// x86-64 build: results do not depend on the machine.
+macro_rules! with_avx2 {
+    ($portable:ident($($arg:expr),* $(,)?)) => {{
+        #[cfg(target_arch = "x86_64")]
+        {
+            if avx2_available() {
+                #[target_feature(enable = "avx2")]
+                unsafe fn wide<R>(f: impl FnOnce() -> R) -> R {
+                    f()
+                }
+                // SAFETY: the CPU supports AVX2 (checked at run time)
+                unsafe { wide(|| $portable($($arg),*)) }
+            } else {
+                $portable($($arg),*)
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            $portable($($arg),*)
+        }
+    }};
+}
+
 /// A row of the Newton problem.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum NewtonRow {
@@ -414,6 +457,11 @@ pub fn block_delassus_product(d: &[f64], m: usize, block_ends: &[usize], x: &[f6
     if pool.is_some() && m >= PARALLEL_ROWS {
         return delassus_product(d, m, x, out, pool);
     }
+    with_avx2!(block_delassus_product_serial(d, m, block_ends, x, out))
+}
+
+#[inline(always)]
+fn block_delassus_product_serial(d: &[f64], m: usize, block_ends: &[usize], x: &[f64], out: &mut [f64]) {
     let mut start = 0;
     for &end in block_ends {
         let out = &mut out[start..end];
@@ -814,6 +862,11 @@ fn norm2(x: f64, y: f64) -> f64 {
 /// zero in exact arithmetic too; they keep whatever they held, and the LU, which runs block by
 /// block, never reads them. Returns the largest error and `½‖F‖²`.
 fn exact_laws(prob: &NewtonProblem, opts: &NewtonOptions, p: &[f64], w: &[f64], f: &mut [f64], natural: &mut [f64], jacobian: Option<(&mut [f64], &[usize])>) -> (f64, f64) {
+    with_avx2!(exact_laws_portable(prob, opts, p, w, f, natural, jacobian))
+}
+
+#[inline(always)]
+fn exact_laws_portable(prob: &NewtonProblem, opts: &NewtonOptions, p: &[f64], w: &[f64], f: &mut [f64], natural: &mut [f64], jacobian: Option<(&mut [f64], &[usize])>) -> (f64, f64) {
     let h = opts.timestep_s;
     let m = prob.dim();
     let d = prob.delassus;
@@ -1127,7 +1180,14 @@ pub fn lu_in_place(a: &mut [f64], m: usize, pivot: &mut [usize]) -> bool {
 /// `stride`) that starts at row and column `start`; `pivot` holds the block's local row pivots.
 /// On a block that no nonzero outside it couples (a consecutive block of
 /// [`consecutive_blocks`]) the factors are bit-identical to those of the whole matrix.
+///
+/// On x86-64 CPUs with AVX2 the same code runs compiled for 256-bit vectors ([`with_avx2`]).
 pub fn lu_in_place_block(a: &mut [f64], stride: usize, start: usize, n: usize, pivot: &mut [usize]) -> bool {
+    with_avx2!(lu_in_place_block_portable(a, stride, start, n, pivot))
+}
+
+#[inline(always)]
+fn lu_in_place_block_portable(a: &mut [f64], stride: usize, start: usize, n: usize, pivot: &mut [usize]) -> bool {
     let at = |r: usize, c: usize| (start + r) * stride + start + c;
     for k in 0..n {
         let (mut pr, mut best) = (k, a[at(k, k)].abs());
@@ -1857,6 +1917,59 @@ mod tests {
     /// The default preset's exact iteration at a 1 ms step (min-map, line search, ε = 1e-6).
     fn exact_options(tolerance_m_s: f64) -> NewtonOptions {
         NewtonOptions { timestep_s: 0.001, tolerance_m_s, jacobian: NewtonJacobian::Exact, line_search: true, regularization: 1e-6, ..options(NcpFunction::MinMap, 30) }
+    }
+
+    /// The AVX2 build of the exact iteration's kernels (chosen at run time on x86-64 CPUs that
+    /// have it) gives the same bits as the portable build: the LU of a 37-row matrix with
+    /// pivoting, a block Delassus product, and the laws with their Jacobian. On a CPU without
+    /// AVX2 both sides run the portable code.
+    #[test]
+    fn the_avx2_build_is_bit_identical_to_the_portable_one() {
+        let n = 37;
+        let mut a = spd(n, 5, 1e2);
+        for (k, v) in a.iter_mut().enumerate() {
+            // unsymmetric, with pivoting
+            *v += ((k * 7919 % 101) as f64 - 50.0) * 1e-2;
+        }
+        let (mut wide, mut portable) = (a.clone(), a.clone());
+        let (mut pivot_wide, mut pivot_portable) = (vec![0; n], vec![0; n]);
+        assert!(lu_in_place_block(&mut wide, n, 0, n, &mut pivot_wide));
+        assert!(lu_in_place_block_portable(&mut portable, n, 0, n, &mut pivot_portable));
+        assert_eq!(pivot_wide, pivot_portable);
+        assert!(wide.iter().zip(&portable).all(|(x, y)| x.to_bits() == y.to_bits()));
+        let x: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37).sin()).collect();
+        let ends = [12, n];
+        let (mut out_wide, mut out_portable) = (vec![0.0; n], vec![0.0; n]);
+        block_delassus_product(&a, n, &ends, &x, &mut out_wide, None);
+        block_delassus_product_serial(&a, n, &ends, &x, &mut out_portable);
+        assert!(out_wide.iter().zip(&out_portable).all(|(x, y)| x.to_bits() == y.to_bits()));
+        let m = 8;
+        let d = spd(m, 7, 10.0);
+        let rows = [
+            NewtonRow::Unilateral { gap: -0.001 },
+            NewtonRow::FrictionPair { normal_row: 0, mu: 0.4 },
+            NewtonRow::FrictionSecond,
+            NewtonRow::Unilateral { gap: 0.0 },
+            NewtonRow::FrictionPair { normal_row: 3, mu: 0.9 },
+            NewtonRow::FrictionSecond,
+            NewtonRow::Unilateral { gap: 0.002 },
+            NewtonRow::BoundedFriction { bound: 0.05 },
+        ];
+        let free = [-0.3, 2.0, -1.0, -0.2, 0.01, 0.02, -0.5, 0.3];
+        let p = [0.3, -0.05, 0.02, 0.2, 0.001, -0.002, 0.1, 0.01];
+        let opts = exact_options(1e-9);
+        let prob = NewtonProblem { delassus: &d, free_row_velocity: &free, rows: &rows, row_trees: None };
+        let one_block = [m];
+        let laws = |wide: bool| {
+            let (mut f, mut natural, mut jac) = (vec![0.0; m], vec![0.0; m], vec![0.0; m * m]);
+            let values = if wide {
+                exact_laws(&prob, &opts, &p, &free, &mut f, &mut natural, Some((&mut jac, &one_block[..])))
+            } else {
+                exact_laws_portable(&prob, &opts, &p, &free, &mut f, &mut natural, Some((&mut jac, &one_block[..])))
+            };
+            (values.0.to_bits(), values.1.to_bits(), [f, natural, jac].concat().iter().map(|v| v.to_bits()).collect::<Vec<_>>())
+        };
+        assert_eq!(laws(true), laws(false));
     }
 
     /// The row-combination product of a symmetric matrix agrees bit for bit with the row-dot one.
