@@ -1181,7 +1181,8 @@ pub fn lu_in_place(a: &mut [f64], m: usize, pivot: &mut [usize]) -> bool {
 /// On a block that no nonzero outside it couples (a consecutive block of
 /// [`consecutive_blocks`]) the factors are bit-identical to those of the whole matrix.
 ///
-/// On x86-64 CPUs with AVX2 the same code runs compiled for 256-bit vectors ([`with_avx2`]).
+/// On x86-64 CPUs with AVX2 the same code runs compiled for 256-bit vectors: the same IEEE
+/// operations in the same order, no fused multiply-add, so the results are bit-identical.
 pub fn lu_in_place_block(a: &mut [f64], stride: usize, start: usize, n: usize, pivot: &mut [usize]) -> bool {
     with_avx2!(lu_in_place_block_portable(a, stride, start, n, pivot))
 }
