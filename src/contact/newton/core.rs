@@ -132,6 +132,16 @@ pub enum NcpFunction {
     MinMap,
 }
 
+impl NcpFunction {
+    /// `φ(a, b)` with its partials `(∂/∂a, ∂/∂b)`.
+    pub fn value(self, a: f64, b: f64) -> (f64, f64, f64) {
+        match self {
+            NcpFunction::FischerBurmeister => fischer_burmeister(a, b),
+            NcpFunction::MinMap => min_map(a, b),
+        }
+    }
+}
+
 /// The complementarity scale `r` of each unilateral row (paper §6.1, eq. 66; Fig. 17 ablations).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -590,10 +600,7 @@ pub fn evaluate_laws(rows: &[NewtonRow], opts: &NewtonOptions, impulse: &[f64], 
             NewtonRow::Unilateral { gap } => {
                 let r = scale(i);
                 let (a, b) = (gap / h + w[i], r * impulse[i]);
-                let (phi, da, db) = match opts.ncp {
-                    NcpFunction::FischerBurmeister => fischer_burmeister(a, b),
-                    NcpFunction::MinMap => min_map(a, b),
-                };
+                let (phi, da, db) = opts.ncp.value(a, b);
                 out.alpha[i] = da;
                 out.compliance[i] = db * r;
                 out.residual[i] = phi;
@@ -906,10 +913,7 @@ fn exact_laws_portable(prob: &NewtonProblem, opts: &NewtonOptions, p: &[f64], w:
                 NewtonRow::Unilateral { gap } => {
                     let r = scale(i);
                     let (a, b) = (gap / h + w[i], r * p[i]);
-                    let (phi, da, db) = match opts.ncp {
-                        NcpFunction::FischerBurmeister => fischer_burmeister(a, b),
-                        NcpFunction::MinMap => min_map(a, b),
-                    };
+                    let (phi, da, db) = opts.ncp.value(a, b);
                     f[i] = phi;
                     natural[i] = a.min(b).abs();
                     if let Some(jac) = jac.as_deref_mut() {
@@ -1707,15 +1711,9 @@ mod tests {
         }
     }
 
-    /// The exact Jacobian ([`NewtonJacobian::Exact`]) against central differences of `F` on a
-    /// random SPD Delassus matrix with two contacts, a joint limit and a joint-friction row at a
-    /// generic point (the pieces are whatever the point selects; the sliding piece is covered
-    /// by the next test): every entry agrees (away from the pieces' boundaries the natural
-    /// residual is smooth, so the generalized Jacobian is the Jacobian).
-    #[test]
-    fn exact_jacobian_matches_finite_differences() {
-        let m = 8;
-        let d = spd(m, 7, 10.0);
+    /// Eight rows of every kind at a generic point (a contact pressed in, one at zero gap, a
+    /// separated normal, joint friction): `D` (SPD), the rows, `J̄ũ` and the impulses.
+    fn mixed_rows_problem() -> (Vec<f64>, [NewtonRow; 8], [f64; 8], [f64; 8]) {
         let rows = [
             NewtonRow::Unilateral { gap: -0.001 },
             NewtonRow::FrictionPair { normal_row: 0, mu: 0.4 },
@@ -1728,6 +1726,18 @@ mod tests {
         ];
         let free = [-0.3, 2.0, -1.0, -0.2, 0.01, 0.02, -0.5, 0.3];
         let p = [0.3, -0.05, 0.02, 0.2, 0.001, -0.002, 0.1, 0.01];
+        (spd(8, 7, 10.0), rows, free, p)
+    }
+
+    /// The exact Jacobian ([`NewtonJacobian::Exact`]) against central differences of `F` on a
+    /// random SPD Delassus matrix with two contacts, a joint limit and a joint-friction row at a
+    /// generic point (the pieces are whatever the point selects; the sliding piece is covered
+    /// by the next test): every entry agrees (away from the pieces' boundaries the natural
+    /// residual is smooth, so the generalized Jacobian is the Jacobian).
+    #[test]
+    fn exact_jacobian_matches_finite_differences() {
+        let (d, rows, free, p) = mixed_rows_problem();
+        let m = rows.len();
         let mut opts = options(NcpFunction::MinMap, 1);
         opts.timestep_s = 0.01;
         opts.jacobian = NewtonJacobian::Exact;
@@ -1944,20 +1954,8 @@ mod tests {
         block_delassus_product(&a, n, &ends, &x, &mut out_wide, None);
         block_delassus_product_serial(&a, n, &ends, &x, &mut out_portable);
         assert!(out_wide.iter().zip(&out_portable).all(|(x, y)| x.to_bits() == y.to_bits()));
-        let m = 8;
-        let d = spd(m, 7, 10.0);
-        let rows = [
-            NewtonRow::Unilateral { gap: -0.001 },
-            NewtonRow::FrictionPair { normal_row: 0, mu: 0.4 },
-            NewtonRow::FrictionSecond,
-            NewtonRow::Unilateral { gap: 0.0 },
-            NewtonRow::FrictionPair { normal_row: 3, mu: 0.9 },
-            NewtonRow::FrictionSecond,
-            NewtonRow::Unilateral { gap: 0.002 },
-            NewtonRow::BoundedFriction { bound: 0.05 },
-        ];
-        let free = [-0.3, 2.0, -1.0, -0.2, 0.01, 0.02, -0.5, 0.3];
-        let p = [0.3, -0.05, 0.02, 0.2, 0.001, -0.002, 0.1, 0.01];
+        let (d, rows, free, p) = mixed_rows_problem();
+        let m = rows.len();
         let opts = exact_options(1e-9);
         let prob = NewtonProblem { delassus: &d, free_row_velocity: &free, rows: &rows, row_trees: None };
         let one_block = [m];
