@@ -58,6 +58,12 @@ fn bad_scene_files_name_the_file_and_key() {
     assert_clean_error(&["run", &p], &["bad_material.yaml", "unknown material 'steel'"]);
     let p = write_scene("bad_solver.yaml", "solver: {kind: pgs, max_iterations: 10, warp: 9}\n");
     assert_clean_error(&["run", &p], &["bad_solver.yaml", "warp"]);
+    // a Newton option of the deformables' dual form under the primal form would be ignored
+    let p = write_scene("ignored_newton_option.yaml", "solver: {kind: newton, node_step_limit: 0.1}\n");
+    assert_clean_error(&["run", &p], &["ignored_newton_option.yaml", "solver.node_step_limit", "fem_formulation: dual_rows"]);
+    let p = write_scene("dual_newton_option.yaml", "objects:\n  - {name: b, shape: {type: sphere, radius: 0.1}, mass_kg: 1, position: [0, 0, 1]}\nsolver: {kind: newton, fem_formulation: dual_rows, node_step_limit: 0.1}\n");
+    let (code, stderr) = run_cli(&["run", &p, "--duration", "0.01"]);
+    assert_eq!(code, 0, "the dual form takes node_step_limit: {stderr}");
     let p = write_scene("missing_mesh_object.yaml", "objects:\n  - {name: m, shape: {type: mesh, file: nothing.stl}, mass_kg: 1}\n");
     assert_clean_error(&["run", &p], &["missing_mesh_object.yaml", "objects[0]", "nothing.stl"]);
 }

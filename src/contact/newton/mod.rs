@@ -116,15 +116,17 @@ pub struct NewtonParams {
     /// of the momentum residual and the position-level rows (elastic, contact normals, limits,
     /// welds; friction rows left out). Off in both presets: measured on the stiff resting ball
     /// it stalls (steps of t = 1/128) and leaves residuals of metres per second where full steps
-    /// reach 1e-4 m/s. Applies only to scenes with deformables; see [`fem`] and docs/newton.md
-    /// ("Globalization").
+    /// reach 1e-4 m/s. Applies only to scenes with deformables in the dual form
+    /// ([`FemFormulation::DualRows`]; refused with the primal form, which would ignore it); see
+    /// [`fem`] and docs/newton.md ("Globalization").
     pub elastic_line_search: Option<bool>,
     /// Trust region of the deformables' Newton iteration: each iteration's step is shortened so
     /// that no node's end-of-step position moves (by `h t |Δu|`, per axis) more than this
     /// fraction of the smallest element size `ℓ = V^{1/3}`. Default 0 (no cap) in both presets:
     /// measured, it kept `fem_gripper_ball.yaml` from blowing up but made the resting stiff ball
-    /// of `fem_ball_rest.yaml` collapse after 1.3 s. Applies only to scenes with deformables;
-    /// see docs/newton.md ("Globalization").
+    /// of `fem_ball_rest.yaml` collapse after 1.3 s. Applies only to scenes with deformables in
+    /// the dual form ([`FemFormulation::DualRows`]; refused with the primal form, which would
+    /// ignore it); see docs/newton.md ("Globalization").
     pub node_step_limit: Option<f64>,
     /// Start from the previous step's impulses (default preset on, paper off).
     pub warm_start: Option<bool>,
@@ -143,8 +145,9 @@ pub struct NewtonParams {
     pub complementarity_scale: ComplementarityScale,
     /// Diagonal regularisation ε of the Newton system (m/s per N·s; paper: 1e-6).
     pub regularization: f64,
-    /// The diagonal geometric stiffness of the deformables' node DOFs (paper §6.3; default on
-    /// in both presets, as in the paper).
+    /// The diagonal geometric stiffness of the deformables' node DOFs in the dual form (paper
+    /// §6.3; default on, as in the paper). The primal form uses the full tangent stiffness and
+    /// refuses the key (it would be ignored).
     pub geometric_stiffness: Option<bool>,
     /// Deformables: `primal` (default preset: elastic forces eliminated, sparse Cholesky on the
     /// node velocities) or `dual_rows` (paper preset: the paper's compliant elastic rows).
@@ -241,7 +244,14 @@ impl MethodParams for NewtonParams {
 
     fn validate(&self) -> Result<(), ParamError> {
         let pos = |v: Option<f64>| v.is_none_or(|v| v.is_finite() && v > 0.0);
+        // the deformables' options of the dual form: the primal form has no use for them, and a
+        // setting that would be ignored is refused rather than dropped in silence
+        let primal = self.resolve(1e-3).fem_formulation == FemFormulation::Primal;
+        const DUAL_ONLY: &str = "applies only to the deformables' dual form (fem_formulation: dual_rows, the paper preset's); the primal form (the default preset's) solves with the full tangent stiffness and needs no such safeguard: remove the key or set fem_formulation: dual_rows";
         check_params(&[
+            (!(primal && self.node_step_limit.is_some()), "node_step_limit", DUAL_ONLY),
+            (!(primal && self.elastic_line_search.is_some()), "elastic_line_search", DUAL_ONLY),
+            (!(primal && self.geometric_stiffness.is_some()), "geometric_stiffness", DUAL_ONLY),
             (self.tolerance_m_s.is_finite() && self.tolerance_m_s > 0.0, "tolerance_m_s", "must be finite and > 0"),
             (self.max_iterations.is_none_or(|n| n >= 1), "max_iterations", "must be ≥ 1"),
             (self.linear_iterations.is_none_or(|n| n >= 1), "linear_iterations", "must be ≥ 1"),
