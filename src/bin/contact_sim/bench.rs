@@ -272,6 +272,9 @@ pub fn bench(scenes: Vec<PathBuf>, steps: usize, warmup: usize, solvers: Option<
             "step: the whole step; solve: the solver call alone (the step's problem re-solved from the same warm start), per step and per contact; \
              1-contact: one single-contact solve of the bisection (slip: share of sliding samples, and their mean)"
         );
+        if rows.iter().any(|r| r.solver == "newton") {
+            println!("newton kernels: {} (LU, Delassus products, laws; the same results either way)", contact_sim::contact::newton::core::kernel_build());
+        }
     }
     Ok(())
 }

@@ -60,6 +60,16 @@ fn avx2_available() -> bool {
     }
 }
 
+/// Which build of the exact iteration's kernels runs on this machine: `"avx2"` or `"portable"`
+/// (the results are the same bits; only the speed differs). Benchmarks print it.
+pub fn kernel_build() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    if avx2_available() {
+        return "avx2";
+    }
+    "portable"
+}
+
 /// Calls `portable(args)` — an `#[inline(always)]` function — compiled for AVX2 when the CPU has
 /// it. The hot loops of the exact iteration (row updates of the LU, Delassus products, Jacobian
 /// rows) are element-wise products and sums in a fixed order, never fused into multiply-adds
