@@ -1331,6 +1331,12 @@ const FULL_STEPS: u32 = 12;
 const PROXIMAL_START: f64 = 1e-3;
 /// Full steps in a row without a new best residual that end the full-step phase early.
 const FULL_STEP_STALLS: u32 = 3;
+/// A line-search iteration whose best merit is above this fraction of the merit before it counts
+/// as crawling.
+const CRAWL_DECREASE: f64 = 0.9;
+/// Crawling line-search iterations in a row after which the exact iteration gives up (the
+/// proximal-point rescue takes over from the best iterate).
+const CRAWL_LIMIT: u32 = 3;
 /// Sufficient decrease of the Armijo test on `½‖F‖²` ([`NewtonJacobian::Exact`]).
 const ARMIJO: f64 = 1e-4;
 /// Backtracking halvings at most per Newton iteration ([`NewtonJacobian::Exact`]).
@@ -1363,6 +1369,8 @@ fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScrat
     let mut proximal = 0.0f64;
     // full steps since the best residual last improved, and whether the line search is on
     let (mut stalls, mut searching) = (0u32, false);
+    // line-search iterations in a row that cut the merit by less than CRAWL_DECREASE
+    let mut crawls = 0u32;
     loop {
         let res_inf;
         if need_eval {
@@ -1457,6 +1465,17 @@ fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScrat
                 break;
             }
             t *= 0.5;
+        }
+        if search {
+            if best_merit > CRAWL_DECREASE * merit {
+                crawls += 1;
+            } else {
+                crawls = 0;
+            }
+            if crawls >= CRAWL_LIMIT {
+                // the line search crawls (a near-singular piece): hand over to the rescue
+                break;
+            }
         }
         if search && !accepted && best_merit >= merit {
             // no decrease along the Newton direction (a kink, a near-singular piece): stay, and
