@@ -1,5 +1,5 @@
 //! The coupled rigid–FEM solve: deformable bodies, rigid trees and every contact between them
-//! in one nodalized system, solved by the configured method's [`crate::contact::NodalSolver`] (V-FPI).
+//! in one nodalized system, solved by the configured method's [`crate::contact::NodalSolver`].
 //!
 //! Per step: node contacts against the rigid geometry and between deformables
 //! ([`collide_nodes`]), one solve of the rigid rows, deformable contacts and welds ([`solve`]),
@@ -18,7 +18,7 @@ use crate::workspace::Workspace;
 
 /// Contacts of deformable surface nodes: against the ground and every rigid geometry, the
 /// deepest one per node (one contact per node keeps the surrogate Delassus operator diagonal,
-/// `docs/vfpi.md`). Speculative within `margin + dt |v_node|`. Attached nodes get none:
+/// the method notes of the nodal solvers). Speculative within `margin + dt |v_node|`. Attached nodes get none:
 /// pinned ones do not move, welded ones already carry their weld constraint.
 pub fn collide_nodes(model: &Model, state: &State, geom_pose: &[Pose], f: &mut FemWorkspace) {
     let dt = model.timestep_s;
@@ -57,7 +57,7 @@ pub fn collide_nodes(model: &Model, state: &State, geom_pose: &[Pose], f: &mut F
     node_contact.detect(&model.deformables, &state.fem_x, &state.fem_v, dt, model.contact.margin_m, contacts);
 }
 
-/// One V-FPI solve of the rigid trees, the deformable bodies and all their contacts
+/// One nodal solve of the rigid trees, the deformable bodies and all their contacts
 /// (see [`crate::contact::NodalSystem`] for the layout). Writes the rigid rows' impulses into
 /// `ws.impulse`, the deformable contacts' into `ws.fem.contacts`, the welds' into `ws.fem.welds`
 /// (and `state.fem_weld_impulse`), the generalized impulse of the deformable contacts and welds

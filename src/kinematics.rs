@@ -7,6 +7,8 @@
 use crate::math::{spatial, Pose, Vec3, Vec6};
 use crate::model::{JointKind, Model};
 use crate::workspace::Workspace;
+
+pub use crate::model::tree::{add_angular_jacobian_row, add_point_jacobian_row, for_each_ancestor_dof};
 use nalgebra::{Quaternion, Translation3, UnitQuaternion};
 
 /// Pose of a free joint from its 7 coordinates `[x, y, z, qx, qy, qz, qw]`.
@@ -94,31 +96,6 @@ pub fn update_body_velocities(model: &Model, v: &[f64], ws: &mut Workspace) {
     }
 }
 
-/// Calls `f(k)` for every velocity coordinate `k` that moves `body` (its ancestors' and its own).
-#[inline]
-pub fn for_each_ancestor_dof(model: &Model, body: usize, mut f: impl FnMut(usize)) {
-    let mut cur = Some(body);
-    while let Some(b) = cur {
-        let j = &model.bodies[b].joint;
-        for k in j.v_index..j.v_index + j.kind.nv() {
-            f(k);
-        }
-        cur = model.bodies[b].parent;
-    }
-}
-
-/// Adds `scale · dᵀ J_p` to `row` (length nv): the Jacobian of the velocity of the material point
-/// at world position `p` on `body`, projected on world direction `d`.
-#[inline]
-pub fn add_point_jacobian_row(model: &Model, ws_axis: &[Vec6], body: usize, p: &Vec3, d: &Vec3, scale: f64, row: &mut [f64]) {
-    for_each_ancestor_dof(model, body, |k| {
-        let s = &ws_axis[k];
-        let w = Vec3::new(s[0], s[1], s[2]);
-        let vo = Vec3::new(s[3], s[4], s[5]);
-        row[k] += scale * d.dot(&(vo + w.cross(p)));
-    });
-}
-
 /// World-frame linear velocity of the material point at `p` (world) on `body`.
 #[inline]
 pub fn point_velocity(ws: &Workspace, body: Option<usize>, p: &Vec3) -> Vec3 {
@@ -134,14 +111,4 @@ pub fn body_com_state(model: &Model, ws: &Workspace, body: usize) -> (Vec3, Vec3
     let c = x * nalgebra::Point3::from(model.bodies[body].com);
     let v = &ws.body_velocity[body];
     (c.coords, crate::math::point_velocity(v, &c.coords), Vec3::new(v[0], v[1], v[2]))
-}
-
-/// Adds `scale · dᵀ J_ω` to `row` (length nv): the Jacobian of `body`'s angular velocity
-/// projected on world direction `d` (torsional friction rows: `d` the contact normal).
-#[inline]
-pub fn add_angular_jacobian_row(model: &Model, ws_axis: &[Vec6], body: usize, d: &Vec3, scale: f64, row: &mut [f64]) {
-    for_each_ancestor_dof(model, body, |k| {
-        let s = &ws_axis[k];
-        row[k] += scale * d.dot(&Vec3::new(s[0], s[1], s[2]));
-    });
 }

@@ -37,7 +37,7 @@ pub struct RunStats {
 pub struct UnconvergedStep {
     /// Step number, from 1.
     pub step: u64,
-    /// The solver's residual at exit (in the method's own units: N·s for PGS).
+    /// The solver's residual at exit (in the method's own unit, [`crate::contact::SolverConfig::tolerance`]).
     pub residual: f64,
     /// Iterations performed.
     pub iterations: u32,

@@ -1,13 +1,28 @@
 //! [`Simulation`]: model, state, workspace and commands together, with the scene's command
 //! script. The convenient entry point for headless runs, benchmarks and tests.
 
-use crate::config::{Keyframe, Scene};
+use std::collections::BTreeMap;
 use crate::contact::SolverConfig;
 use crate::model::Model;
 use crate::state::State;
 use crate::state::Commands;
 use crate::step::{step, StepReport};
 use crate::workspace::Workspace;
+
+/// A keyframe of the headless command script: position targets are interpolated linearly
+/// between keyframes; efforts are held until the next keyframe that names the joint.
+#[derive(Clone, Debug, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Keyframe {
+    /// Time of the keyframe (s).
+    pub time_s: f64,
+    /// Position targets by joint (rad or m).
+    #[serde(default)]
+    pub positions: BTreeMap<String, f64>,
+    /// Feed-forward efforts by joint (N·m or N).
+    #[serde(default)]
+    pub efforts: BTreeMap<String, f64>,
+}
 
 /// What a run does after a step fails (singular mass matrix, non-finite state; see
 /// [`StepReport::failure_cause`]): the scene's `on_failure`, `contact_sim run --on-failure`.
@@ -188,25 +203,6 @@ impl Simulation {
             script: Script::default(),
             reset_period_steps: None,
         }
-    }
-
-    /// A simulation of a loaded scene, with its solver (or `solver_override`) and its script;
-    /// refused (naming the scene) when the method cannot simulate the scene (deformables).
-    pub fn try_from_scene(scene: &Scene, solver_override: Option<&SolverConfig>) -> Result<Self, String> {
-        solver_override.unwrap_or(&scene.solver).check_model(&scene.model, &scene.file.display().to_string())?;
-        Ok(Self::from_scene(scene, solver_override))
-    }
-
-    /// A simulation of a loaded scene, with its solver (or `solver_override`) and its script.
-    /// The caller checks that the method can simulate the scene ([`Simulation::try_from_scene`]).
-    pub fn from_scene(scene: &Scene, solver_override: Option<&SolverConfig>) -> Self {
-        let mut sim = Simulation::new(scene.model.clone(), solver_override.unwrap_or(&scene.solver));
-        sim.script = Script::new(&sim.model, &scene.script);
-        if let Some(p) = scene.script_period_s {
-            sim.script = std::mem::take(&mut sim.script).periodic(p);
-        }
-        sim.reset_period_steps = scene.reset_period_s.map(|p| ((p / sim.model.timestep_s).round() as u64).max(1));
-        sim
     }
 
     /// Applies the script and advances one step (restarting the episode first when the reset

@@ -36,7 +36,7 @@ pub struct Workspace {
     /// the sparsity of M̃'s lower triangle (no fill-in).
     pub mass_factor: BranchMatrix,
     /// M̃ of the step before factorization, dense (read by velocity-space solvers: filled only
-    /// when the solver is V-FPI or the scene has deformables).
+    /// for methods whose `Capabilities::dense_mass` is set, and in scenes with deformables).
     pub mass_tilde: DMatrix<f64>,
     /// Generalized velocity at the start of the step.
     pub start_velocity: DVector<f64>,

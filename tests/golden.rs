@@ -6,13 +6,13 @@
 //! Re-record (only after a deliberate change of physics, with the reason in the commit):
 //! `CONTACT_SIM_BLESS=1 cargo test --release --test golden`.
 //!
-//! Rigid scenes also run under every impulse solver that handles them, so each solver's path is
-//! pinned, not only the one the scene configures. FEM scenes use the AVX2/FMA kernels when the CPU
+//! Four rigid scenes also run under every method of the registry that can simulate them, so each
+//! method's path is pinned, not only the one the scene configures. FEM scenes use the AVX2/FMA kernels when the CPU
 //! has them, whose round-off differs from the scalar path; a recording made on the other path is
 //! compared at a looser 1e-6 (still far below any physical change).
 
 use contact_sim::config::load_scene;
-use contact_sim::contact::SolverConfig;
+use contact_sim::contact::{SolverConfig, SolverKind};
 use contact_sim::sim::Simulation;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -141,8 +141,12 @@ fn cases() -> Vec<(PathBuf, Option<&'static str>)> {
         out.push((s.clone(), None));
         let name = s.file_stem().unwrap().to_string_lossy().to_string();
         if ["default", "quadruped_stand", "arm_push_box", "box_stack"].contains(&name.as_str()) {
-            for k in ["pgs", "bisection", "vfpi", "lstable"] {
-                out.push((s.clone(), Some(k)));
+            // every method of the registry that can simulate the scene
+            let scene = load_scene(&s).unwrap_or_else(|e| panic!("{}: {e}", s.display()));
+            for &k in SolverKind::ALL {
+                if k.default_config().check_model(&scene.model, &name).is_ok() {
+                    out.push((s.clone(), Some(k.name())));
+                }
             }
         }
     }

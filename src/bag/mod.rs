@@ -11,6 +11,7 @@
 //! | [`topics`] | the node's topic names; [`topics::SampleTopics`] turns real-time samples into messages |
 //! | [`run`] | [`run::RunRecorder`]: records a headless run as the node would publish it |
 //! | [`replay`] | feeds a bag's recorded commands into a simulation and records the response |
+//! | [`robots`] | what the graph is told about the robots: `robot_description`, static and floating base frames |
 //!
 //! Times: MCAP log times and header stamps are nanoseconds. Bags recorded headless or in
 //! `sim_time` mode carry simulation time; the node in `realtime` mode, system time.
@@ -20,6 +21,7 @@ pub mod msgs;
 pub mod reader;
 pub mod recorder;
 pub mod replay;
+pub mod robots;
 pub mod run;
 pub mod topics;
 pub mod writer;

@@ -8,7 +8,7 @@
 
 use super::msgs;
 use super::topics::{record_latched, SampleTopicOptions, SampleTopics};
-use crate::rt::robots::{latched_messages, RobotDescription};
+use crate::bag::robots::{latched_messages, RobotDescription};
 use super::{BagError, BagRecorder, RecordHandle, RecorderOptions, RecordingSummary};
 use crate::rt::messages::{JointLayout, Sample, StepSummary};
 use crate::sim::Simulation;

@@ -6,6 +6,7 @@
 
 pub mod mesh;
 mod scene;
+mod simulation;
 mod tetmesh;
 
 pub use scene::*;

@@ -12,6 +12,7 @@
 
 use crate::contact::SolverConfig;
 use crate::model::FrictionCombine;
+pub use crate::sim::Keyframe;
 use std::collections::BTreeMap;
 
 fn default_timestep() -> f64 {
@@ -74,7 +75,8 @@ pub struct SceneFile {
     /// Rigid objects.
     #[serde(default)]
     pub objects: Vec<ObjectConfig>,
-    /// Deformable (tetrahedral FEM) bodies; scenes with any need `solver: {kind: vfpi}`.
+    /// Deformable (tetrahedral FEM) bodies; scenes with any need a method that simulates
+    /// deformables (its `Capabilities::deformables`; the loader names them).
     #[serde(default)]
     pub deformables: Vec<DeformableConfig>,
     /// Time discretisation of the deformables: `backward_euler` (default) or `midpoint` (the
@@ -145,7 +147,7 @@ impl Default for GroundConfig {
 pub struct MaterialConfig {
     /// Coulomb friction coefficient.
     pub friction: f64,
-    /// Young's modulus (Pa) for Hertz contact of spheres (compliant methods, `lstable`);
+    /// Young's modulus (Pa) for Hertz contact of spheres (compliant-contact methods);
     /// absent: rigid.
     #[serde(default)]
     pub youngs_modulus_pa: Option<f64>,
@@ -371,21 +373,6 @@ pub struct ObjectConfig {
     /// Static obstacle.
     #[serde(default)]
     pub fixed: bool,
-}
-
-/// A keyframe of the headless command script: position targets are interpolated linearly
-/// between keyframes; efforts are held until the next keyframe that names the joint.
-#[derive(Clone, Debug, serde::Deserialize, serde::Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct Keyframe {
-    /// Time of the keyframe (s).
-    pub time_s: f64,
-    /// Position targets by joint (rad or m).
-    #[serde(default)]
-    pub positions: BTreeMap<String, f64>,
-    /// Feed-forward efforts by joint (N·m or N).
-    #[serde(default)]
-    pub efforts: BTreeMap<String, f64>,
 }
 
 fn default_one() -> f64 {

@@ -32,7 +32,8 @@
 //! Adding a method is one new file implementing [`MethodParams`] and [`ContactMethod`] plus one
 //! line in the registry (`registry.rs`); see the module docs of [`crate::contact`].
 
-use super::{ContactProblem, FrictionModel, NodalSystem, SolveStats};
+use super::problem::{ContactProblem, ContactRows};
+use super::nodal::NodalSystem;
 use crate::collision::Contact;
 use crate::math::BranchMatrix;
 use crate::model::Model;
@@ -40,57 +41,33 @@ use crate::state::{Commands, State};
 use crate::math::{Pose, Vec6};
 use nalgebra::{DMatrix, DVector};
 
-/// One scalar row of a contact, in the contact frame (normal `n`, tangents `t1`, `t2` of
-/// [`Contact`]; the impulse acts on body B, its opposite on A).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ContactRow {
-    /// Along the contact normal (N·s, ≥ 0: push only).
-    Normal,
-    /// Along the first tangent (N·s).
-    Tangent1,
-    /// Along the second tangent (N·s).
-    Tangent2,
-    /// Torsional friction about the normal (N·m·s).
-    Torsion,
+/// What a solve did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct SolveStats {
+    /// Sweeps / iterations performed.
+    pub iterations: u32,
+    /// The solver's own convergence measure at exit (see each solver's docs; N·s for PGS).
+    pub residual: f64,
+    /// Whether the tolerance was met before the iteration limit.
+    pub converged: bool,
 }
 
-/// The most rows a contact can have in any layout.
-pub const MAX_ROWS_PER_CONTACT: usize = 4;
-
-/// The rows of one contact, in order. Row `r` of contact `c` is scalar row
-/// `c * len() + r` of the problem; joint rows follow all contact rows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ContactRows {
-    rows: &'static [ContactRow],
-}
-
-impl ContactRows {
-    /// Point contact with Coulomb friction: normal, tangent 1, tangent 2.
-    pub const POINT: ContactRows = ContactRows { rows: &[ContactRow::Normal, ContactRow::Tangent1, ContactRow::Tangent2] };
-    /// Point contact with torsional friction: normal, tangent 1, tangent 2, torsion.
-    pub const POINT_TORSION: ContactRows =
-        ContactRows { rows: &[ContactRow::Normal, ContactRow::Tangent1, ContactRow::Tangent2, ContactRow::Torsion] };
-
-    /// Rows per contact.
-    #[inline]
-    pub const fn len(&self) -> usize {
-        self.rows.len()
-    }
-    /// `false`: a contact has at least its normal row.
-    #[inline]
-    pub const fn is_empty(&self) -> bool {
-        self.rows.is_empty()
-    }
-    /// The rows, in order.
-    #[inline]
-    pub fn rows(&self) -> &'static [ContactRow] {
-        self.rows
-    }
-    /// First scalar row of contact `c`.
-    #[inline]
-    pub const fn start(&self, c: usize) -> usize {
-        c * self.rows.len()
-    }
+/// The friction law a solver's solution satisfies when a contact slides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FrictionModel {
+    /// Coulomb: `λ_t = −μ λ_n u_t/‖u_t‖` (friction exactly opposes the slip).
+    Coulomb,
+    /// Maximal dissipation with purely inelastic impacts (Preclik; Hwangbo et al. 2018 eq. 8):
+    /// per contact, `λ = argmin ½ uᵀ G_ii⁻¹ u` on the cone with `u_n = 0`. Equal to Coulomb when a
+    /// contact's Delassus block has no normal–tangential coupling; otherwise friction is not
+    /// exactly opposite to the slip (about 1.8 % less friction on a box sliding on its corners).
+    MaximumDissipation,
+    /// Maximal dissipation over an ellipsoidal limit surface of the force and the moment about
+    /// the normal at an equivalent contact point, `(p_t/e_t)² + (p_o/e_o)² + (p_r/e_r)² ≤ μ² p_n²`
+    /// (Xie & Chakraborty). Coulomb when the contact does not spin (and `e_t = e_o`); a spinning
+    /// contact trades tangential friction for friction moment.
+    EllipsoidalLimitSurface,
 }
 
 /// How a method enters the step.
@@ -112,8 +89,6 @@ pub enum MethodKind {
 /// cannot handle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Capabilities {
-    /// Impulse solver or whole-step scheme.
-    pub kind: MethodKind,
     /// Handles scenes with deformable (FEM) bodies.
     pub deformables: bool,
     /// The rows of each contact in the problem and in the impulses it writes.
@@ -128,10 +103,9 @@ pub struct Capabilities {
 }
 
 impl Capabilities {
-    /// A whole-step scheme on the step's rows ([`MethodKind::WholeStepOnRows`]) with point
-    /// contacts and Coulomb friction, for every rigid scene and no deformables.
-    pub const WHOLE_STEP_ON_POINT_ROWS: Capabilities = Capabilities {
-        kind: MethodKind::WholeStepOnRows,
+    /// Point contacts with Coulomb friction, every rigid scene, no deformables, the sparse mass
+    /// matrix only.
+    pub const RIGID_POINT_COULOMB: Capabilities = Capabilities {
         deformables: false,
         contact_rows: ContactRows::POINT,
         friction: FrictionModel::Coulomb,
@@ -149,36 +123,9 @@ pub enum SceneCoverage {
     /// Free objects shaped as boxes, spheres or cylinders, in contact with the ground and with
     /// each other and with robot links (and static objects nothing can touch): no contact of a
     /// free object with a static object other than the ground. Which robot links are covered is
-    /// the method's own rule ([`MethodParams::outside_coverage`]).
+    /// the method's own rule ([`MethodParams::outside_coverage`]), which checks the whole class:
+    /// the class is a label for tables and help texts.
     ConvexObjects,
-}
-
-impl SceneCoverage {
-    /// Why `model` is outside this coverage (`None` when it is inside).
-    pub fn unsupported(&self, model: &Model) -> Option<String> {
-        match self {
-            SceneCoverage::AllRigid => None,
-            SceneCoverage::ConvexObjects => {
-                for o in model.objects.iter().filter(|o| !o.fixed) {
-                    let mut geoms = model.geoms.iter().filter(|g| g.body == Some(o.body));
-                    let shape_ok = geoms.next().is_some_and(|g| crate::contact::ecp::convex_shape(&g.shape).is_some()) && geoms.next().is_none();
-                    if !shape_ok {
-                        return Some(format!("object '{}' is not a single box, sphere or cylinder", o.name));
-                    }
-                }
-                let moving = |g: usize| model.geoms[g].body.is_some_and(|b| model.objects.iter().any(|o| o.body == b && !o.fixed));
-                let robot_link = |g: usize| model.geoms[g].body.is_some_and(|b| matches!(model.trees[model.bodies[b].tree].kind, crate::model::TreeKind::Robot(_)));
-                let covered = |p: &crate::model::CollisionPair| (moving(p.geom_a) || robot_link(p.geom_a)) && (moving(p.geom_b) || robot_link(p.geom_b));
-                if let Some(p) = model.collision_pairs.iter().find(|p| !p.with_ground && !covered(p)) {
-                    return Some(format!(
-                        "'{}' and '{}' can touch and one of them does not move (contact is covered between two free objects and with the ground plane only)",
-                        model.geoms[p.geom_a].name, model.geoms[p.geom_b].name
-                    ));
-                }
-                None
-            }
-        }
-    }
 }
 
 /// A method's main stopping tolerance, with its unit (methods measure convergence differently:
@@ -277,13 +224,48 @@ pub trait MethodParams: Clone + Default + std::fmt::Debug + PartialEq + serde::S
     fn unsupported_in(&self, _model: &Model) -> Option<String> {
         None
     }
-    /// The method's own rule for which scenes it covers, beyond its
-    /// [`SceneCoverage`] class (e.g. which robot links its contact problems can hold): one
-    /// sentence naming the element. Refused like the coverage class (the message names the
-    /// methods that can simulate the scene). `None` (the default) when it covers `model`.
+    /// The method's own rule for which rigid scenes it covers (its [`SceneCoverage`] class
+    /// names the kind; e.g. which objects and robot links its contact problems can hold): one
+    /// sentence naming the element. The scene is refused with a message that names the methods
+    /// that can simulate it. `None` (the default) when it covers `model`.
     fn outside_coverage(&self, _model: &Model) -> Option<String> {
         None
     }
+    /// A line `contact_sim bench` prints under its table when this method ran (e.g. which build
+    /// of its kernels this CPU runs). `None` (the default): nothing.
+    fn bench_note(&self) -> Option<String> {
+        None
+    }
+    /// A micro-benchmark of the method's unit of work (e.g. one single-contact solve), which
+    /// `contact_sim bench` feeds every timed step's problem and times outside the step. `None`
+    /// (the default): the method has none.
+    fn unit_probe(&self) -> Option<Box<dyn UnitProbe>> {
+        None
+    }
+}
+
+/// A method's micro-benchmark of its unit of work ([`MethodParams::unit_probe`]): it records the
+/// unit problems of each step's problem during a benchmark run, then times them all.
+pub trait UnitProbe {
+    /// Records the unit problems of `problem`, whose solution the step found was `solution`.
+    fn record(&mut self, problem: &ContactProblem, solution: &[f64]);
+    /// Times every recorded unit problem.
+    fn time(&self) -> UnitTiming;
+}
+
+/// What a [`UnitProbe`] measured (µs per unit problem).
+#[derive(Clone, Debug, Default)]
+pub struct UnitTiming {
+    /// Unit problems recorded.
+    pub samples: usize,
+    /// Mean time of one unit solve over whole passes (the best of three), µs.
+    pub mean_us: f64,
+    /// Each unit solve timed alone, less the clock's cost, sorted ascending, µs.
+    pub each_us: Vec<f64>,
+    /// The share of the unit problems whose contact slides.
+    pub sliding_fraction: f64,
+    /// Mean time over the sliding ones (NaN when none slides), µs.
+    pub sliding_mean_us: f64,
 }
 
 /// A built method: its parameters (changeable between steps) and its entry into the step.
@@ -298,12 +280,34 @@ pub trait ContactMethod {
     fn stage(&mut self) -> ConstraintStage<'_>;
 }
 
-/// How a method enters the constraint stage this step.
+/// How a method enters the constraint stage: the one value that says so (the step asks
+/// [`ContactMethod::stage`], never a second flag).
 pub enum ConstraintStage<'a> {
     /// Impulses on the step's [`ContactProblem`].
     Impulse(&'a mut dyn ImpulseSolver),
     /// The rest of the step.
     WholeStep(&'a mut dyn WholeStepScheme),
+    /// The rest of the step, reading the step's velocity-level constraint rows
+    /// ([`SchemeInput::rows`]).
+    WholeStepOnRows(&'a mut dyn WholeStepScheme),
+}
+
+impl<'a> ConstraintStage<'a> {
+    /// The kind of entry.
+    pub fn kind(&self) -> MethodKind {
+        match self {
+            ConstraintStage::Impulse(_) => MethodKind::Impulse,
+            ConstraintStage::WholeStep(_) => MethodKind::WholeStep,
+            ConstraintStage::WholeStepOnRows(_) => MethodKind::WholeStepOnRows,
+        }
+    }
+    /// The whole-step scheme, for either whole-step kind.
+    pub fn scheme(self) -> Option<&'a mut dyn WholeStepScheme> {
+        match self {
+            ConstraintStage::Impulse(_) => None,
+            ConstraintStage::WholeStep(s) | ConstraintStage::WholeStepOnRows(s) => Some(s),
+        }
+    }
 }
 
 /// A velocity-level impulse solver.
@@ -387,7 +391,7 @@ pub struct ConstraintRows<'a> {
     /// Z = L⁻ᵀ Jᵀ, row `i` is `L⁻ᵀ Jᵢᵀ` (`m × nv`), with M̃ = Lᵀ L: `v⁺ = v* + L⁻¹ Σ λᵢ zᵢ`
     /// ([`ConstraintRows::velocity_change`]).
     pub factor_jt: &'a [f64],
-    /// The kinematic trees each row touches (`usize::MAX`: none).
+    /// The kinematic trees each row touches ([`NO_TREE`]: none).
     pub row_trees: &'a [(usize, usize)],
     /// What each joint row is (limit, friction, mimic), in row order after the contact rows.
     pub joint_rows: &'a [JointRow],
@@ -425,6 +429,9 @@ pub fn sum_row_images(model: &Model, factor_jt: &[f64], row_trees: &[(usize, usi
         }
     }
 }
+
+/// `row_trees` entry of a row that touches no (second) tree.
+pub const NO_TREE: usize = usize::MAX;
 
 /// What a one-dimensional joint row constrains.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]

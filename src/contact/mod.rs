@@ -34,14 +34,15 @@ pub mod lstable;
 pub mod newton;
 pub mod ecp;
 mod method;
+mod nodal;
 mod pgs;
 mod problem;
 mod registry;
 mod vfpi;
 
 pub use method::{
-    check_params, sum_row_images, Capabilities, ConstraintRows, ConstraintStage, JointRow, JointRowKind, ContactMethod, ContactRow, ContactRows, ImpulseSolver, MethodKind, MethodParams, NodalSolver,
-    ParamError, SceneCoverage, SchemeInput, SchemeOutput, Tolerance, WholeStepScheme, MAX_ROWS_PER_CONTACT,
+    check_params, FrictionModel, SolveStats, sum_row_images, Capabilities, ConstraintRows, ConstraintStage, JointRow, JointRowKind, ContactMethod, ImpulseSolver, MethodKind, MethodParams, NodalSolver,
+    ParamError, SceneCoverage, SchemeInput, SchemeOutput, Tolerance, UnitProbe, UnitTiming, WholeStepScheme, NO_TREE,
 };
 pub use registry::{Solver, SolverConfig, SolverKind};
 
@@ -51,36 +52,7 @@ pub use newton::{NewtonParams, NewtonPreset, NewtonScheme};
 pub use ecp::{EcpParams, EcpScheme};
 pub use crate::collision::Contact;
 pub use pgs::{PgsParams, PgsSolver};
-pub use problem::{ContactProblem, PrimalView};
-pub use vfpi::{solve_nodal, vfpi_sizes, ContactOperator, NodalConstraint, NodalSystem, VfpiParams, VfpiScratch, VfpiSolver};
-
-
-/// What a solve did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
-pub struct SolveStats {
-    /// Sweeps / iterations performed.
-    pub iterations: u32,
-    /// The solver's own convergence measure at exit (see each solver's docs; N·s for PGS).
-    pub residual: f64,
-    /// Whether the tolerance was met before the iteration limit.
-    pub converged: bool,
-}
-
-/// The friction law a solver's solution satisfies when a contact slides.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FrictionModel {
-    /// Coulomb: `λ_t = −μ λ_n u_t/‖u_t‖` (friction exactly opposes the slip).
-    Coulomb,
-    /// Maximal dissipation with purely inelastic impacts (Preclik; Hwangbo et al. 2018 eq. 8):
-    /// per contact, `λ = argmin ½ uᵀ G_ii⁻¹ u` on the cone with `u_n = 0`. Equal to Coulomb when a
-    /// contact's Delassus block has no normal–tangential coupling; otherwise friction is not
-    /// exactly opposite to the slip (about 1.8 % less friction on a box sliding on its corners).
-    MaximumDissipation,
-    /// Maximal dissipation over an ellipsoidal limit surface of the force and the moment about
-    /// the normal at an equivalent contact point, `(p_t/e_t)² + (p_o/e_o)² + (p_r/e_r)² ≤ μ² p_n²`
-    /// (Xie & Chakraborty). Coulomb when the contact does not spin (and `e_t = e_o`); a spinning
-    /// contact trades tangential friction for friction moment.
-    EllipsoidalLimitSurface,
-}
-
+pub use problem::{ContactProblem, ContactRow, ContactRows, PrimalView};
+pub use crate::state::MAX_ROWS_PER_CONTACT;
+pub use nodal::{NodalConstraint, NodalSystem};
+pub use vfpi::{solve_nodal, vfpi_sizes, ContactOperator, VfpiParams, VfpiScratch, VfpiSolver};

@@ -14,7 +14,8 @@
 //! scalar step the radial projection is the Euclidean projection, and its fixed point opposes the
 //! slip.
 
-use super::method::{check_params, contact_method, tolerance_and_iterations, Capabilities, ContactRows, ImpulseSolver, MethodKind, MethodParams, ParamError, SceneCoverage};
+use super::method::{check_params, contact_method, tolerance_and_iterations, Capabilities, ImpulseSolver, MethodParams, ParamError, SceneCoverage};
+use super::ContactRows;
 use super::{ContactProblem, FrictionModel, SolveStats};
 use crate::model::Model;
 
@@ -41,7 +42,7 @@ impl MethodParams for PgsParams {
     const NAME: &'static str = "pgs";
     const SUMMARY: &'static str = "projected Gauss–Seidel on the Coulomb cone (the baseline)";
     const CAPABILITIES: Capabilities =
-        Capabilities { kind: MethodKind::Impulse, deformables: false, contact_rows: ContactRows::POINT, friction: FrictionModel::Coulomb, dense_mass: false, coverage: SceneCoverage::AllRigid };
+        Capabilities { deformables: false, contact_rows: ContactRows::POINT, friction: FrictionModel::Coulomb, dense_mass: false, coverage: SceneCoverage::AllRigid };
 
     fn validate(&self) -> Result<(), ParamError> {
         check_params(&[

@@ -18,8 +18,6 @@
 //!   sliding (`u_n = 0`, `‖λ_t‖ = μ λ_n`, `λ_t = −μ λ_n u_t/‖u_t‖`: maximal dissipation);
 //! - joint row r: `λ_r ∈ [lo_r, hi_r]` with `u_r ≥ 0` at `lo`, `u_r ≤ 0` at `hi`, `u_r = 0` inside.
 
-use super::ContactRows;
-
 /// Read-only view of one step's constraint problem.
 #[derive(Clone, Copy, Debug)]
 pub struct ContactProblem<'a> {
@@ -143,5 +141,55 @@ impl<'a> ContactProblem<'a> {
             vel = vel.max(e);
         }
         (imp, vel)
+    }
+}
+
+/// One scalar row of a contact, in the contact frame (normal `n`, tangents `t1`, `t2` of
+/// [`Contact`]; the impulse acts on body B, its opposite on A).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ContactRow {
+    /// Along the contact normal (N·s, ≥ 0: push only).
+    Normal,
+    /// Along the first tangent (N·s).
+    Tangent1,
+    /// Along the second tangent (N·s).
+    Tangent2,
+    /// Torsional friction about the normal (N·m·s).
+    Torsion,
+}
+
+/// The rows of one contact, in order. Row `r` of contact `c` is scalar row
+/// `c * len() + r` of the problem; joint rows follow all contact rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ContactRows {
+    rows: &'static [ContactRow],
+}
+
+impl ContactRows {
+    /// Point contact with Coulomb friction: normal, tangent 1, tangent 2.
+    pub const POINT: ContactRows = ContactRows { rows: &[ContactRow::Normal, ContactRow::Tangent1, ContactRow::Tangent2] };
+    /// Point contact with torsional friction: normal, tangent 1, tangent 2, torsion.
+    pub const POINT_TORSION: ContactRows =
+        ContactRows { rows: &[ContactRow::Normal, ContactRow::Tangent1, ContactRow::Tangent2, ContactRow::Torsion] };
+
+    /// Rows per contact.
+    #[inline]
+    pub const fn len(&self) -> usize {
+        self.rows.len()
+    }
+    /// `false`: a contact has at least its normal row.
+    #[inline]
+    pub const fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+    /// The rows, in order.
+    #[inline]
+    pub fn rows(&self) -> &'static [ContactRow] {
+        self.rows
+    }
+    /// First scalar row of contact `c`.
+    #[inline]
+    pub const fn start(&self, c: usize) -> usize {
+        c * self.rows.len()
     }
 }

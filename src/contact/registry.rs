@@ -7,7 +7,7 @@
 //! `src/contact/`, then add one line `Variant(ParamsType)` below (the variant name in snake case
 //! must equal the params' `NAME`; `tests/registry.rs` checks it).
 
-use super::method::{Capabilities, ConstraintStage, ContactMethod, MethodParams, ParamError, Tolerance};
+use super::method::{Capabilities, ConstraintStage, ContactMethod, MethodParams, ParamError, Tolerance, UnitProbe};
 use super::{BisectionParams, EcpParams, FrictionModel, LstableParams, NewtonParams, PgsParams, VfpiParams};
 use crate::model::Model;
 
@@ -88,6 +88,15 @@ macro_rules! contact_methods {
             /// ([`MethodParams::outside_coverage`]).
             pub fn outside_coverage(&self, model: &Model) -> Option<String> {
                 match self { $( SolverConfig::$variant(p) => p.outside_coverage(model), )+ }
+            }
+            /// The line `contact_sim bench` prints when this method ran
+            /// ([`MethodParams::bench_note`]).
+            pub fn bench_note(&self) -> Option<String> {
+                match self { $( SolverConfig::$variant(p) => p.bench_note(), )+ }
+            }
+            /// The method's micro-benchmark of its unit of work ([`MethodParams::unit_probe`]).
+            pub fn unit_probe(&self) -> Option<Box<dyn UnitProbe>> {
+                match self { $( SolverConfig::$variant(p) => p.unit_probe(), )+ }
             }
             /// The main stopping tolerance, with its unit.
             pub fn tolerance(&self) -> Tolerance {
@@ -231,8 +240,7 @@ impl SolverConfig {
         if let Some(why) = self.unsupported_in(model) {
             return Err(format!("{scene_file}: {why}"));
         }
-        // the method's own rule first, then its coverage class; the methods named as able pass both
-        let refuses = |cfg: &SolverConfig| cfg.outside_coverage(model).or_else(|| cfg.capabilities().coverage.unsupported(model));
+        let refuses = |cfg: &SolverConfig| cfg.outside_coverage(model);
         if let Some(why) = refuses(self) {
             let able: Vec<&str> = SolverKind::ALL.iter().filter(|k| refuses(&k.default_config()).is_none()).map(|k| k.name()).collect();
             return Err(format!("{scene_file}: solver '{}' cannot simulate this scene: {why}; use one of: {}", self.kind(), able.join(", ")));

@@ -40,14 +40,15 @@
 //! speculative gap / Baumgarte term; the Frobenius `W` is recomputed every
 //! step (the paper recycles it); the backward-Euler form of `A` (see [`crate::fem`]).
 
+use super::nodal::{NodalConstraint, NodalSystem};
 use super::method::{
-    check_params, contact_method, tolerance_and_iterations, Capabilities, ContactRows, ImpulseSolver, MethodKind, MethodParams, NodalSolver, ParamError,
+    check_params, contact_method, tolerance_and_iterations, Capabilities, ImpulseSolver, MethodParams, NodalSolver, ParamError,
     SceneCoverage,
 };
-use super::{ContactProblem, FrictionModel, PgsParams, PgsSolver, SolveStats};
+use super::problem::{ContactProblem, ContactRows};
+use super::{FrictionModel, PgsParams, PgsSolver, SolveStats};
 use crate::model::Model;
 use crate::math::Mat3;
-use nalgebra_sparse::CsrMatrix;
 
 /// The contact operator (paper §IV-B).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
@@ -108,77 +109,6 @@ impl Default for VfpiParams {
     }
 }
 
-/// One nodal contact or joint row of a V-FPI problem.
-#[derive(Clone, Copy, Debug)]
-pub struct NodalConstraint {
-    /// Index in `x` of the first coordinate of side i (a FEM node `3 n` or a virtual node).
-    pub i: usize,
-    /// Side i is a FEM node in world coordinates (use `frame`); otherwise a virtual node in
-    /// contact coordinates.
-    pub i_is_fem: bool,
-    /// Side j of a D-contact: index in `x` of its first coordinate, a virtual node in contact
-    /// coordinates, or a FEM node in world coordinates (`j_is_fem`).
-    pub j: Option<usize>,
-    /// Side j is a FEM node in world coordinates (a node–node contact, [`crate::fem::selfcontact`]):
-    /// `η = R (v_i − v_j)`, node i receives `+w̄_i Rᵀλ`, node j `−w̄_j Rᵀλ`, `γ = w̄_i + w̄_j`.
-    /// Requires `i_is_fem` and `dim == 3`.
-    pub j_is_fem: bool,
-    /// 3 (contact) or 1 (joint row).
-    pub dim: u8,
-    /// World → contact rotation, rows `n, t1, t2` (FEM side only). The normal points from j
-    /// (or the static geometry) toward i.
-    pub frame: Mat3,
-    /// Offset φ (m/s, contact coordinates `[n, t1, t2]`; entry 0 for a joint row): the
-    /// Signorini–Coulomb conditions act on `R (v_i − v_j) + φ`. The normal entry is the gap /
-    /// Baumgarte term (the paper leaves it open); rigid rows add the virtual-node drift compensation
-    /// `−λ_warm / k̃` (see [`VfpiSolver`]).
-    pub bias: [f64; 3],
-    /// Friction coefficient (contacts).
-    pub mu: f64,
-    /// Impulse bounds of a joint row (N·s).
-    pub lo: f64,
-    /// Upper bound.
-    pub hi: f64,
-    /// A bilateral 3-D constraint (a weld, dim 3): `λ` is free in ℝ³ (no cone, no clamp), so the
-    /// solve enforces `R (v_i − v_j) + φ = 0`. `mu` is ignored.
-    pub bilateral: bool,
-}
-
-/// A nodalized system (see the module docs). `x` layout: `[fem | rigid | virtual]`.
-pub struct NodalSystem<'a> {
-    /// FEM matrix (`3 N × 3 N`, kg), if any, with [`crate::fem::FemSystem`]'s node-block
-    /// pattern (see [`crate::fem::block3_mul_rows`]).
-    pub fem: Option<&'a CsrMatrix<f64>>,
-    /// FEM right-hand side (N·s).
-    pub fem_b: &'a [f64],
-    /// Prescribed FEM nodes (excluded from the iteration).
-    pub fem_fixed: &'a [bool],
-    /// Number of rigid generalized velocities.
-    pub nv: usize,
-    /// Rigid `M̃`, column-major `nv × nv` (kg, kg·m, kg·m²).
-    pub mass: &'a [f64],
-    /// Rigid right-hand side `M̃ v*` (N·s).
-    pub rigid_b: &'a [f64],
-    /// Virtual-node Jacobian rows, row-major `virtual × nv`.
-    pub jv: &'a [f64],
-    /// Number of virtual scalar coordinates.
-    pub num_virtual: usize,
-    /// The constraints.
-    pub constraints: &'a [NodalConstraint],
-    /// Damper gain in impulse units, k̃ = k_v h (kg).
-    pub k_tilde: f64,
-}
-
-impl NodalSystem<'_> {
-    fn n_fem(&self) -> usize {
-        self.fem_b.len()
-    }
-    /// Total unknowns.
-    pub fn dim(&self) -> usize {
-        self.n_fem() + self.nv + self.num_virtual
-    }
-}
-
 /// Rows (FEM) and contacts per parallel chunk. Fixed, so that the serial and parallel paths
 /// split (and sum) identically.
 const CHUNK: usize = 768;
@@ -190,7 +120,7 @@ impl MethodParams for VfpiParams {
     const NAME: &'static str = "vfpi";
     const SUMMARY: &'static str = "velocity fixed-point iteration with contact nodalization (Lee, Lee & Lee); handles deformables";
     const CAPABILITIES: Capabilities =
-        Capabilities { kind: MethodKind::Impulse, deformables: true, contact_rows: ContactRows::POINT, friction: FrictionModel::Coulomb, dense_mass: true, coverage: SceneCoverage::AllRigid };
+        Capabilities { deformables: true, contact_rows: ContactRows::POINT, friction: FrictionModel::Coulomb, dense_mass: true, coverage: SceneCoverage::AllRigid };
 
     fn validate(&self) -> Result<(), ParamError> {
         check_params(&[

@@ -8,6 +8,7 @@
 //! - Quaternions are stored `[x, y, z, w]` (the ROS order) in generalized coordinates.
 
 pub mod branch_matrix;
+pub mod dense;
 pub mod sparse;
 
 pub use branch_matrix::BranchMatrix;

@@ -25,6 +25,7 @@
 mod builder;
 pub use crate::fem::DeformableContactOptions;
 pub mod sensor;
+pub mod tree;
 
 pub use builder::{check_inertia, convex_hull_vertices, hull_is_flat, solid_inertia, BaseMode, ModelBuilder, ObjectSpec, RobotSpec};
 
@@ -253,7 +254,7 @@ pub struct Material {
     pub name: String,
     /// Coulomb friction coefficient μ (dimensionless).
     pub friction: f64,
-    /// Contact stiffness and damping (read by compliant-contact methods such as `lstable`; the
+    /// Contact stiffness and damping (read by compliant-contact methods; the
     /// rigid methods ignore it).
     pub compliance: ContactCompliance,
 }

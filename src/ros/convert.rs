@@ -75,7 +75,7 @@ mod marker {
 /// Contact points and forces as an RViz MarkerArray in the world frame `frame_id`: a DELETEALL
 /// (so markers of contacts that ended disappear), one SPHERE_LIST of the points (`ns`
 /// `contact_points`, red) and one ARROW per contact from the point along the force on body B
-/// (`ns` `contact_forces`, green), `m_per_n` metres of arrow per newton.
+/// (`ns` `contact_forces`, green), `m_per_n` metres of arrow per N of force.
 pub fn contact_markers(points: &[ContactPointSample], frame_id: &str, stamp: &Time, m_per_n: f64) -> MarkerArray {
     let mut header = r2r::std_msgs::msg::Header { stamp: stamp.clone(), frame_id: frame_id.to_string() };
     let identity = Pose { orientation: Quaternion { x: 0.0, y: 0.0, z: 0.0, w: 1.0 }, ..Default::default() };

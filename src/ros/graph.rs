@@ -17,7 +17,7 @@
 //! (z up, metres), fixed. Link frames are the URDF's link names, unprefixed.
 
 use crate::rt::messages::Sample;
-pub use crate::rt::robots::{description_topic, BaseFrame, RobotDescription};
+pub use crate::bag::robots::{description_topic, BaseFrame, RobotDescription};
 use r2r::builtin_interfaces::msg::Time;
 use r2r::geometry_msgs::msg::{Quaternion, Transform, TransformStamped, Vector3};
 use r2r::tf2_msgs::msg::TFMessage;
@@ -31,10 +31,10 @@ fn transform(world_frame: &str, child: &str, p: [f64; 3], q_xyzw: [f64; 4], stam
 }
 
 /// The `tf_static` message: `world_frame → root link` of every fixed-base robot
-/// ([`crate::rt::robots::static_frames`]), stamped `stamp`. Empty when no robot has a fixed
+/// ([`crate::bag::robots::static_frames`]), stamped `stamp`. Empty when no robot has a fixed
 /// base.
 pub fn static_transforms(robots: &[RobotDescription], world_frame: &str, stamp: &Time) -> TFMessage {
-    let transforms = crate::rt::robots::static_frames(robots).into_iter().map(|(child, p, q)| transform(world_frame, &child, p, q, stamp)).collect();
+    let transforms = crate::bag::robots::static_frames(robots).into_iter().map(|(child, p, q)| transform(world_frame, &child, p, q, stamp)).collect();
     TFMessage { transforms }
 }
 

@@ -988,7 +988,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
         let topics = crate::bag::topics::SampleTopics::register(&mut rec, &layout, &opts);
         // the latched messages, once at the start: robot_description per robot, tf_static
         let start_ns = (start_stamp.sec as i64) * 1_000_000_000 + start_stamp.nanosec as i64;
-        let latched_msgs = crate::rt::robots::latched_messages(&robots, &cfg.odom_frame, start_ns);
+        let latched_msgs = crate::bag::robots::latched_messages(&robots, &cfg.odom_frame, start_ns);
         crate::bag::topics::record_latched(&mut rec, &opts.namespace, start_ns, latched_msgs);
         bag_commands = Some(CommandRecording { handle: rec.handle(), joint_commands: topics.joint_commands, joint_trajectory: topics.joint_trajectory, groups: topics.group_commands.clone() });
         bag_sample = Some((topics, rec.handle()));

@@ -70,6 +70,21 @@ const fn row(name: &'static str, kind: Kind, read_only: bool, description: &'sta
 
 const POS: f64 = f64::MAX;
 
+/// The `solver_tolerance` description, with every method's unit and field from the registry.
+fn solver_tolerance_description() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        let units: Vec<String> = crate::contact::SolverKind::ALL
+            .iter()
+            .map(|k| {
+                let t = k.default_config().tolerance();
+                format!("{} {} ({})", k.name(), t.unit, t.field)
+            })
+            .collect();
+        format!("Contact method's main stopping tolerance, in its own unit (logged at startup): {}.", units.join("; "))
+    })
+}
+
 /// The static parameters: `(name, kind, read_only, description)`. Defaults come from
 /// [`default_value`] (some depend on the scene).
 pub const STATIC_PARAMS: &[(&str, Kind, bool, &str)] = &[
@@ -80,7 +95,7 @@ pub const STATIC_PARAMS: &[(&str, Kind, bool, &str)] = &[
     row("publish_rate_hz", Kind::Double { min: 0.1, max: 100_000.0 }, false, "Rate of /joint_states, odometry and /clock, in sim time (Hz)."),
     row("real_time_factor", Kind::Double { min: 0.0, max: 1000.0 }, false, "sim_time mode: sim seconds per wall second; 0 = as fast as allowed."),
     row("solver_max_iterations", Kind::Int { min: 1, max: 1_000_000 }, false, "Contact solver iteration cap (default: the scene's)."),
-    row("solver_tolerance", Kind::Double { min: 0.0, max: POS }, false, "Contact method's main stopping tolerance, in its own unit (logged at startup): N·s for pgs and bisection (tolerance_impulse), m/s for vfpi (θ_th)."),
+    row("solver_tolerance", Kind::Double { min: 0.0, max: POS }, false, "Contact method's main stopping tolerance, in its own unit (logged at startup; the units come from the method registry)."),
     row("interpolation", Kind::Str { choices: &["linear", "cubic"] }, false, "Trajectory interpolation of positions (cubic: Hermite with the points' velocities)."),
     row("limit_policy", Kind::Str { choices: &["reject", "clamp"] }, false, "Commands beyond joint limits: reject the message or clamp the values."),
     row("watchdog_timeout_s", Kind::Double { min: 0.0, max: POS }, false, "No command for this long (s) fires the watchdog; 0 disables it."),
@@ -240,6 +255,7 @@ impl ParamStore {
     pub fn new(layout: &JointLayout, solver_iterations: i64, solver_tolerance: f64, group_names: &[String]) -> Self {
         let mut specs = IndexMap::new();
         for &(name, kind, read_only, description) in STATIC_PARAMS {
+            let description = if name == "solver_tolerance" { solver_tolerance_description() } else { description };
             specs.insert(name.to_string(), Spec { name: name.into(), kind, read_only, description, default: default_value(name, solver_iterations, solver_tolerance) });
         }
         for j in &layout.joints {

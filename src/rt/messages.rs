@@ -322,7 +322,7 @@ pub enum ControlRequest {
     },
     /// Solver iteration cap.
     SolverIterations(u32),
-    /// Solver tolerance (the solver's own unit, N·s for PGS).
+    /// Solver tolerance (in the method's own unit, [`crate::contact::SolverConfig::tolerance`]).
     SolverTolerance(f64),
     /// Real-time factor in `sim_time` mode (0 = as fast as possible).
     RealTimeFactor(f64),

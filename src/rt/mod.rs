@@ -6,7 +6,6 @@
 //! | [`runner`] | the deadline loop ([`RtLoop`]): owns the [`crate::sim::Simulation`], time modes, overruns, watchdog, trajectories |
 //! | [`exchange`] | lock-free bounded queues of preallocated buffers ([`BufferQueue`], drop-oldest) |
 //! | [`messages`] | the plain-data commands, control requests and samples crossing the queues |
-//! | [`robots`] | what the graph is told about the robots: `robot_description`, static and floating base frames |
 //! | [`validate`] | command validation (unknown joints, lengths, NaN/Inf, limits: reject or clamp) |
 //! | [`trajectory`] | JointTrajectory following (linear / cubic) on the RT thread |
 //! | [`watchdog`] | the command watchdog state machine |
@@ -23,7 +22,6 @@
 pub mod clock;
 pub mod exchange;
 pub mod messages;
-pub mod robots;
 pub mod runner;
 pub mod sched;
 pub mod stats;

@@ -36,15 +36,15 @@ use crate::collision;
 use crate::contact::{ConstraintStage, MethodKind, SchemeInput, SchemeOutput, SolveStats, WholeStepScheme};
 use crate::dynamics;
 use crate::kinematics;
-use crate::math::{integrate_rotation, Vec3};
-use crate::model::{ControlMode, JointKind, Model};
+use crate::math::Vec3;
+use crate::model::{ControlMode, Model};
 use crate::state::State;
 use crate::workspace::Workspace;
-use nalgebra::{Quaternion, UnitQuaternion};
 
 mod rows;
 
 pub use crate::state::Commands;
+pub use crate::model::tree::integrate_joint_position;
 pub use rows::{build_delassus, build_jacobian, build_joint_rows, save_warm_start, warm_start};
 
 /// What happened during a step. Physics never fails mid-run; problems are reported here.
@@ -87,8 +87,6 @@ impl StepReport {
     }
 }
 
-/// `row_trees` entry of a row that touches no (second) tree.
-pub(crate) const NO_TREE: usize = usize::MAX;
 
 /// Advances the simulation by one time step with the configured method.
 pub fn step(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Commands) -> StepReport {
@@ -113,7 +111,7 @@ fn run_stages(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Comman
         report.singular_mass_matrix = true;
         return report;
     }
-    let positions_integrated = match (external, ws.solver.capabilities().kind) {
+    let positions_integrated = match (external, ws.solver.stage().kind()) {
         (None, MethodKind::Impulse) => {
             impulse_stage(model, state, ws, &mut report);
             velocity_from_impulses(model, ws);
@@ -216,7 +214,7 @@ pub fn actuate(model: &Model, state: &State, ws: &mut Workspace, cmd: &Commands,
 pub fn factor_and_free_velocity(model: &Model, state: &State, ws: &mut Workspace) -> bool {
     let dt = model.timestep_s;
     let nv = model.nv;
-    // velocity-space solvers (V-FPI) read M̃ itself, as a dense matrix; the others only its factor
+    // velocity-space solvers (`dense_mass`) read M̃ itself, as a dense matrix; the others only its factor
     if ws.fem.is_some() || ws.solver.capabilities().dense_mass {
         ws.mass_factor.write_dense(ws.mass_tilde.as_mut_slice());
     }
@@ -276,10 +274,10 @@ pub fn impulse_stage(model: &Model, state: &mut State, ws: &mut Workspace, repor
         report.max_penetration_m = f.contacts.iter().map(|c| (-c.distance).max(0.0)).fold(report.max_penetration_m, f64::max);
     } else {
         let (problem, impulse, solver) = ws.split_for_solve();
-        report.solve = match solver.stage() {
-            ConstraintStage::Impulse(s) => s.solve(&problem, impulse),
-            ConstraintStage::WholeStep(_) => SolveStats::default(),
-        };
+        // run_stages chose this stage from the same `stage()`: it is an impulse solver
+        if let ConstraintStage::Impulse(s) = solver.stage() {
+            report.solve = s.solve(&problem, impulse);
+        }
     }
 }
 
@@ -388,9 +386,9 @@ pub fn whole_step_stage(
     }
     let scheme: &mut dyn WholeStepScheme = match external {
         Some(s) => s,
-        None => match solver.stage() {
-            ConstraintStage::WholeStep(s) => s,
-            ConstraintStage::Impulse(_) => return false,
+        None => match solver.stage().scheme() {
+            Some(s) => s,
+            None => return false,
         },
     };
     let input = SchemeInput {
@@ -573,31 +571,6 @@ fn free_velocity(model: &Model, state: &State, ws: &mut Workspace, dt: f64) {
 pub fn integrate_positions(model: &Model, state: &mut State, dt: f64) {
     for body in &model.bodies {
         integrate_joint_position(&body.joint, &mut state.q, &state.v, dt);
-    }
-}
-
-/// q⁺ = q ⊕ dt v for one joint's coordinates of `q`, with the velocities `v` (the map of
-/// [`integrate_positions`]; whole-step schemes use it for the trees they do not move themselves).
-pub fn integrate_joint_position(j: &crate::model::Joint, q: &mut [f64], v: &[f64], dt: f64) {
-    match j.kind {
-        JointKind::Fixed => {}
-        JointKind::Revolute | JointKind::Prismatic => q[j.q_index] += dt * v[j.v_index],
-        JointKind::Free => {
-            let (qi, vi) = (j.q_index, j.v_index);
-            let rot = UnitQuaternion::new_normalize(Quaternion::new(q[qi + 6], q[qi + 3], q[qi + 4], q[qi + 5]));
-            let v_body = Vec3::new(v[vi], v[vi + 1], v[vi + 2]);
-            let w_body = Vec3::new(v[vi + 3], v[vi + 4], v[vi + 5]);
-            let dp = rot * v_body * dt;
-            q[qi] += dp.x;
-            q[qi + 1] += dp.y;
-            q[qi + 2] += dp.z;
-            let r = integrate_rotation(&rot, &w_body, dt);
-            let c = r.quaternion();
-            q[qi + 3] = c.i;
-            q[qi + 4] = c.j;
-            q[qi + 5] = c.k;
-            q[qi + 6] = c.w;
-        }
     }
 }
 

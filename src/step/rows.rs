@@ -2,7 +2,7 @@
 //! [`crate::contact::ContactRows`] table, then joint rows), the Delassus matrix G = J M̃⁻¹ Jᵀ and the warm start.
 //! Sign conventions in [`crate::contact::ContactProblem`].
 
-use super::NO_TREE;
+use crate::contact::NO_TREE;
 use crate::contact::{ContactRow, MAX_ROWS_PER_CONTACT};
 use crate::kinematics::{add_angular_jacobian_row, add_point_jacobian_row};
 use crate::math::Vec3;

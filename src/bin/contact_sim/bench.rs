@@ -29,14 +29,18 @@ struct BenchRow {
     /// The solver call divided by the step's contacts, over the steps with contacts, µs.
     solve_per_contact_mean_us: f64,
     solve_per_contact_p99_us: f64,
-    /// Bisection only: one single-contact solve (the unit of work of a sweep, the paper's
-    /// Table I), sampled on every contact of every step given the other contacts' impulses, µs.
+    /// The method's unit of work where it has one ([`contact_sim::contact::UnitProbe`]), e.g.
+    /// one single-contact solve, sampled on every contact of every step given the other
+    /// contacts' impulses, µs.
     single_contact_samples: usize,
     single_contact_mean_us: Option<f64>,
     single_contact_p99_us: Option<f64>,
-    /// The same over the samples that slide (the bisection case).
+    /// The same over the samples whose contact slides.
     single_contact_slip_fraction: Option<f64>,
     single_contact_slip_mean_us: Option<f64>,
+    /// The method's line under the table (e.g. its kernels' build), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
 }
 
 fn mean(x: &[f64]) -> f64 {
@@ -52,16 +56,13 @@ fn mean(x: &[f64]) -> f64 {
 struct SolveTimes {
     per_step: Vec<f64>,
     per_contact: Vec<f64>,
-    /// The bisection's single-contact problems: prepared block, local free velocity, μ, sliding.
-    samples: Vec<(contact_sim::contact::SingleContact, [f64; 3], f64, bool)>,
     mismatches: usize,
 }
 
 /// Re-solves the last step's problem from the warm start the step's solver received (rebuilt
 /// from `before`, the state before the step) with `solver`, a second solver of the same
-/// configuration, and times that call; for the bisection, also times single-contact solves.
-fn time_solve(sim: &mut Simulation, before: &contact_sim::state::State, solver: &mut Solver, config: &SolverConfig, out: &mut SolveTimes) {
-    use contact_sim::contact::SingleContact;
+/// configuration, and times that call; hands the problem to the method's unit probe, if any.
+fn time_solve(sim: &mut Simulation, before: &contact_sim::state::State, solver: &mut Solver, probe: Option<&mut Box<dyn UnitProbe>>, out: &mut SolveTimes) {
     use std::hint::black_box;
     let (model, ws) = (&sim.model, &mut sim.workspace);
     let nc = ws.contacts.len();
@@ -86,59 +87,9 @@ fn time_solve(sim: &mut Simulation, before: &contact_sim::state::State, solver: 
         out.mismatches += 1;
         impulse.copy_from_slice(&solution);
     }
-    if let SolverConfig::Bisection(prm) = config {
-        for c in 0..nc {
-            let single = SingleContact::new(&p, c, prm);
-            let local = SingleContact::local_free_velocity(&p, c, &solution);
-            let mu = p.friction[c];
-            out.samples.push((single, local, mu, single.case(local, mu) == 2));
-        }
+    if let Some(probe) = probe {
+        probe.record(&p, &solution);
     }
-}
-
-/// Times the single-contact solves of `samples` (the bisection's local problems of every
-/// contact of every step, given the others' impulses): (mean µs over all, mean µs over the
-/// sliding ones, each solve's µs). The means time whole passes over the samples in their order,
-/// so that the branch predictor cannot learn one problem's bisection path (the best of three
-/// passes); each solve is also timed alone, less the cost of reading the clock, for the
-/// percentiles.
-fn time_single_contacts(samples: &[(contact_sim::contact::SingleContact, [f64; 3], f64, bool)], prm: &contact_sim::contact::BisectionParams) -> (f64, f64, Vec<f64>) {
-    use std::hint::black_box;
-    let pass = |only_slip: bool| -> f64 {
-        let n = samples.iter().filter(|s| s.3 || !only_slip).count();
-        if n == 0 {
-            return f64::NAN;
-        }
-        (0..3)
-            .map(|_| {
-                let t0 = Instant::now();
-                for (single, local, mu, slip) in samples {
-                    if *slip || !only_slip {
-                        black_box(single.solve(black_box(*local), black_box(*mu), prm));
-                    }
-                }
-                t0.elapsed().as_secs_f64() * 1e6 / n as f64
-            })
-            .fold(f64::INFINITY, f64::min)
-    };
-    let (all, slip) = (pass(false), pass(true));
-    let mut clock: Vec<f64> = (0..1000)
-        .map(|_| {
-            let t0 = Instant::now();
-            t0.elapsed().as_secs_f64() * 1e6
-        })
-        .collect();
-    clock.sort_by(f64::total_cmp);
-    let overhead = clock[clock.len() / 2];
-    let each = samples
-        .iter()
-        .map(|(single, local, mu, _)| {
-            let t0 = Instant::now();
-            black_box(single.solve(black_box(*local), black_box(*mu), prm));
-            (t0.elapsed().as_secs_f64() * 1e6 - overhead).max(0.0)
-        })
-        .collect();
-    (all, slip, each)
 }
 
 /// The most steps (and warm-up steps) one benchmark runs.
@@ -176,6 +127,7 @@ pub fn bench(scenes: Vec<PathBuf>, steps: usize, warmup: usize, solvers: Option<
             let mut before = contact_sim::state::State::new(&sim.model); // full warm-start capacity
             let mut times = Vec::with_capacity(steps);
             let mut solve = SolveTimes::default();
+            let mut probe = config.unit_probe();
             let mut stats = RunStats::default();
             for _ in 0..steps {
                 before.copy_from(&sim.state);
@@ -184,7 +136,7 @@ pub fn bench(scenes: Vec<PathBuf>, steps: usize, warmup: usize, solvers: Option<
                 times.push(t0.elapsed().as_secs_f64() * 1e6);
                 stats.add(&r);
                 if !(r.singular_mass_matrix || r.non_finite_state) {
-                    time_solve(&mut sim, &before, &mut resolver, &config, &mut solve);
+                    time_solve(&mut sim, &before, &mut resolver, probe.as_mut(), &mut solve);
                 }
             }
             if solve.mismatches > 0 {
@@ -192,17 +144,10 @@ pub fn bench(scenes: Vec<PathBuf>, steps: usize, warmup: usize, solvers: Option<
             }
             let mean_us = mean(&times);
             times.sort_by(f64::total_cmp);
-            let (single_mean, slip_mean, mut single) = match &config {
-                SolverConfig::Bisection(prm) if !solve.samples.is_empty() => time_single_contacts(&solve.samples, prm),
-                _ => (f64::NAN, f64::NAN, vec![]),
-            };
-            let n_single = solve.samples.len();
-            let n_slip = solve.samples.iter().filter(|s| s.3).count();
-            let slip_fraction = n_slip as f64 / n_single.max(1) as f64;
-            for v in [&mut solve.per_step, &mut solve.per_contact, &mut single] {
+            let unit = probe.map(|p| p.time()).filter(|u| u.samples > 0);
+            for v in [&mut solve.per_step, &mut solve.per_contact] {
                 v.sort_by(f64::total_cmp);
             }
-            let bisection = matches!(config, SolverConfig::Bisection(_));
             rows.push(BenchRow {
                 scene: scene.name.clone(),
                 solver: sim.workspace.solver.kind().into(),
@@ -223,11 +168,12 @@ pub fn bench(scenes: Vec<PathBuf>, steps: usize, warmup: usize, solvers: Option<
                 solve_p99_us: percentile(&solve.per_step, 0.99),
                 solve_per_contact_mean_us: mean(&solve.per_contact),
                 solve_per_contact_p99_us: percentile(&solve.per_contact, 0.99),
-                single_contact_samples: n_single,
-                single_contact_mean_us: (bisection && n_single > 0).then_some(single_mean),
-                single_contact_p99_us: (bisection && n_single > 0).then(|| percentile(&single, 0.99)),
-                single_contact_slip_fraction: (bisection && n_single > 0).then_some(slip_fraction),
-                single_contact_slip_mean_us: (bisection && n_slip > 0).then_some(slip_mean),
+                single_contact_samples: unit.as_ref().map_or(0, |u| u.samples),
+                single_contact_mean_us: unit.as_ref().map(|u| u.mean_us),
+                single_contact_p99_us: unit.as_ref().map(|u| percentile(&u.each_us, 0.99)),
+                single_contact_slip_fraction: unit.as_ref().map(|u| u.sliding_fraction),
+                single_contact_slip_mean_us: unit.as_ref().map(|u| u.sliding_mean_us).filter(|x| x.is_finite()),
+                note: config.bench_note(),
             });
         }
     }
@@ -270,10 +216,12 @@ pub fn bench(scenes: Vec<PathBuf>, steps: usize, warmup: usize, solvers: Option<
         }
         println!(
             "step: the whole step; solve: the solver call alone (the step's problem re-solved from the same warm start), per step and per contact; \
-             1-contact: one single-contact solve of the bisection (slip: share of sliding samples, and their mean)"
+             1-contact: the method's unit of work where it has one, e.g. one single-contact solve (slip: share of sliding samples, and their mean)"
         );
-        if rows.iter().any(|r| r.solver == "newton") {
-            println!("newton kernels: {} (LU, Delassus products, laws; the same results either way)", contact_sim::contact::newton::core::kernel_build());
+        let mut notes: Vec<&str> = rows.iter().filter_map(|r| r.note.as_deref()).collect();
+        notes.dedup();
+        for n in notes {
+            println!("{n}");
         }
     }
     Ok(())

@@ -3,7 +3,6 @@
 
 mod bench;
 mod compare;
-mod dof_sweep;
 mod model;
 mod replay;
 mod run;
@@ -11,7 +10,7 @@ mod run;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use contact_sim::config::{self, Scene};
-use contact_sim::contact::{ConstraintStage, Solver, SolverConfig, SolverKind};
+use contact_sim::contact::{ConstraintStage, Solver, SolverConfig, SolverKind, UnitProbe};
 use contact_sim::report::{self, RunStats};
 use contact_sim::sim::Simulation;
 use contact_sim::bag;
@@ -164,7 +163,8 @@ enum Command {
         load: LoadArgs,
     },
     /// Time the step on scenes: mean, p50, p99, max µs per step; the solver call alone per step
-    /// and per contact; single-contact solves (bisection); contacts, iterations.
+    /// and per contact; the method's unit of work where it has one (e.g. single-contact
+    /// solves); contacts, iterations.
     Bench {
         /// Scene files. Default: the quadruped standing and the 5-box stack.
         scenes: Vec<PathBuf>,
@@ -181,16 +181,6 @@ enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
-        /// Instead of scenes: the V-FPI vs PGS sweep over deformable-sheet sizes,
-        /// ~1 k → 30 k DOF at the paper's 10 ms step (PGS up to `--pgs-max-dof`).
-        #[arg(long)]
-        dof_sweep: bool,
-        /// Largest DOF count the sweep runs PGS on (its dense Delassus matrix grows as n²).
-        #[arg(long, default_value_t = 12000)]
-        pgs_max_dof: usize,
-        /// V-FPI threads for the sweep.
-        #[arg(long, default_value_t = 1)]
-        threads: usize,
     },
 }
 
@@ -232,8 +222,7 @@ fn main() {
         Command::Model { urdf, floating, q, v, a, json, load, .. } => {
             load.options().and_then(|o| model::model(&urdf, floating, q.map(|x| x.0), v.map(|x| x.0), a.map(|x| x.0), json, &o))
         }
-        Command::Bench { dof_sweep: true, steps, pgs_max_dof, threads, json, .. } => dof_sweep::dof_sweep(steps.min(50), pgs_max_dof, threads, json),
-        Command::Bench { scenes, steps, warmup, solver, json, .. } => bench::bench(scenes, steps, warmup, solver, json),
+        Command::Bench { scenes, steps, warmup, solver, json } => bench::bench(scenes, steps, warmup, solver, json),
     };
     if let Err(e) = result {
         // one line: the chain of causes

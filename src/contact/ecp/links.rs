@@ -21,7 +21,7 @@
 use super::{carry_to_start, contact_key, mncp, EcpBody, EcpBodyState, EcpContact, EcpParams, EcpPlane, EcpStepper, SolvedContact};
 use crate::collision::Contact;
 use crate::contact::{SchemeInput, SolveStats};
-use crate::kinematics::{add_angular_jacobian_row, add_point_jacobian_row};
+use crate::model::tree::{add_angular_jacobian_row, add_point_jacobian_row};
 use crate::math::{Pose, Vec3};
 use crate::model::{Model, TreeKind};
 use nalgebra::{Translation3, UnitQuaternion};

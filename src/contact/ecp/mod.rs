@@ -41,7 +41,8 @@ pub use dual::Dual;
 pub use mncp::{BodyPlaneProblem, GapMode, MovingBody, SolveOutcome, NZ};
 pub use shape::ConvexShape;
 
-use super::method::{check_params, contact_method, tolerance_and_iterations, Capabilities, ContactRows, MethodKind, MethodParams, ParamError};
+use super::method::{check_params, contact_method, tolerance_and_iterations, Capabilities, MethodParams, ParamError};
+use super::ContactRows;
 use super::{FrictionModel, SceneCoverage, SchemeInput, SchemeOutput, SolveStats, WholeStepScheme};
 use crate::collision::Contact;
 use crate::math::{Mat3, Pose, Vec3};
@@ -86,7 +87,6 @@ impl MethodParams for EcpParams {
     const SUMMARY: &'static str =
         "equivalent contact point: geometrically implicit step with line and surface contact for convex objects and robot links on the ground (Xie & Chakraborty)";
     const CAPABILITIES: Capabilities = Capabilities {
-        kind: MethodKind::WholeStep,
         deformables: false,
         contact_rows: ContactRows::POINT_TORSION,
         friction: FrictionModel::EllipsoidalLimitSurface,
@@ -110,8 +110,32 @@ impl MethodParams for EcpParams {
         EcpScheme::new(self.clone(), model)
     }
     fn outside_coverage(&self, model: &Model) -> Option<String> {
-        robot_outside_coverage(model)
+        robot_outside_coverage(model).or_else(|| objects_outside_coverage(model))
     }
+}
+
+/// Why a free object of `model` is outside what the ECP scheme covers (the
+/// [`SceneCoverage::ConvexObjects`] class): an object that is not a single box, sphere or
+/// cylinder, or a pair that can touch where one side neither moves nor belongs to a robot.
+fn objects_outside_coverage(model: &Model) -> Option<String> {
+    use crate::model::{CollisionPair, TreeKind};
+    for o in model.objects.iter().filter(|o| !o.fixed) {
+        let mut geoms = model.geoms.iter().filter(|g| g.body == Some(o.body));
+        let shape_ok = geoms.next().is_some_and(|g| convex_shape(&g.shape).is_some()) && geoms.next().is_none();
+        if !shape_ok {
+            return Some(format!("object '{}' is not a single box, sphere or cylinder", o.name));
+        }
+    }
+    let moving = |g: usize| model.geoms[g].body.is_some_and(|b| model.objects.iter().any(|o| o.body == b && !o.fixed));
+    let robot_link = |g: usize| model.geoms[g].body.is_some_and(|b| matches!(model.trees[model.bodies[b].tree].kind, TreeKind::Robot(_)));
+    let covered = |p: &CollisionPair| (moving(p.geom_a) || robot_link(p.geom_a)) && (moving(p.geom_b) || robot_link(p.geom_b));
+    if let Some(p) = model.collision_pairs.iter().find(|p| !p.with_ground && !covered(p)) {
+        return Some(format!(
+            "'{}' and '{}' can touch and one of them does not move (contact is covered between two free objects and with the ground plane only)",
+            model.geoms[p.geom_a].name, model.geoms[p.geom_b].name
+        ));
+    }
+    None
 }
 
 /// Why a robot of `model` is outside what the ECP scheme covers (its
@@ -1069,7 +1093,7 @@ impl WholeStepScheme for EcpScheme {
         for (t, tree) in model.trees.iter().enumerate() {
             if !self.owned_trees[t] {
                 for b in tree.body_start..tree.body_end {
-                    crate::step::integrate_joint_position(&model.bodies[b].joint, &mut state.q, output.velocity, h);
+                    crate::model::tree::integrate_joint_position(&model.bodies[b].joint, &mut state.q, output.velocity, h);
                 }
             }
         }

@@ -44,6 +44,7 @@
 //!   paper's cone-radius iteration. Allocation-free.
 
 use crate::contact::SolveStats;
+use crate::math::dense::{cholesky_in_place, cholesky_solve};
 
 /// What a row is, which fixes the set its impulse lives in.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -156,48 +157,6 @@ pub fn solve_bilateral(prob: &ImpulseProblem, scratch: &mut [f64], p: &mut [f64]
     }
     cholesky_solve(l, m, p);
     true
-}
-
-/// Dense Cholesky `A = L Lᵀ` of a row-major `m × m` matrix, in place (lower triangle holds L).
-/// `false` when a pivot is not positive.
-pub fn cholesky_in_place(a: &mut [f64], m: usize) -> bool {
-    for j in 0..m {
-        let mut d = a[j * m + j];
-        for k in 0..j {
-            d -= a[j * m + k] * a[j * m + k];
-        }
-        if !(d > 0.0) {
-            return false;
-        }
-        let d = d.sqrt();
-        a[j * m + j] = d;
-        for i in j + 1..m {
-            let mut s = a[i * m + j];
-            for k in 0..j {
-                s -= a[i * m + k] * a[j * m + k];
-            }
-            a[i * m + j] = s / d;
-        }
-    }
-    true
-}
-
-/// Solves `L Lᵀ x = b` in place with the factor of [`cholesky_in_place`].
-pub fn cholesky_solve(l: &[f64], m: usize, x: &mut [f64]) {
-    for i in 0..m {
-        let mut s = x[i];
-        for k in 0..i {
-            s -= l[i * m + k] * x[k];
-        }
-        x[i] = s / l[i * m + i];
-    }
-    for i in (0..m).rev() {
-        let mut s = x[i];
-        for k in i + 1..m {
-            s -= l[k * m + i] * x[k];
-        }
-        x[i] = s / l[i * m + i];
-    }
 }
 
 /// Mode C by block Gauss–Seidel (see the module docs). `p` holds the warm start on entry and the

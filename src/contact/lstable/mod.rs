@@ -42,7 +42,8 @@ pub mod core;
 pub mod dense;
 
 use self::core::{row_compliance, row_position_feedback, ImpulseProblem, NsgsOptions, PolishScratch, RowKind};
-use super::method::{check_params, contact_method, tolerance_and_iterations, Capabilities, ContactRows, MethodParams, ParamError};
+use super::method::{check_params, contact_method, tolerance_and_iterations, Capabilities, MethodParams, ParamError};
+use super::ContactRows;
 use super::{Contact, JointRowKind, SchemeInput, SchemeOutput, SolveStats, WholeStepScheme};
 use crate::model::{GeomShape, Model};
 use crate::state::State;
@@ -123,7 +124,7 @@ impl MethodParams for LstableParams {
     type Runtime = LstableScheme;
     const NAME: &'static str = "lstable";
     const SUMMARY: &'static str = "L-stable compliant constraints: implicit Euler in constraint space, physical stiffness and damping (Drumwright)";
-    const CAPABILITIES: Capabilities = Capabilities::WHOLE_STEP_ON_POINT_ROWS;
+    const CAPABILITIES: Capabilities = Capabilities::RIGID_POINT_COULOMB;
 
     fn validate(&self) -> Result<(), ParamError> {
         check_params(&[
@@ -144,7 +145,7 @@ impl MethodParams for LstableParams {
     }
 }
 
-contact_method!(LstableScheme, LstableParams, WholeStep);
+contact_method!(LstableScheme, LstableParams, WholeStepOnRows);
 
 /// The L-stable step with its scratch, sized for the model's largest row count.
 pub struct LstableScheme {

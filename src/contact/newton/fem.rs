@@ -294,7 +294,7 @@ pub(super) fn push_step_rows<const K: usize>(
         rigid[i] = NONE;
         let row = &mut rigid_jac[slots * nv..(slots + 1) * nv];
         row.fill(0.0);
-        crate::kinematics::add_point_jacobian_row(model, input.dof_axis, body, point, dir, -1.0, row);
+        crate::model::tree::add_point_jacobian_row(model, input.dof_axis, body, point, dir, -1.0, row);
         if row.iter().any(|x| *x != 0.0) {
             rigid[i] = slots as u32;
             slots += 1;

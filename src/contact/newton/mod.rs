@@ -43,7 +43,8 @@ pub mod fem;
 pub mod primal;
 
 use self::core::{ComplementarityScale, LinearSolver, NcpFunction, NewtonIterate, NewtonJacobian, NewtonOptions, NewtonProblem, NewtonRow, NewtonScratch, NewtonStats};
-use super::method::{check_params, contact_method, Capabilities, ContactRows, MethodParams, ParamError, Tolerance};
+use super::method::{check_params, contact_method, Capabilities, MethodParams, ParamError, Tolerance};
+use super::ContactRows;
 use super::{JointRowKind, SchemeInput, SchemeOutput, SolveStats, WholeStepScheme};
 use crate::model::Model;
 use crate::state::State;
@@ -240,7 +241,7 @@ impl MethodParams for NewtonParams {
     type Runtime = NewtonScheme;
     const NAME: &'static str = "newton";
     const SUMMARY: &'static str = "non-smooth Newton: implicit step, position-level contact complementarity with effective-mass scaling, exact friction Jacobian (dense LU) or frozen friction compliance (Krylov or dense), after Macklin et al.";
-    const CAPABILITIES: Capabilities = Capabilities { deformables: true, ..Capabilities::WHOLE_STEP_ON_POINT_ROWS };
+    const CAPABILITIES: Capabilities = Capabilities { deformables: true, ..Capabilities::RIGID_POINT_COULOMB };
 
     fn validate(&self) -> Result<(), ParamError> {
         let pos = |v: Option<f64>| v.is_none_or(|v| v.is_finite() && v > 0.0);
@@ -276,6 +277,9 @@ impl MethodParams for NewtonParams {
     }
     fn build(&self, model: &Model) -> NewtonScheme {
         NewtonScheme::new(self.clone(), model)
+    }
+    fn bench_note(&self) -> Option<String> {
+        Some(format!("newton kernels: {} (LU, Delassus products, laws; the same results either way)", crate::math::dense::kernel_build()))
     }
     /// The dual form ([`FemFormulation::DualRows`], the paper preset) writes elasticity as
     /// constant-compliance co-rotational rows, so its deformables must be co-rotational

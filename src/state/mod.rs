@@ -6,6 +6,13 @@
 
 use crate::model::{ControlMode, Model};
 
+mod sensor;
+pub use sensor::FtSensorState;
+
+/// The most rows a contact can have in any layout ([`crate::contact::ContactRows`]): the size of
+/// a remembered contact impulse.
+pub const MAX_ROWS_PER_CONTACT: usize = 4;
+
 /// Identifies a contact point across steps, for warm starting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct ContactKey {
@@ -24,7 +31,7 @@ pub struct WarmContact {
     pub key: ContactKey,
     /// Impulse per row of the contact layout ([`crate::contact::ContactRows`]; point contact:
     /// `[normal, tangent1, tangent2]` in N·s, then torsion in N·m·s), unused rows 0.
-    pub impulse: [f64; crate::contact::MAX_ROWS_PER_CONTACT],
+    pub impulse: [f64; MAX_ROWS_PER_CONTACT],
     /// Contact normal (world) when it was stored, to rotate the tangential part.
     pub normal: [f64; 3],
 }
@@ -48,7 +55,7 @@ pub struct State {
     pub warm_joint_rows: Vec<f64>,
     /// Force/torque sensor states (readings, filters, delay lines, noise generators), one per
     /// [`Model::sensors`].
-    pub sensors: Vec<crate::sensors::FtSensorState>,
+    pub sensors: Vec<FtSensorState>,
     /// Deformable node positions (m, world), 3 per node ([`Model::deformables`] order).
     pub fem_x: Vec<f64>,
     /// Deformable node velocities (m/s, world), 3 per node.
@@ -79,7 +86,7 @@ impl State {
             v: model.v_init.clone(),
             warm_contacts: Vec::with_capacity(model.contact.max_contacts),
             warm_joint_rows: vec![0.0; model.max_joint_rows()],
-            sensors: model.sensors.iter().map(crate::sensors::FtSensorState::new).collect(),
+            sensors: model.sensors.iter().map(FtSensorState::new).collect(),
             fem_x: model.deformables.iter().flat_map(|d| d.rest.iter().flat_map(|p| [p.x, p.y, p.z])).collect(),
             fem_v: model
                 .deformables

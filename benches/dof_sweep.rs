@@ -1,6 +1,40 @@
-//! `contact_sim bench --dof-sweep`: V-FPI against PGS over deformable-sheet sizes.
+//! The DOF sweep: V-FPI against PGS over deformable-sheet sizes (~1 k → 30 k DOF at the
+//! paper's 10 ms step; PGS up to `--pgs-max-dof`, its dense Delassus matrix grows as n²).
+//!
+//! ```text
+//! cargo bench --bench dof_sweep -- [--steps N] [--pgs-max-dof N] [--threads N] [--json]
+//! ```
+//! Defaults: 10 timed steps (at most 50), PGS up to 12 000 DOF, one V-FPI thread. This is a
+//! method experiment, so it lives with the benchmarks rather than in the CLI (shared code names
+//! no method).
 
-use super::*;
+use anyhow::{bail, Result};
+use contact_sim::config;
+use contact_sim::sim::Simulation;
+use std::time::Instant;
+
+fn main() -> Result<()> {
+    let (mut steps, mut pgs_max_dof, mut threads, mut json) = (10usize, 12000usize, 1usize, false);
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut value = |name: &str| -> Result<usize> {
+            let v = args.next().ok_or_else(|| anyhow::anyhow!("{name}: needs a value"))?;
+            v.parse().map_err(|_| anyhow::anyhow!("{name}: '{v}' is not a whole number"))
+        };
+        match a.as_str() {
+            "--steps" => steps = value("--steps")?,
+            "--pgs-max-dof" => pgs_max_dof = value("--pgs-max-dof")?,
+            "--threads" => threads = value("--threads")?,
+            "--json" => json = true,
+            "--bench" => {} // passed by `cargo bench`
+            other => bail!("unknown argument '{other}': takes --steps N, --pgs-max-dof N, --threads N, --json"),
+        }
+    }
+    if steps == 0 || threads == 0 {
+        bail!("--steps and --threads: must be ≥ 1");
+    }
+    dof_sweep(steps.min(50), pgs_max_dof, threads, json)
+}
 
 /// One row of the DOF sweep.
 #[derive(serde::Serialize)]
@@ -25,7 +59,7 @@ struct SweepRow {
 /// down a 20° incline with μ = 0.3 (tan 20° = 0.36 > μ): every bottom node is in sliding
 /// contact, so each step's solution differs from the last. Timed: `steps` steps after 10
 /// settling steps.
-pub fn dof_sweep(steps: usize, pgs_max_dof: usize, threads: usize, json: bool) -> Result<()> {
+fn dof_sweep(steps: usize, pgs_max_dof: usize, threads: usize, json: bool) -> Result<()> {
     use contact_sim::contact::{ContactProblem, ImpulseSolver, PgsParams, PgsSolver};
     use nalgebra_sparse::{factorization::CscCholesky, CscMatrix};
     let dir = TempDir::create(std::env::temp_dir().join(format!("contact_sim_sweep_{}", std::process::id())))?;

@@ -151,7 +151,10 @@
 // `!(x > 0.0)` is deliberate throughout: it also catches NaN.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
-use super::method::{check_params, contact_method, tolerance_and_iterations, Capabilities, ContactRows, ImpulseSolver, MethodKind, MethodParams, ParamError, SceneCoverage};
+use super::method::{check_params, contact_method, tolerance_and_iterations, Capabilities, ImpulseSolver, MethodParams, ParamError, SceneCoverage};
+use super::ContactRows;
+
+mod probe;
 use super::{ContactProblem, FrictionModel, SolveStats};
 use crate::model::Model;
 
@@ -763,7 +766,6 @@ impl MethodParams for BisectionParams {
     const NAME: &'static str = "bisection";
     const SUMMARY: &'static str = "per-contact bisection with block SOR (Hwangbo et al. 2018, the RaiSim solver)";
     const CAPABILITIES: Capabilities = Capabilities {
-        kind: MethodKind::Impulse,
         deformables: false,
         contact_rows: ContactRows::POINT,
         friction: FrictionModel::MaximumDissipation,
@@ -792,6 +794,9 @@ impl MethodParams for BisectionParams {
     tolerance_and_iterations!(tolerance_impulse, "N·s", max_iterations);
     fn build(&self, model: &Model) -> BisectionSolver {
         BisectionSolver::new(self.clone(), model.contact.max_contacts, model.max_joint_rows())
+    }
+    fn unit_probe(&self) -> Option<Box<dyn super::UnitProbe>> {
+        Some(Box::new(probe::SingleContactProbe::new(self.clone())))
     }
 }
 
@@ -956,5 +961,5 @@ impl ImpulseSolver for BisectionSolver {
 }
 
 #[cfg(test)]
-#[path = "bisection_tests.rs"]
+#[path = "tests.rs"]
 mod tests;

@@ -1,0 +1,186 @@
+//! Dense kernels shared by the contact methods: LU with partial pivoting (whole matrix or one
+//! diagonal block), Cholesky, and the run-time AVX2 dispatch ([`with_avx2`]) that compiles a
+//! kernel a second time for 256-bit vectors without changing a bit of its results.
+//!
+//! Matrices are row-major slices `a[r * stride + c]`. Nothing here allocates.
+
+/// Whether the CPU runs AVX2 (x86-64; detected once, then an atomic load: no lock, no allocation).
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn avx2_available() -> bool {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    static DETECTED: AtomicU8 = AtomicU8::new(0);
+    match DETECTED.load(Ordering::Relaxed) {
+        1 => false,
+        2 => true,
+        _ => {
+            let ok = std::arch::is_x86_feature_detected!("avx2");
+            DETECTED.store(if ok { 2 } else { 1 }, Ordering::Relaxed);
+            ok
+        }
+    }
+}
+
+/// Which build of the dense kernels (and of the methods' kernels that use [`with_avx2`]) runs on this machine: `"avx2"` or `"portable"`
+/// (the results are the same bits; only the speed differs). Benchmarks print it.
+pub fn kernel_build() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    if avx2_available() {
+        return "avx2";
+    }
+    "portable"
+}
+
+/// Calls `portable(args)` — an `#[inline(always)]` function — compiled for AVX2 when the CPU has
+/// it. The hot loops it is used for (row updates of the LU here; a method's products and
+/// Jacobian rows) are element-wise products and sums in a fixed order, never fused into multiply-adds
+/// (Rust does not contract them), so the 256-bit build gives the same bits as the baseline
+/// x86-64 build: results do not depend on the machine.
+macro_rules! with_avx2 {
+    ($portable:ident($($arg:expr),* $(,)?)) => {{
+        #[cfg(target_arch = "x86_64")]
+        {
+            if $crate::math::dense::avx2_available() {
+                #[target_feature(enable = "avx2")]
+                unsafe fn wide<R>(f: impl FnOnce() -> R) -> R {
+                    f()
+                }
+                // SAFETY: the CPU supports AVX2 (checked at run time)
+                unsafe { wide(|| $portable($($arg),*)) }
+            } else {
+                $portable($($arg),*)
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            $portable($($arg),*)
+        }
+    }};
+}
+pub(crate) use with_avx2;
+
+/// In-place LU factorisation with partial pivoting of the row-major `m × m` matrix `a`
+/// (`P a = L U`, L unit lower); row operations with a zero multiplier are skipped, so a
+/// block-diagonal matrix (independent contact islands) costs the sum of its blocks. Returns
+/// false on a zero or non-finite pivot.
+pub fn lu_in_place(a: &mut [f64], m: usize, pivot: &mut [usize]) -> bool {
+    lu_in_place_block(a, m, 0, m, pivot)
+}
+
+/// [`lu_in_place`] on the `n × n` diagonal block of the row-major matrix `a` (row stride
+/// `stride`) that starts at row and column `start`; `pivot` holds the block's local row pivots.
+/// On a block that no nonzero outside it couples (a consecutive block of
+/// `consecutive_blocks` in the Newton scheme) the factors are bit-identical to those of the whole matrix.
+///
+/// On x86-64 CPUs with AVX2 the same code runs compiled for 256-bit vectors: the same IEEE
+/// operations in the same order, no fused multiply-add, so the results are bit-identical.
+pub fn lu_in_place_block(a: &mut [f64], stride: usize, start: usize, n: usize, pivot: &mut [usize]) -> bool {
+    with_avx2!(lu_in_place_block_portable(a, stride, start, n, pivot))
+}
+
+#[inline(always)]
+pub(crate) fn lu_in_place_block_portable(a: &mut [f64], stride: usize, start: usize, n: usize, pivot: &mut [usize]) -> bool {
+    let at = |r: usize, c: usize| (start + r) * stride + start + c;
+    for k in 0..n {
+        let (mut pr, mut best) = (k, a[at(k, k)].abs());
+        for r in k + 1..n {
+            let v = a[at(r, k)].abs();
+            if v > best {
+                (pr, best) = (r, v);
+            }
+        }
+        if !(best > 0.0 && best.is_finite()) {
+            return false;
+        }
+        pivot[k] = pr;
+        if pr != k {
+            for c in 0..n {
+                a.swap(at(k, c), at(pr, c));
+            }
+        }
+        let inv = 1.0 / a[at(k, k)];
+        let (top, bottom) = a.split_at_mut((start + k + 1) * stride);
+        // the pivot row's trailing zeros (rows of other independent groups of contacts) change
+        // nothing: stop the updates at its last nonzero
+        let urow = &top[at(k, k + 1)..at(k, n)];
+        let width = urow.iter().rposition(|&u| u != 0.0).map_or(0, |j| j + 1);
+        let urow = &urow[..width];
+        for r in 0..n - k - 1 {
+            let row = &mut bottom[r * stride + start..r * stride + start + n];
+            if row[k] == 0.0 {
+                continue;
+            }
+            let l = row[k] * inv;
+            row[k] = l;
+            for (o, u) in row[k + 1..k + 1 + width].iter_mut().zip(urow) {
+                *o -= l * u;
+            }
+        }
+    }
+    true
+}
+
+/// Solves `a x = b` in place (`x` holds b on entry) with the factors of [`lu_in_place`].
+pub fn lu_solve(a: &[f64], m: usize, pivot: &[usize], x: &mut [f64]) {
+    lu_solve_block(a, m, 0, pivot, x);
+}
+
+/// Solves with the factors of [`lu_in_place_block`] (the block at `start`, its size
+/// `x.len()`): `x` holds the block's part of b on entry.
+pub fn lu_solve_block(a: &[f64], stride: usize, start: usize, pivot: &[usize], x: &mut [f64]) {
+    let n = x.len();
+    let row = |r: usize| &a[(start + r) * stride + start..(start + r) * stride + start + n];
+    for k in 0..n {
+        x.swap(k, pivot[k]);
+    }
+    for r in 0..n {
+        let s: f64 = row(r)[..r].iter().zip(&x[..r]).map(|(l, v)| l * v).sum();
+        x[r] -= s;
+    }
+    for r in (0..n).rev() {
+        let u = row(r);
+        let s: f64 = u[r + 1..n].iter().zip(&x[r + 1..n]).map(|(u, v)| u * v).sum();
+        x[r] = (x[r] - s) / u[r];
+    }
+}
+
+/// Dense Cholesky `A = L Lᵀ` of a row-major `m × m` matrix, in place (lower triangle holds L).
+/// `false` when a pivot is not positive.
+pub fn cholesky_in_place(a: &mut [f64], m: usize) -> bool {
+    for j in 0..m {
+        let mut d = a[j * m + j];
+        for k in 0..j {
+            d -= a[j * m + k] * a[j * m + k];
+        }
+        if !(d > 0.0) {
+            return false;
+        }
+        let d = d.sqrt();
+        a[j * m + j] = d;
+        for i in j + 1..m {
+            let mut s = a[i * m + j];
+            for k in 0..j {
+                s -= a[i * m + k] * a[j * m + k];
+            }
+            a[i * m + j] = s / d;
+        }
+    }
+    true
+}
+
+/// Solves `L Lᵀ x = b` in place with the factor of [`cholesky_in_place`].
+pub fn cholesky_solve(l: &[f64], m: usize, x: &mut [f64]) {
+    for i in 0..m {
+        let mut s = x[i];
+        for k in 0..i {
+            s -= l[i * m + k] * x[k];
+        }
+        x[i] = s / l[i * m + i];
+    }
+    for i in (0..m).rev() {
+        let mut s = x[i];
+        for k in i + 1..m {
+            s -= l[k * m + i] * x[k];
+        }
+        x[i] = s / l[i * m + i];
+    }
+}
