@@ -1,8 +1,7 @@
 //! Bad input gets one clear line naming the file and the element, a non-zero exit, never a panic.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use std::process::Command;
 
 fn run_cli(args: &[&str]) -> (i32, String) {

@@ -50,9 +50,8 @@
 //!    "fewer", not the paper's "about an order of magnitude"; its "PGS needs over 20 000
 //!    iterations at impacts" does not happen with our robot and integrator.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use contact_sim::contact::{BisectionParams, BisectionSolver, ContactProblem, ImpulseSolver, PgsParams, PgsSolver};
 use contact_sim::sim::Simulation;
 use contact_sim::state::State;

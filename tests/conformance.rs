@@ -2,9 +2,8 @@
 //! same physical assertions on the same scenes (the box stack: every kind whose coverage
 //! includes contact between two bodies).
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use contact_sim::contact::FrictionModel;
 use contact_sim::math::Vec3;
 
@@ -71,7 +70,7 @@ fn incline_sticks_below_and_slides_above_the_friction_angle() {
         for theta_deg in [29.0f64, 35.0] {
             let t = theta_deg.to_radians();
             let d = Vec3::new(t.cos(), 0.0, -t.sin());
-            let mut sim = common::sim(&box_on_plane(mu, theta_deg, 0.0), solver);
+            let mut sim = crate::common::sim(&box_on_plane(mu, theta_deg, 0.0), solver);
             // let the contact settle, then measure the velocity gain over one second
             while sim.state.time_s < 0.2 {
                 sim.step();

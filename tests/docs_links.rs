@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// Files that must mention the forbidden patterns: this test and the re-runnable rewrite script.
+/// Files that must mention the forbidden patterns: this test (and the lock file's hashes).
 const EXEMPT: &[&str] = &["tests/docs_links.rs", "Cargo.lock"];
 
 fn root() -> PathBuf {
@@ -291,8 +291,7 @@ fn nothing_refers_to_material_outside_the_repository() {
     }
     assert!(
         bad.is_empty(),
-        "{} reference(s) to material a clone does not have (write it into docs/ or cite the paper; \
-         scripts/docs-fix-refs.py rewrites the known ones):\n{}",
+        "{} reference(s) to material a clone does not have (write it into docs/ or cite the paper):\n{}",
         bad.len(),
         bad.join("\n")
     );

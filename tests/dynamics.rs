@@ -1,9 +1,8 @@
 //! Multibody dynamics against closed forms and against each other: CRBA vs RNEA vs kinetic
 //! energy, free fall, the small-angle pendulum period, energy of an undamped double pendulum.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use contact_sim::config::{load_robot, RobotConfig};
 use contact_sim::contact::SolverConfig;
 use contact_sim::model::{Model, ModelBuilder};

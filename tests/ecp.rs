@@ -6,9 +6,8 @@
 //! Unless stated: unit cube of 1 kg (I = m/6), h = 0.01 s, g = 9.8 m/s², e_t = e_o = 1,
 //! e_r = 1 m, signed-gap form.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use contact_sim::contact::ecp::{ConvexShape, EcpBody, EcpBodyState, EcpContact, EcpParams, EcpPlane, EcpStepper, GapMode};
 use contact_sim::contact::SolverConfig;
 use contact_sim::math::{Mat3, Pose, Vec3};
@@ -439,7 +438,7 @@ fn a_tall_box_sliding_with_mu_h_beyond_its_half_width_tips_over_and_one_within_s
     assert!(min_height > 0.05 - 1e-6, "never below its lying height: {min_height}");
     // μ = 0.2: 0.04 m < 0.05 m, it slides upright and stops after about v0²/(2 μ g)
     let yaml = std::fs::read_to_string(path("config/examples/ecp_box_tip.yaml")).unwrap().replace("friction: 0.5", "friction: 0.2");
-    let mut upright = common::sim(&yaml, "ecp");
+    let mut upright = crate::common::sim(&yaml, "ecp");
     while upright.state.time_s < 1.5 {
         upright.step();
     }
@@ -594,7 +593,7 @@ fn contact_markers_show_the_solved_ecp_with_its_force_and_wrenches_carry_the_fri
     // μ p_n e_r / h = 0.5 · 9.8 · 1 m = 4.9 N·m (the limit surface's spin axis while it slips)
     // reaches the body's contact wrench and the reported contact
     let spin = "gravity: [0, 0, -9.8]\ntimestep_s: 0.01\nmaterials: {default: {friction: 0.5}}\nobjects:\n  - {name: cube, shape: {type: box, size: [1, 1, 1]}, mass_kg: 1.0, position: [0, 0, 0.5], angular_velocity: [0, 0, 10]}\n";
-    let mut sim = common::sim(spin, "ecp");
+    let mut sim = crate::common::sim(spin, "ecp");
     assert!(sim.step().solve.converged);
     let body = sim.model.objects[0].body;
     let w = contact_sim::sensors::body_contact_wrench(&sim.model, &sim.workspace, body);
@@ -632,7 +631,7 @@ fn support_impulses(sim: &contact_sim::sim::Simulation) -> Vec<(usize, f64, Vec3
 #[test]
 fn a_box_on_a_box_and_a_ten_box_stack_stand_with_each_interface_carrying_the_weight_above_it() {
     for n in [2usize, 10] {
-        let mut sim = common::sim(&stack_scene(n), "ecp");
+        let mut sim = crate::common::sim(&stack_scene(n), "ecp");
         let mut worst_sweeps = 0;
         for k in 0..400 {
             let r = sim.step();
@@ -675,7 +674,7 @@ fn a_box_sliding_on_a_box_obeys_coulomb_with_the_ecp_mu_h_ahead() {
     // (continuous v0²/(2μg) = 0.17007 m); while it slides its ECP is μ · 0.1 m ahead of its
     // centre on the slab's top face
     let yaml = "gravity: [0, 0, -9.8]\ntimestep_s: 0.01\nmaterials: {default: {friction: 0.3}}\nobjects:\n  - {name: slab, shape: {type: box, size: [2.0, 2.0, 0.2]}, mass_kg: 10.0, position: [0, 0, 0.1]}\n  - {name: cube, shape: {type: box, size: [0.2, 0.2, 0.2]}, mass_kg: 1.0, position: [-0.5, 0, 0.3], linear_velocity: [1.0, 0, 0]}\n";
-    let mut sim = common::sim(yaml, "ecp");
+    let mut sim = crate::common::sim(yaml, "ecp");
     let (v0, mu) = (1.0, 0.3);
     let steps = (v0 / (mu * G * H)).floor() as usize;
     let expected = H * (steps as f64 * v0 - mu * G * H * (steps * (steps + 1)) as f64 / 2.0);
@@ -707,7 +706,7 @@ fn a_sphere_and_a_lying_cylinder_rest_on_a_box_carried_at_their_lowest_point() {
     // along x) on a 1 × 1 × 0.2 m, 5 kg box on the ground: each rests with p_n = m g h on its
     // ECP straight below its centre, the box carries both, nothing moves
     let yaml = "gravity: [0, 0, -9.8]\ntimestep_s: 0.01\nmaterials: {default: {friction: 0.5}}\nobjects:\n  - {name: table, shape: {type: box, size: [1.0, 1.0, 0.2]}, mass_kg: 5.0, position: [0, 0, 0.1]}\n  - {name: ball, shape: {type: sphere, radius: 0.1}, mass_kg: 1.0, position: [-0.2, 0, 0.3]}\n  - {name: roller, shape: {type: cylinder, radius: 0.1, length: 0.4}, mass_kg: 2.0, position: [0.2, 0.1, 0.3], rpy: [0, 1.5707963267948966, 0]}\n";
-    let mut sim = common::sim(yaml, "ecp");
+    let mut sim = crate::common::sim(yaml, "ecp");
     let body = |name: &str| sim.model.objects.iter().find(|o| o.name == name).unwrap().body;
     let (ball, roller, table) = (body("ball"), body("roller"), body("table"));
     for k in 0..200 {

@@ -1,9 +1,8 @@
 //! FEM alone: the discretisation against closed forms (cantilever, compressed block) and the
 //! time stepping's conservation of momentum.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use contact_sim::fem::{fem_momentum, Deformable, FemMaterial, FemSystem, TetMesh};
 use contact_sim::math::Vec3;
 use nalgebra_sparse::CsrMatrix;

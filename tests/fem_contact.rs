@@ -1,9 +1,8 @@
 //! Deformable contact: a ball resting on the ground, a gripper lifting it (stick / slip),
 //! penetration, V-FPI against PGS, serial vs parallel.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use contact_sim::math::Vec3;
 use contact_sim::sim::Simulation;
 

@@ -1,9 +1,8 @@
 //! Deformable assets: mesh files (Gmsh 2.2 / 4.1, TetGen), validation errors, materials, the
 //! scene's `deformables:` section, mass = ρ V, surface extraction.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use contact_sim::config::{load_scene_str, read_tet_mesh, write_gmsh22, write_gmsh41, write_tetgen};
 use contact_sim::fem::TetMesh;
 

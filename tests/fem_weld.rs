@@ -2,9 +2,8 @@
 //! deformable's weight (F/T sensor, joint effort, weld forces) and its inertia (a free joint
 //! pushed by a constant force accelerates the link and the block together).
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use contact_sim::math::Vec3;
 use contact_sim::sim::Simulation;
 

@@ -4,7 +4,7 @@
 //! trajectory by more than round-off shows up here.
 //!
 //! Re-record (only after a deliberate change of physics, with the reason in the commit):
-//! `CONTACT_SIM_BLESS=1 cargo test --release --test golden`.
+//! `CONTACT_SIM_BLESS=1 cargo test --release --test suite golden::`.
 //!
 //! Four rigid scenes also run under every method of the registry that can simulate them, so each
 //! method's path is pinned, not only the one the scene configures. FEM scenes use the AVX2/FMA kernels when the CPU

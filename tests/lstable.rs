@@ -3,9 +3,8 @@
 //! that the iterative rigid solvers lose. The method also runs the shared conformance suite
 //! (`tests/conformance.rs`), the robot tests (`tests/robots.rs`) and the allocation test.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use contact_sim::math::Vec3;
 use contact_sim::sim::Simulation;
 
@@ -24,7 +23,7 @@ fn hertz_sphere_sinks_to_the_hertz_depth_and_carries_its_weight() {
     let yaml = format!(
         "timestep_s: 0.001\nsolver: {{kind: lstable}}\nmaterials: {{default: {{friction: 0.5}}, rubber: {{friction: 0.5, youngs_modulus_pa: {e}, poisson_ratio: {nu}, contact_damping_n_s_per_m: 50.0}}}}\nobjects:\n  - {{name: ball, shape: {{type: sphere, radius: {r}}}, mass_kg: {m}, position: [0, 0, {r}], material: rubber}}\n"
     );
-    let mut sim = common::sim(&yaml, "lstable");
+    let mut sim = crate::common::sim(&yaml, "lstable");
     while sim.state.time_s < 2.0 {
         let rep = sim.step();
         assert!(rep.solve.converged, "t = {}", sim.state.time_s);
@@ -48,7 +47,7 @@ fn linear_contact_stiffness_sets_the_sink_of_a_resting_box() {
         let yaml = format!(
             "timestep_s: 0.001\nsolver: {{kind: lstable}}\nmaterials: {{default: {{friction: 0.8}}, soft: {{friction: 0.8, contact_stiffness_n_per_m: {k}, contact_damping_n_s_per_m: 200.0}}}}\nobjects:\n  - {{name: box, shape: {{type: box, size: [0.2, 0.2, 0.2]}}, mass_kg: {m}, position: [0, 0, 0.1], material: soft}}\n"
         );
-        let mut sim = common::sim(&yaml, "lstable");
+        let mut sim = crate::common::sim(&yaml, "lstable");
         while sim.state.time_s < 3.0 {
             assert!(sim.step().solve.converged);
         }
@@ -57,13 +56,13 @@ fn linear_contact_stiffness_sets_the_sink_of_a_resting_box() {
         assert!((sink - want).abs() <= 1e-4 * want, "k {k}: sink {sink} vs {want}");
     }
     let series = "timestep_s: 0.001\nsolver: {kind: lstable}\nmaterials: {default: {friction: 0.8, contact_stiffness_n_per_m: 1.0e6, contact_damping_n_s_per_m: 200.0}}\nobjects:\n  - {name: box, shape: {type: box, size: [0.2, 0.2, 0.2]}, mass_kg: 2.0, position: [0, 0, 0.1]}\n";
-    let mut sim = common::sim(series, "lstable");
+    let mut sim = crate::common::sim(series, "lstable");
     while sim.state.time_s < 3.0 {
         sim.step();
     }
     let sink = 0.1 - height(&sim, "box");
     assert!((sink - 2.0 * m * G / 4e6).abs() <= 1e-4 * sink, "springs in series: sink {sink}");
-    let mut sim = common::sim("solver: {kind: lstable}\nobjects:\n  - {name: box, shape: {type: box, size: [0.2, 0.2, 0.2]}, mass_kg: 2.0, position: [0, 0, 0.1]}\n", "lstable");
+    let mut sim = crate::common::sim("solver: {kind: lstable}\nobjects:\n  - {name: box, shape: {type: box, size: [0.2, 0.2, 0.2]}, mass_kg: 2.0, position: [0, 0, 0.1]}\n", "lstable");
     while sim.state.time_s < 1.0 {
         sim.step();
     }
@@ -89,7 +88,7 @@ fn box_on_hertz_feet_slides_down_the_ramp_by_the_coulomb_distance() {
             px = lift * s,
             pz = lift * c,
         );
-        let mut sim = common::sim(&yaml, "lstable");
+        let mut sim = crate::common::sim(&yaml, "lstable");
         let base_q = sim.model.bodies[sim.model.trees[0].body_start].joint.q_index;
         let p0 = Vec3::new(sim.state.q[base_q], sim.state.q[base_q + 1], sim.state.q[base_q + 2]);
         let mut normal_per_foot = 0.0;
@@ -131,7 +130,7 @@ fn sphere_stack_stands_and_each_contact_carries_the_weight_above_it() {
     for k in 0..n {
         yaml += &format!("  - {{name: s{k}, shape: {{type: sphere, radius: 0.1}}, mass_kg: 1.0, position: [0, 0, {}]}}\n", 0.1 + 0.21 * k as f64);
     }
-    let mut sim = common::sim(&yaml, "lstable");
+    let mut sim = crate::common::sim(&yaml, "lstable");
     while sim.state.time_s < 5.0 - 1e-9 {
         let rep = sim.step();
         assert!(rep.solve.converged, "unconverged at t = {}", sim.state.time_s);
@@ -167,7 +166,7 @@ fn heavy_stack_stands_under_lstable_where_the_iterative_solvers_sink() {
 /// rigid contact (1000 m/s at h = 1 ms).
 #[test]
 fn deep_initial_overlap_is_pushed_out_at_the_capped_speed() {
-    let mut sim = common::sim("objects:\n  - {name: buried, shape: {type: box, size: [0.4, 0.4, 2.0]}, mass_kg: 1, position: [0, 0, 0]}\n", "lstable");
+    let mut sim = crate::common::sim("objects:\n  - {name: buried, shape: {type: box, size: [0.4, 0.4, 2.0]}, mass_kg: 1, position: [0, 0, 0]}\n", "lstable");
     let mut vmax: f64 = 0.0;
     for _ in 0..500 {
         sim.step();

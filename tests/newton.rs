@@ -5,9 +5,8 @@
 //! and the registry checks; the iteration's unit tests (NCP values, the friction compliance
 //! table, the conjugate residual, the scalar example) are in `src/contact/newton/core.rs`.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use contact_sim::contact::SolverConfig;
 use contact_sim::sim::Simulation;
 
@@ -53,7 +52,7 @@ fn incline_at_thirty_degrees_slides_and_sticks_at_tan_theta() {
             half * theta.sin(),
             half * theta.cos()
         );
-        let mut sim = common::sim(&yaml, "newton");
+        let mut sim = crate::common::sim(&yaml, "newton");
         let p0 = object_position(&sim, "box");
         let mut unconverged = 0;
         while sim.state.time_s < 1.0 - 1e-9 {
@@ -84,7 +83,7 @@ fn incline_at_thirty_degrees_slides_and_sticks_at_tan_theta() {
 #[test]
 fn resting_boxes_carry_their_weight() {
     let yaml = "timestep_s: 0.001\nmaterials: {default: {friction: 0.6}}\nobjects:\n  - {name: low, shape: {type: box, size: [0.3, 0.3, 0.2]}, mass_kg: 3.0, position: [0, 0, 0.1]}\n  - {name: high, shape: {type: box, size: [0.2, 0.2, 0.2]}, mass_kg: 2.0, position: [0, 0, 0.3]}\n";
-    let mut sim = common::sim(yaml, "newton");
+    let mut sim = crate::common::sim(yaml, "newton");
     while sim.state.time_s < 1.0 {
         assert!(sim.step().solve.converged, "t = {}", sim.state.time_s);
     }

@@ -235,3 +235,21 @@ fn newton_refuses_a_neo_hookean_deformable_naming_the_body() {
         assert!(vfpi.check_model(&scene.model, scene_file).is_ok(), "vfpi simulates {law} bodies");
     }
 }
+
+/// The README's method-choice table has one row per method of the registry, no more, no less.
+#[test]
+fn the_readme_method_table_lists_the_registry() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let start = readme.find("<!-- methods:begin -->").expect("README.md: <!-- methods:begin --> marker");
+    let end = readme.find("<!-- methods:end -->").expect("README.md: <!-- methods:end --> marker");
+    let rows: Vec<String> = readme[start..end]
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .map(|l| l.split('`').next().unwrap().to_string())
+        .collect();
+    let mut listed = rows.clone();
+    listed.sort();
+    let mut registry: Vec<String> = SolverKind::ALL.iter().map(|k| k.name().to_string()).collect();
+    registry.sort();
+    assert_eq!(listed, registry, "README.md method table rows {rows:?}");
+}

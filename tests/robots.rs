@@ -1,9 +1,8 @@
 //! Robots from our URDFs: the quadruped standing and crouching, the arm pushing a box, mimic
 //! joints, joint limits, joint damping and friction.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use contact_sim::sim::Simulation;
 
 fn base_height(sim: &Simulation) -> f64 {

@@ -1,9 +1,8 @@
 //! Scene options added for the bisection experiments (docs/bisection.md): per-robot `collision_links` and
 //! initial base velocity, a periodic `script_period_s`, and episode resets `reset_period_s`.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use contact_sim::contact::SolverConfig;
 use contact_sim::sim::Simulation;
 

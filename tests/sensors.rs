@@ -1,9 +1,8 @@
 //! F/T sensors and contact wrenches: physics of the ideal reading, the emulation chain, and bad
 //! sensor configuration.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use contact_sim::config::load_scene_str;
 use contact_sim::math::Vec3;
 use contact_sim::sensors::{FtEmulation, FtSensorState};

@@ -1,9 +1,8 @@
 //! Every collision shape rests on the ground and on other shapes carrying its weight; self-collision
 //! pairs skip adjacent links; `package://` mesh URIs resolve.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use contact_sim::config::resolve_mesh_path;
 use std::collections::HashMap;
 

@@ -1,9 +1,8 @@
 //! URDFs as they exist in the wild: what must load, with which warning, and what is
 //! still refused. Small fixtures of our own in tests/data/wild/.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use std::process::Command;
 
 /// Runs the CLI from the repository root: (exit code, stdout, stderr).

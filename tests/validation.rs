@@ -2,9 +2,8 @@
 //! absurd numbers in scenes, URDFs and tet meshes, and runs whose steps fail (`on_failure`).
 //! Every fixture is generated here (files under `target/test-scenes`).
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use contact_sim::config::{load_scene_str, load_urdf_model, read_tet_mesh};
 use std::path::PathBuf;
 use std::process::Command;

@@ -1,4 +1,4 @@
-//! Topic names (the node's, see [`crate`]'s README table) and [`SampleTopics`], which turns a
+//! Topic names (the node's, listed in `docs/ros-graph.md`) and [`SampleTopics`], which turns a
 //! real-time [`Sample`] into the messages the node publishes, for recording.
 //!
 //! Bags store fully qualified names; the node publishes its relative names (`odom`,

@@ -27,7 +27,7 @@
 //!    (`tests/registry.rs` fails until you do).
 //! 5. Tests: `tests/registry.rs` checks the name, defaults and tolerance field; add the method's
 //!    physics tests (resting force m·g, stick/slip at tan θ = μ, sliding distance) and run
-//!    `cargo test --release --test golden` (other methods' trajectories must not move).
+//!    `cargo test --release --test suite golden::` (other methods' trajectories must not move).
 
 mod bisection;
 pub mod lstable;

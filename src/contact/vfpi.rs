@@ -379,7 +379,7 @@ fn solve_nodal_inner(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &
             //   met (or off): while the residual is still large, θ grows as ν ramps up and a
             //   θ-triggered restart throws the acceleration away. On the soft-ball grasp this
             //   took the mean iterations from 413 to 219 and the steps at the cap from 11 to 0;
-            //   on the resting ball from 206 to 41 (BENCHMARKS.md, "V-FPI speed-ups").
+            //   on the resting ball from 206 to 41 (docs/benchmark-log.md, "V-FPI speed-ups").
             let ratio = if theta_prev > 0.0 { (theta / theta_prev).min(0.9999) } else { 0.0 };
             rho_max = rho_max.max(ratio);
             theta_best = theta_best.min(theta);

@@ -110,7 +110,7 @@
 //!   `F(t) = −c_z A(t) + den(t) B(t)` (see `slip`), a positive multiple of it with the same roots
 //!   and no division. Why: the plain halving needs ~27 trial points for 10⁻⁸ N·s from a bracket of
 //!   up to π/4, the regula falsi 4–5 on the paper's four experiments; the sliding solve went from
-//!   ≈0.5 µs to ≈0.2 µs (target: 0.3 µs; BENCHMARKS.md). The answer is the regula-falsi
+//!   ≈0.5 µs to ≈0.2 µs (target: 0.3 µs; docs/benchmark-log.md). The answer is the regula-falsi
 //!   point of the final bracket, within the tolerance of the halving's; the unit test
 //!   `illinois_root_finder_matches_plain_halving_with_fewer_evaluations` checks both against a
 //!   halving to one ulp, and that fewer evaluations are needed.
