@@ -29,6 +29,7 @@ mod ros_packaging;
 mod scene_options;
 mod sensors;
 mod shapes;
+mod snapshot;
 mod urdf_corpus;
 mod urdf_wild;
 mod validation;

@@ -303,7 +303,7 @@ impl MethodParams for NewtonParams {
     }
 }
 
-contact_method!(NewtonScheme, NewtonParams, WholeStep);
+contact_method!(NewtonScheme, NewtonParams, WholeStepOnRows);
 
 /// The Newton step with its scratch, sized for the model's largest row count.
 pub struct NewtonScheme {
