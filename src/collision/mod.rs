@@ -21,7 +21,7 @@
 //! with one reusable EPA, and the manifold is then generated with the second shape moved out of
 //! the overlap along the penetration normal (`separate_overlap`). The step allocates nothing.
 
-use crate::math::{from_parry_vec, tangent_basis, to_parry, Pose, Vec3};
+use crate::math::{from_parry_vec, tangent_basis, to_parry, to_parry_vec, Pose, Vec3};
 use crate::model::{parry_axis_fix, GeomShape, Model};
 use crate::state::ContactKey;
 use parry3d_f64::query::epa::EPA;
@@ -109,7 +109,18 @@ pub struct CollisionReport {
 /// `contact.margin_m + dt (s_a + s_b)`, where `s_g = |v_origin| + |ω| r_bound` bounds the speed of
 /// any point of geometry g: nothing moving at the current velocities can pass through a surface
 /// within one step unseen.
-pub fn detect(model: &Model, body_pose: &[Pose], body_velocity: &[crate::math::Vec6], scratch: &mut CollisionScratch, contacts: &mut Vec<Contact>) -> CollisionReport {
+///
+/// `pair_normals` ([`crate::state::State::contact_pair_normals`]) is the narrow phase's history:
+/// each pair's last contact normal, the first search direction of its next GJK query (read
+/// before, written after each query).
+pub fn detect(
+    model: &Model,
+    body_pose: &[Pose],
+    body_velocity: &[crate::math::Vec6],
+    pair_normals: &mut [[f64; 6]],
+    scratch: &mut CollisionScratch,
+    contacts: &mut Vec<Contact>,
+) -> CollisionReport {
     let mut report = CollisionReport::default();
     contacts.clear();
     for (g, geom) in model.geoms.iter().enumerate() {
@@ -171,6 +182,9 @@ pub fn detect(model: &Model, body_pose: &[Pose], body_velocity: &[crate::math::V
         let pos12 = to_parry(&pa).inv_mul(&to_parry(&pb));
         let (s1, s2) = (ga.parry_shape.as_ref(), gb.parry_shape.as_ref());
         let manifold = &mut scratch.manifolds[pi];
+        let last = &pair_normals[pi];
+        manifold.local_n1 = to_parry_vec(&Vec3::new(last[0], last[1], last[2]));
+        manifold.local_n2 = to_parry_vec(&Vec3::new(last[3], last[4], last[5]));
         let separation = separate_overlap(&pos12, s1, s2, margin, manifold.local_n1.try_normalize(), &mut scratch.simplex, &mut scratch.epa);
         let mut pos12_query = pos12;
         if let Some((n, s)) = separation {
@@ -186,6 +200,8 @@ pub fn detect(model: &Model, body_pose: &[Pose], body_velocity: &[crate::math::V
             margin + separation.map_or(0.0, |(_, s)| s),
             manifold,
         );
+        let (n1, n2) = (from_parry_vec(manifold.local_n1), from_parry_vec(manifold.local_n2));
+        pair_normals[pi] = [n1.x, n1.y, n1.z, n2.x, n2.y, n2.z];
         if res.is_err() {
             report.unsupported_pairs += 1;
             continue;

@@ -294,7 +294,8 @@ fn check_scene_numbers(cfg: &SceneFile, file: &str) -> Result<(), InputError> {
 fn deep_overlaps(model: &Model, file: &str) -> Vec<LoadWarning> {
     let mut ws = crate::workspace::Workspace::new(model, &SolverConfig::default());
     crate::kinematics::forward_kinematics(model, &model.q_init, &model.v_init, &mut ws);
-    crate::collision::detect(model, &ws.body_pose, &ws.body_velocity, &mut ws.collision, &mut ws.contacts);
+    let mut pair_normals = vec![[0.0; 6]; model.collision_pairs.len()];
+    crate::collision::detect(model, &ws.body_pose, &ws.body_velocity, &mut pair_normals, &mut ws.collision, &mut ws.contacts);
     let deep = model.contact.capped_depth_m(model.timestep_s);
     // deepest penetration per geometry pair, in contact order
     let mut pairs: Vec<((usize, usize), f64)> = vec![];

@@ -74,6 +74,15 @@ pub struct State {
     /// `v` was written from outside since (a reset, a replay, a test), the prediction falls
     /// back to the unconstrained `½ (v + v*)`.
     pub last_step_end_v: Vec<f64>,
+    /// The contact method's history between steps that the warm starts above do not hold (a
+    /// kept factorisation's source, node warm starts, ...), in a layout the method owns and
+    /// documents. Empty in a new state: the method sizes it at its first step (the one
+    /// allocation) and reads an empty or all-zero history as "a new run".
+    pub method_history: Vec<f64>,
+    /// Per collision pair ([`Model::collision_pairs`]), the contact normal of its last narrow-
+    /// phase query in each geometry's frame (`[n1; n2]`, unit, zero before the first): the
+    /// first search direction of the next query's GJK.
+    pub contact_pair_normals: Vec<[f64; 6]>,
 }
 
 impl State {
@@ -99,6 +108,8 @@ impl State {
             fem_weld_impulse: vec![0.0; 3 * model.deformables.iter().map(|d| d.num_nodes()).sum::<usize>()],
             last_step_dv: vec![0.0; model.nv],
             last_step_end_v: vec![f64::NAN; model.nv],
+            method_history: Vec::new(),
+            contact_pair_normals: vec![[0.0; 6]; model.collision_pairs.len()],
         }
     }
 
@@ -114,14 +125,18 @@ impl State {
         }
     }
 
-    /// Overwrites the motion of `self` with `other`'s without allocating: positions,
-    /// velocities, deformable nodes, weld impulses, warm starts and the last step's velocity
-    /// change (so a restored copy continues bit for bit as the original would); keeps the time, the step
-    /// count and the sensors' state (an episode restart). The exhaustive destructuring makes a
-    /// new field a compile error here rather than a silently stale reset.
+    /// Overwrites the motion of `self` with `other`'s: positions, velocities, deformable nodes,
+    /// weld impulses, warm starts, the method's history and the last step's velocity change (so
+    /// a restored copy continues bit for bit as the original would); keeps the time, the step
+    /// count and the sensors' state (an episode restart). Allocates nothing once `self`'s method
+    /// history has grown to `other`'s length. The exhaustive destructuring makes a new field a
+    /// compile error here rather than a silently stale reset.
     pub fn copy_motion_from(&mut self, other: &State) {
-        let State { time_s: _, step_count: _, q, v, warm_contacts, warm_joint_rows, sensors: _, fem_x, fem_v, fem_weld_impulse, last_step_dv, last_step_end_v } =
+        let State { time_s: _, step_count: _, q, v, warm_contacts, warm_joint_rows, sensors: _, fem_x, fem_v, fem_weld_impulse, last_step_dv, last_step_end_v, method_history, contact_pair_normals } =
             other;
+        self.contact_pair_normals.copy_from_slice(contact_pair_normals);
+        self.method_history.clear();
+        self.method_history.extend_from_slice(method_history);
         self.last_step_dv.copy_from_slice(last_step_dv);
         self.last_step_end_v.copy_from_slice(last_step_end_v);
         self.fem_x.copy_from_slice(fem_x);

@@ -104,7 +104,7 @@ pub fn step_with_scheme(model: &Model, state: &mut State, ws: &mut Workspace, cm
 fn run_stages(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Commands, external: Option<&mut dyn WholeStepScheme>) -> StepReport {
     let mut report = StepReport::default();
     forward_positions(model, state, ws);
-    collide(model, ws, &mut report);
+    collide(model, state, ws, &mut report);
     dynamics_terms(model, state, ws);
     actuate(model, state, ws, cmd, &mut report);
     if !factor_and_free_velocity(model, state, ws) {
@@ -139,9 +139,10 @@ pub fn forward_positions(model: &Model, state: &State, ws: &mut Workspace) {
     kinematics::forward_kinematics(model, &state.q, &state.v, ws);
 }
 
-/// Stage 2: rigid contacts into `ws.contacts`; counts and the deepest penetration into `report`.
-pub fn collide(model: &Model, ws: &mut Workspace, report: &mut StepReport) {
-    let coll = collision::detect(model, &ws.body_pose, &ws.body_velocity, &mut ws.collision, &mut ws.contacts);
+/// Stage 2: rigid contacts into `ws.contacts` (each pair's last normal kept in the state);
+/// counts and the deepest penetration into `report`.
+pub fn collide(model: &Model, state: &mut State, ws: &mut Workspace, report: &mut StepReport) {
+    let coll = collision::detect(model, &ws.body_pose, &ws.body_velocity, &mut state.contact_pair_normals, &mut ws.collision, &mut ws.contacts);
     report.dropped_contacts = coll.dropped_contacts;
     report.unsupported_pairs = coll.unsupported_pairs;
     report.duplicate_points = coll.duplicate_points;

@@ -493,11 +493,9 @@ pub struct PrimalFem {
     /// Whether `node_cols` holds the columns of every row's nodes for the current factor (set
     /// by the Delassus build; the free and updated velocities then take one solve, not two).
     columns_valid: bool,
-    /// `state.step_count` of the last step: the factor and the node contacts' warm start are
-    /// carried only into the next one (a reset or a jump in the count starts from a fresh factor
-    /// and a zero warm start, as at construction, so that a reset run repeats the first bit for
-    /// bit).
-    last_step: Option<u64>,
+    /// The factor restored from the state's history at the start of this step (the cached
+    /// node columns belong to another factor).
+    factor_restored: bool,
     rigid_v: Vec<f64>,
     warm_node: Vec<f64>,
     pool: Option<rayon::ThreadPool>,
@@ -628,7 +626,7 @@ impl PrimalFem {
             node_cols,
             have_factor: false,
             columns_valid: false,
-            last_step: None,
+            factor_restored: false,
             rigid_v: v(nv),
             warm_node: v(n3),
             factorizations: 0,
@@ -684,12 +682,8 @@ impl PrimalFem {
         let model = input.model;
         let h = model.timestep_s;
         let (n3, nv, nf) = (self.n3, self.nv, self.nf);
-        // a new run (reset, or steps skipped): no kept factor, no node warm start
-        if self.last_step.map(|k| k.wrapping_add(1)) != Some(state.step_count) {
-            self.have_factor = false;
-            self.warm_node.fill(0.0);
-        }
-        self.last_step = Some(state.step_count);
+        // the history the last step left in the state: the node warm start and the factor
+        self.restore_history(state);
         // rows: the step's rigid rows first (so that their impulses map onto `impulse`), then the
         // node contacts, then the welds
         let layout = super::fem::push_step_rows(
@@ -791,7 +785,7 @@ impl PrimalFem {
             }
             if refactor || outer == 0 {
                 // W = J_n A⁻¹ J_nᵀ + J_r M̃⁻¹ J_rᵀ (the step's rows are new at its first iteration)
-                self.delassus_rows(m, refactor);
+                self.delassus_rows(m, refactor || std::mem::take(&mut self.factor_restored));
             }
             outer += 1;
             // ũ = u + A⁻¹ (−g₀) and J ũ; with the node columns Y = L⁻¹ E_n of the rows
@@ -890,7 +884,54 @@ impl PrimalFem {
         state.fem_v.copy_from_slice(&self.u);
         velocity[..nv].copy_from_slice(&self.rigid_v);
         super::fem::write_back_step_rows(input, state, fem, &mut self.p, &self.laws, &layout, &mut self.warm_node, impulse);
+        self.save_history(state);
         stats
+    }
+
+    /// Length of this form's history in [`State::method_history`]: the node contacts' warm
+    /// start (3 per node, N·s), whether a factor is kept (1 or 0), and the values of the free
+    /// part of A it was computed from (kg).
+    fn history_len(&self) -> usize {
+        self.n3 + 1 + self.values.len()
+    }
+
+    /// Reads the history the last step left in `state` (or none: a state of a new run, whose
+    /// history is empty or zero, starts with no factor and a zero warm start). The factor kept
+    /// across steps (the chord iteration) is the one computed from the stored values: when the
+    /// runtime holds another one (the state was restored, or the runtime is new), it refactors
+    /// from them, so that a restored state continues bit for bit. Allocates only when the
+    /// state's history has not been sized yet (a state from `State::new`, first step).
+    fn restore_history(&mut self, state: &mut State) {
+        let len = self.history_len();
+        if state.method_history.len() != len {
+            state.method_history.clear();
+            state.method_history.resize(len, 0.0);
+        }
+        let (warm, rest) = state.method_history.split_at(self.n3);
+        self.warm_node.copy_from_slice(warm);
+        let (kept, values) = (rest[0] != 0.0, &rest[1..]);
+        if !kept {
+            self.have_factor = false;
+            return;
+        }
+        let same = self.have_factor && self.values.iter().zip(values).all(|(a, b)| a.to_bits() == b.to_bits());
+        if !same {
+            self.values.copy_from_slice(values);
+            self.have_factor = self.chol.refactor(&self.values).is_ok();
+            self.factor_restored = true;
+        }
+    }
+
+    /// Writes this step's history into `state` (see [`Self::restore_history`]).
+    fn save_history(&mut self, state: &mut State) {
+        let n3 = self.n3;
+        let h = &mut state.method_history;
+        h[..n3].copy_from_slice(&self.warm_node);
+        h[n3] = if self.have_factor { 1.0 } else { 0.0 };
+        // the values change only with a factorisation (a restored factor's are already there)
+        if self.have_factor && self.factorizations > 0 {
+            h[n3 + 1..].copy_from_slice(&self.values);
+        }
     }
 
     /// The Delassus matrix of rows `0..m` into `delassus` (row-major, symmetrised) with the
