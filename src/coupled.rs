@@ -77,11 +77,11 @@ pub fn solve(model: &Model, state: &mut State, ws: &mut Workspace, m: usize) -> 
     let Some(vs) = impulse_solver.nodal() else {
         return SolveStats::default();
     };
-    prescribe_node_velocities(model, body_pose, body_velocity, f);
+    // the nodes' prescribed velocities and contacts are the step's deformable-contact stage's
+    // (`crate::step::deformable_contacts`)
     // the element phase of the assembly runs on the solver's pool (bit-identical for any thread count)
     f.system.assemble_on(&model.deformables, &state.fem_x, &state.fem_v, dt, &model.gravity, vs.pool());
     f.velocity_start.copy_from_slice(&state.fem_v);
-    collide_nodes(model, state, &collision.geom_pose, f);
     let nf = f.system.dim();
     let base = nf + nv;
     let kt = vs.virtual_node_gain() * dt;

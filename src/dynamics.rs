@@ -119,11 +119,9 @@ pub fn factorize(ws: &mut Workspace) -> bool {
     ws.mass_factor.factorize_ltl()
 }
 
-/// Solves `M̃ x = b` in place for all trees.
+/// Solves `M̃ x = b` in place for all trees ([`crate::model::tree::solve_mass`]).
 pub fn solve(model: &Model, factor: &BranchMatrix, x: &mut [f64]) {
-    for t in &model.trees {
-        factor.solve(t.v_start, t.v_end, x);
-    }
+    crate::model::tree::solve_mass(model, factor, x);
 }
 
 /// Kinetic energy ½ vᵀ M v (J). Needs [`mass_matrix`] to be current.

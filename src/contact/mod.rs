@@ -13,13 +13,16 @@
 //!    `#[serde(deny_unknown_fields, default)]`, `Default` holding the paper's defaults, units in
 //!    the field docs) and a runtime type holding the params and all scratch memory.
 //! 2. Implement [`MethodParams`] for the params: `NAME` (the `kind` in scenes, snake case of the
-//!    registry variant), `SUMMARY`, `CAPABILITIES` (impulse or whole-step, deformables, the
-//!    [`ContactRows`] layout, the friction law, the [`SceneCoverage`]), `validate` (every field, with
+//!    registry variant), `SUMMARY`, `CAPABILITIES` (deformables, the [`ContactRows`] layout, the
+//!    friction law, the [`SceneCoverage`]), `validate` (every field, with
 //!    [`check_params`]), the main tolerance with its unit, the iteration cap, and `build`
 //!    (allocates the scratch for a model; the step must not allocate).
 //! 3. Implement [`ContactMethod`] for the runtime: `stage` returns
 //!    [`ConstraintStage::Impulse`] (implement [`ImpulseSolver`]; also [`NodalSolver`] if it
-//!    handles deformables) or [`ConstraintStage::WholeStep`] (implement [`WholeStepScheme`]).
+//!    handles deformables), [`ConstraintStage::WholeStep`] or [`ConstraintStage::WholeStepOnRows`]
+//!    (implement [`WholeStepScheme`]): the one value that says how it enters the step. History
+//!    kept between steps goes into the [`crate::state::State`] (`method_history`), never only
+//!    into the runtime (`tests/snapshot.rs`).
 //! 4. Add `mod <name>;` and its `pub use` below, and one line `Variant(ParamsType)` in the
 //!    `contact_methods!` list of `registry.rs`. The CLI's `--solver`, the scene schema, the
 //!    node's `solver` parameter and its choices, `bench` and the golden/conformance suites pick it

@@ -143,6 +143,23 @@ pub fn lu_solve_block(a: &[f64], stride: usize, start: usize, pivot: &[usize], x
     }
 }
 
+/// Solves `M x = b` in place (`M` row-major `n × n`, overwritten by its LU factors; `b` becomes
+/// `x`) with [`lu_in_place`] and [`lu_solve`]. `false` when `M` is singular to working
+/// precision: a pivot of at most `1e-18 max|M|` (or `1e-300`), where the factors would be
+/// meaningless.
+pub fn lu_solve_in_place(mat: &mut [f64], n: usize, pivot: &mut [usize], b: &mut [f64]) -> bool {
+    let scale = mat[..n * n].iter().fold(0.0f64, |s, x| s.max(x.abs()));
+    if !lu_in_place(mat, n, pivot) {
+        return false;
+    }
+    let floor = (1e-18 * scale).max(1e-300);
+    if (0..n).any(|k| !(mat[k * n + k].abs() > floor)) {
+        return false;
+    }
+    lu_solve(mat, n, pivot, &mut b[..n]);
+    true
+}
+
 /// Dense Cholesky `A = L Lᵀ` of a row-major `m × m` matrix, in place (lower triangle holds L).
 /// `false` when a pivot is not positive.
 pub fn cholesky_in_place(a: &mut [f64], m: usize) -> bool {

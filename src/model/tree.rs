@@ -1,10 +1,11 @@
 //! Kinematic-tree queries that need nothing but the model and the world-frame motion subspaces
 //! (`dof_axis`, written by [`crate::kinematics::forward_kinematics`]): which velocity coordinates
 //! move a body, Jacobian rows of a body point or of a body's rotation, and one joint's
-//! configuration update `q ⊕ dt v`. The contact methods build their rows with these.
+//! configuration update `q ⊕ dt v`, and solves with the mass matrix's factor. The contact methods
+//! build their rows with these.
 
 use super::{Joint, JointKind, Model};
-use crate::math::{integrate_rotation, Vec3, Vec6};
+use crate::math::{integrate_rotation, BranchMatrix, Vec3, Vec6};
 use nalgebra::{Quaternion, UnitQuaternion};
 
 /// Calls `f(k)` for every velocity coordinate `k` that moves `body` (its ancestors' and its own).
@@ -64,5 +65,13 @@ pub fn integrate_joint_position(j: &Joint, q: &mut [f64], v: &[f64], dt: f64) {
             q[qi + 5] = c.k;
             q[qi + 6] = c.w;
         }
+    }
+}
+
+/// `x ← M̃⁻¹ x` tree by tree, with the branch-sparse factor `M̃ = Lᵀ L` of a mass matrix
+/// (each tree's coordinates are a diagonal block; units: N·s in, m/s or rad/s out).
+pub fn solve_mass(model: &Model, factor: &BranchMatrix, x: &mut [f64]) {
+    for t in &model.trees {
+        factor.solve(t.v_start, t.v_end, x);
     }
 }

@@ -2,7 +2,8 @@
 //! of stages (each a function below, its inputs and outputs in its signature):
 //!
 //! 1. [`forward_positions`]: body poses, velocities and motion subspaces from `q`, `v`;
-//! 2. [`collide`]: contacts (rigid–rigid; deformable nodes are collided in the coupled solve);
+//! 2. [`collide`]: rigid contacts; [`deformable_contacts`]: the deformable nodes' prescribed
+//!    velocities and contacts;
 //! 3. [`dynamics_terms`]: M(q) and h(q, v);
 //! 4. [`actuate`]: servo and effort commands, effort limits, implicit damping: M̃ and f;
 //! 5. [`factor_and_free_velocity`]: M̃ = Lᵀ L and the unconstrained velocity v*;
@@ -105,6 +106,7 @@ fn run_stages(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Comman
     let mut report = StepReport::default();
     forward_positions(model, state, ws);
     collide(model, state, ws, &mut report);
+    deformable_contacts(model, state, ws);
     dynamics_terms(model, state, ws);
     actuate(model, state, ws, cmd, &mut report);
     if !factor_and_free_velocity(model, state, ws) {
@@ -148,6 +150,17 @@ pub fn collide(model: &Model, state: &mut State, ws: &mut Workspace, report: &mu
     report.duplicate_points = coll.duplicate_points;
     report.contacts = ws.contacts.len();
     report.max_penetration_m = ws.contacts.iter().map(|c| (-c.distance).max(0.0)).fold(0.0, f64::max);
+}
+
+/// Stage 2b: the deformable bodies' prescribed node velocities (nodes attached to moving
+/// bodies) and their node contacts against the rigid geometry and each other, into `ws.fem`
+/// (nothing without deformables). Both constraint-stage kinds read them.
+pub fn deformable_contacts(model: &Model, state: &State, ws: &mut Workspace) {
+    let Workspace { fem, body_pose, body_velocity, collision, .. } = ws;
+    if let Some(f) = fem.as_mut() {
+        crate::coupled::prescribe_node_velocities(model, body_pose, body_velocity, f);
+        crate::coupled::collide_nodes(model, state, &collision.geom_pose, f);
+    }
 }
 
 /// Stage 3: the mass matrix M(q) into `ws.mass_matrix` and the bias h(q, v) into `ws.bias`.
@@ -380,11 +393,6 @@ pub fn whole_step_stage(
         row_trees: &row_trees[..m],
         joint_rows: &joint_rows[..nj],
     });
-    if let Some(f) = fem.as_mut() {
-        // deformable nodes: prescribed velocities and contacts, as for the coupled solve
-        crate::coupled::prescribe_node_velocities(model, body_pose, body_velocity, f);
-        crate::coupled::collide_nodes(model, state, &collision.geom_pose, f);
-    }
     let scheme: &mut dyn WholeStepScheme = match external {
         Some(s) => s,
         None => match solver.stage().scheme() {

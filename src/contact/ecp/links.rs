@@ -390,8 +390,7 @@ pub(super) fn link_free_motion(
 
 /// `out ← M̃⁻¹ out` on one tree (M̃ = Lᵀ L).
 pub(super) fn solve_mass(input: &SchemeInput, (s, e): (usize, usize), out: &mut [f64]) {
-    input.mass_factor.solve_lt(s, e, out);
-    input.mass_factor.solve_l(s, e, out);
+    input.mass_factor.solve(s, e, out);
 }
 
 /// A link's start-of-step state (centre of mass `com_local` in the link frame, world velocity

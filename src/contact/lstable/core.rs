@@ -44,7 +44,7 @@
 //!   paper's cone-radius iteration. Allocation-free.
 
 use crate::contact::SolveStats;
-use crate::math::dense::{cholesky_in_place, cholesky_solve};
+use crate::math::dense::{cholesky_in_place, cholesky_solve, lu_solve_in_place};
 
 /// What a row is, which fixes the set its impulse lives in.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -554,51 +554,6 @@ fn project_feasible(prob: &ImpulseProblem, p: &mut [f64]) {
         }
         i += 1;
     }
-}
-
-/// Solves `M x = b` in place (`M` row-major `n × n`, overwritten by its LU factors; `b` becomes
-/// `x`) by Gaussian elimination with partial pivoting. `false` when `M` is singular.
-pub fn lu_solve_in_place(mat: &mut [f64], n: usize, pivot: &mut [usize], b: &mut [f64]) -> bool {
-    let scale = mat.iter().fold(0.0f64, |s, x| s.max(x.abs()));
-    for k in 0..n {
-        let (mut best, mut best_row) = (0.0, k);
-        for r in k..n {
-            let v = mat[r * n + k].abs();
-            if v > best {
-                best = v;
-                best_row = r;
-            }
-        }
-        if !(best > 1e-300 && best > 1e-18 * scale) {
-            return false;
-        }
-        pivot[k] = best_row;
-        if best_row != k {
-            for c in 0..n {
-                mat.swap(k * n + c, best_row * n + c);
-            }
-            b.swap(k, best_row);
-        }
-        let d = mat[k * n + k];
-        for r in k + 1..n {
-            let f = mat[r * n + k] / d;
-            if f != 0.0 {
-                mat[r * n + k] = f;
-                for c in k + 1..n {
-                    mat[r * n + c] -= f * mat[k * n + c];
-                }
-                b[r] -= f * b[k];
-            }
-        }
-    }
-    for k in (0..n).rev() {
-        let mut s = b[k];
-        for c in k + 1..n {
-            s -= mat[k * n + c] * b[c];
-        }
-        b[k] = s / mat[k * n + k];
-    }
-    true
 }
 
 /// `argmin ½ xᵀ S x + gᵀ x` over `‖x‖ ≤ ρ`, `S = [[a00, a01], [a01, a11]]` positive definite:

@@ -101,6 +101,7 @@ use crate::contact::SchemeInput;
 use crate::fem::{polar_rotation_fast, ElasticModel, FemWeld, FemWorkspace, NodeAttachment};
 use crate::math::{BranchMatrix, Vec3};
 use crate::model::Model;
+use crate::model::tree::solve_mass;
 use crate::state::State;
 
 /// No node / no rigid row.
@@ -212,12 +213,6 @@ fn apply_inverse_mass(model: &Model, factor: &BranchMatrix, hinv: &[f64], v: &mu
     solve_mass(model, factor, &mut v[n3..]);
 }
 
-/// `x ← M̃⁻¹ x` with the factor of `M̃`, tree by tree.
-fn solve_mass(model: &Model, factor: &BranchMatrix, x: &mut [f64]) {
-    for t in &model.trees {
-        factor.solve(t.v_start, t.v_end, x);
-    }
-}
 
 /// The rows of a deformables' step after the form's own rows, written into `K` node slots per
 /// row (4 in the dual form, whose elastic rows span a tetrahedron; 2 in the primal form): the

@@ -54,6 +54,7 @@ use crate::contact::SchemeInput;
 use crate::fem::{FemIntegrator, FemSystem, FemWorkspace};
 use crate::math::{BranchMatrix, Vec3};
 use crate::model::Model;
+use crate::model::tree::solve_mass;
 use crate::state::State;
 use nalgebra_sparse::factorization::CscCholesky;
 use nalgebra_sparse::CscMatrix;
@@ -141,12 +142,6 @@ fn add_node_impulses(nodes: &[[u32; 2]], coef: &[[Vec3; 2]], y: &[f64], rows: st
     }
 }
 
-/// `x ← M̃⁻¹ x` with the factor of `M̃`, tree by tree.
-fn solve_mass(model: &Model, factor: &BranchMatrix, x: &mut [f64]) {
-    for t in &model.trees {
-        factor.solve(t.v_start, t.v_end, x);
-    }
-}
 
 /// The sparse Cholesky factor `A = L Lᵀ` of the node matrix: the pattern of `L` from
 /// `nalgebra_sparse`'s symbolic analysis (elimination tree, column counts) at setup; the numeric
