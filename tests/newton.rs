@@ -3,7 +3,7 @@
 //! heavy stack that the iterative solvers lose, resting forces, and the default scene. The
 //! method also runs the shared conformance suite (`tests/conformance.rs`), the allocation test
 //! and the registry checks; the iteration's unit tests (NCP values, the friction compliance
-//! table, the conjugate residual, the scalar example) are in `src/contact/newton/core.rs`.
+//! table, the conjugate residual, the scalar example) are in `src/contact/newton/core/tests.rs`.
 
 
 use crate::common::*;

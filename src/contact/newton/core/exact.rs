@@ -1,0 +1,198 @@
+//! The Newton iteration with the exact generalized Jacobian of every row's natural residual
+//! ([`NewtonJacobian::Exact`](super::NewtonJacobian::Exact); ours, rigid rows only, beside the
+//! paper's frozen compliance of §7 and App. A.2): on the impulses alone, LU per consecutive block,
+//! full steps, then an Armijo backtracking on `½‖F‖²`.
+
+use super::blocks::consecutive_blocks;
+use super::delassus::block_delassus_product;
+use super::laws::exact_laws;
+use super::{NewtonIterate, NewtonOptions, NewtonProblem, NewtonScratch, NewtonStats};
+use crate::math::dense::{lu_in_place_block, lu_solve_block};
+
+/// Full Newton steps before the line search starts ([`NewtonJacobian::Exact`](super::NewtonJacobian::Exact)).
+const FULL_STEPS: u32 = 12;
+/// First proximal weight λ (relative to the row's `Dᵢᵢ`) after a failed line search.
+const PROXIMAL_START: f64 = 1e-3;
+/// Full steps in a row without a new best residual that end the full-step phase early.
+const FULL_STEP_STALLS: u32 = 3;
+/// A line-search iteration whose best merit is above this fraction of the merit before it counts
+/// as crawling.
+const CRAWL_DECREASE: f64 = 0.9;
+/// Crawling line-search iterations in a row after which the exact iteration gives up (the
+/// proximal-point rescue takes over from the best iterate).
+const CRAWL_LIMIT: u32 = 3;
+/// Sufficient decrease of the Armijo test on `½‖F‖²` ([`NewtonJacobian::Exact`](super::NewtonJacobian::Exact)).
+const ARMIJO: f64 = 1e-4;
+/// Backtracking halvings at most per Newton iteration ([`NewtonJacobian::Exact`](super::NewtonJacobian::Exact)).
+const MAX_HALVINGS: u32 = 10;
+
+/// The Newton iteration with the exact generalized Jacobian ([`NewtonJacobian::Exact`](super::NewtonJacobian::Exact)). The
+/// velocity is kept exactly on the momentum equation, `u = ũ + M̃⁻¹ J̄ᵀ p` (so `w = J̄ũ + D p`),
+/// which makes the iteration one on the impulses alone: `F(p) = 0`. Each iteration solves
+/// `(G_w D + G_p + ε I) x = −F` by LU and backtracks from `t = step_fraction` until
+/// `½‖F‖²` decreases by the Armijo factor (after [`MAX_HALVINGS`] halvings it takes the trial
+/// with the smallest merit). An unconverged step keeps its best iterate.
+pub(super) fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScratch, it: &mut NewtonIterate) -> NewtonStats {
+    let m = prob.dim();
+    let d = prob.delassus;
+    let mut stats = NewtonStats::default();
+    let blocks = consecutive_blocks(prob, &mut scr.block_reach[..m], &mut scr.tree_last_row[..2 * m], &mut scr.block_ends[..m]);
+    // start on the momentum equation: u = ũ + M̃⁻¹ J̄ᵀ p
+    it.free_weight = 1.0;
+    block_delassus_product(d, m, &scr.block_ends[..blocks], it.impulse, &mut scr.row_velocity, scr.pool.as_ref());
+    for i in 0..m {
+        scr.row_velocity[i] += prob.free_row_velocity[i];
+    }
+    let mut best_residual = f64::INFINITY;
+    let mut merit = 0.0;
+    let mut need_eval = true;
+    // whether `scr.dense` holds the Jacobian at the current iterate (the evaluation of a new
+    // iterate builds it with the residual, which the Newton step then needs in most cases)
+    let mut jacobian_ready = false;
+    // proximal weight λ: raised when a line search finds no decrease, lowered after each success
+    let mut proximal = 0.0f64;
+    // full steps since the best residual last improved, and whether the line search is on
+    let (mut stalls, mut searching) = (0u32, false);
+    // line-search iterations in a row that cut the merit by less than CRAWL_DECREASE
+    let mut crawls = 0u32;
+    loop {
+        let res_inf;
+        if need_eval {
+            // the warm start meets the tolerance in about a fifth of the default scene's steps:
+            // its evaluation leaves the Jacobian to the Newton step that may follow
+            let first = stats.newton_iterations == 0 && best_residual == f64::INFINITY;
+            let jacobian = if first { None } else { Some((&mut scr.dense[..m * m], &scr.block_ends[..blocks])) };
+            let (inf, mer) = exact_laws(prob, opts, it.impulse, &scr.row_velocity[..m], &mut scr.residual[..m], &mut scr.natural[..m], jacobian);
+            jacobian_ready = !first;
+            res_inf = inf;
+            merit = mer;
+        } else {
+            res_inf = scr.natural[..m].iter().fold(0.0f64, |a, e| if e.is_nan() { f64::INFINITY } else { a.max(*e) });
+        }
+        stats.residual_m_s = res_inf;
+        if res_inf < best_residual {
+            stalls = 0;
+        } else {
+            stalls += 1;
+        }
+        if res_inf < best_residual {
+            best_residual = res_inf;
+            scr.best_impulse[..m].copy_from_slice(it.impulse);
+        }
+        if opts.tolerance_m_s > 0.0 && res_inf <= opts.tolerance_m_s {
+            stats.converged = true;
+            break;
+        }
+        if stats.newton_iterations >= opts.max_newton_iterations {
+            break;
+        }
+        if opts.line_search && !searching && (stats.newton_iterations >= FULL_STEPS || stalls >= FULL_STEP_STALLS) {
+            searching = true;
+            // the full steps did not converge: back to the best iterate, then globalise
+            it.impulse.copy_from_slice(&scr.best_impulse[..m]);
+            block_delassus_product(d, m, &scr.block_ends[..blocks], it.impulse, &mut scr.row_velocity, scr.pool.as_ref());
+            for i in 0..m {
+                scr.row_velocity[i] += prob.free_row_velocity[i];
+            }
+            let (_, mer) = exact_laws(prob, opts, it.impulse, &scr.row_velocity[..m], &mut scr.residual[..m], &mut scr.natural[..m], None);
+            merit = mer;
+            jacobian_ready = false;
+        }
+        let search = searching;
+        if !jacobian_ready {
+            exact_laws(prob, opts, it.impulse, &scr.row_velocity[..m], &mut scr.residual[..m], &mut scr.natural[..m], Some((&mut scr.dense[..m * m], &scr.block_ends[..blocks])));
+        }
+        // the factorisation below overwrites it
+        jacobian_ready = false;
+        for i in 0..m {
+            scr.increment[i] = -scr.residual[i];
+            // proximal term λ Dᵢᵢ (zero unless the previous line search failed)
+            scr.dense[i * m + i] += proximal * d[i * m + i];
+        }
+        // the Newton matrix is block-diagonal on the problem's consecutive blocks: factorise and
+        // solve each on its own
+        let mut singular = false;
+        let mut block_start = 0;
+        for &block_end in &scr.block_ends[..blocks] {
+            let n = block_end - block_start;
+            if !lu_in_place_block(&mut scr.dense[..m * m], m, block_start, n, &mut scr.pivot[..n]) {
+                singular = true;
+                break;
+            }
+            lu_solve_block(&scr.dense[..m * m], m, block_start, &scr.pivot[..n], &mut scr.increment[block_start..block_end]);
+            block_start = block_end;
+        }
+        if singular {
+            break; // singular: only with a non-finite input; reported unconverged
+        }
+        stats.newton_iterations += 1;
+        // D x, then backtracking along (x, D x)
+        block_delassus_product(d, m, &scr.block_ends[..blocks], &scr.increment, &mut scr.rhs, scr.pool.as_ref());
+        let mut t = opts.step_fraction;
+        let (mut best_t, mut best_merit) = (t, f64::INFINITY);
+        let mut accepted = false;
+        for _ in 0..=MAX_HALVINGS {
+            for i in 0..m {
+                scr.trial_impulse[i] = it.impulse[i] + t * scr.increment[i];
+                scr.trial_velocity_impulse[i] = scr.row_velocity[i] + t * scr.rhs[i];
+            }
+            let [cf, cn, ..] = &mut scr.cr;
+            let (_, trial_merit) = exact_laws(prob, opts, &scr.trial_impulse[..m], &scr.trial_velocity_impulse[..m], &mut cf[..m], &mut cn[..m], None);
+            if trial_merit < best_merit {
+                (best_t, best_merit) = (t, trial_merit);
+            }
+            if trial_merit <= (1.0 - 2.0 * ARMIJO * t) * merit {
+                accepted = true;
+                break;
+            }
+            if !search {
+                break;
+            }
+            t *= 0.5;
+        }
+        if search {
+            if best_merit > CRAWL_DECREASE * merit {
+                crawls += 1;
+            } else {
+                crawls = 0;
+            }
+            if crawls >= CRAWL_LIMIT {
+                // the line search crawls (a near-singular piece): hand over to the rescue
+                break;
+            }
+        }
+        if search && !accepted && best_merit >= merit {
+            // no decrease along the Newton direction (a kink, a near-singular piece): stay, and
+            // solve the proximal system (J + λ diag D) x = −F next, which shortens and turns
+            // the step towards the proximal point of p
+            proximal = if proximal == 0.0 { PROXIMAL_START } else { proximal * 10.0 };
+            need_eval = false;
+            continue;
+        }
+        if search && accepted {
+            proximal = if proximal > PROXIMAL_START { proximal * 0.1 } else { 0.0 };
+        }
+        if accepted && t == best_t {
+            // the last trial is the accepted point: its laws are in cr[0], cr[1]
+            it.impulse.copy_from_slice(&scr.trial_impulse[..m]);
+            scr.row_velocity[..m].copy_from_slice(&scr.trial_velocity_impulse[..m]);
+            scr.residual[..m].copy_from_slice(&scr.cr[0][..m]);
+            scr.natural[..m].copy_from_slice(&scr.cr[1][..m]);
+            merit = best_merit;
+            need_eval = false;
+        } else {
+            for i in 0..m {
+                it.impulse[i] += best_t * scr.increment[i];
+                scr.row_velocity[i] += best_t * scr.rhs[i];
+            }
+            need_eval = true;
+        }
+    }
+    if !stats.converged && best_residual < stats.residual_m_s {
+        // non-monotone iterations: keep the best
+        it.impulse.copy_from_slice(&scr.best_impulse[..m]);
+        stats.residual_m_s = best_residual;
+    }
+    it.velocity_impulse.copy_from_slice(it.impulse);
+    stats
+}
