@@ -66,7 +66,7 @@ pub fn collide_nodes(model: &Model, state: &State, geom_pose: &[Pose], f: &mut F
 pub fn solve(model: &Model, state: &mut State, ws: &mut Workspace, m: usize) -> SolveStats {
     let dt = model.timestep_s;
     let nv = model.nv;
-    let Workspace { fem, coupled, solver, jacobian, free_velocity, free_constraint_velocity, friction, row_lower, row_upper, mass_tilde, impulse, contacts, dof_axis, body_velocity, body_pose, collision, .. } = ws;
+    let Workspace { fem, coupled, solver, jacobian, free_velocity, free_constraint_velocity, friction, row_lower, row_upper, mass_tilde, impulse, contacts, dof_axis, body_pose, .. } = ws;
     let (Some(f), Some(cs)) = (fem.as_mut(), coupled.as_mut()) else {
         return SolveStats::default();
     };

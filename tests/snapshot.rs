@@ -21,9 +21,7 @@ const AFTER: usize = 8;
 /// `<deformables>` every scene with deformable bodies. Each entry must still match a case that
 /// differs, so that the list shrinks as the history moves into `State`.
 const KNOWN_HISTORY_OUTSIDE_STATE: &[(&str, &str, &str)] = &[
-    ("newton_arch", "*", "the collision stage's persistent contact manifolds (the pair's last normal starts GJK) live in the workspace"),
     ("*", "ecp", "the ECP scheme keeps each body's last solution and the solved contacts in its runtime"),
-    ("<deformables>", "newton", "the primal FEM form keeps its node warm start and its chord factor in its runtime and detects resets by the step count"),
 ];
 
 fn scenes() -> Vec<PathBuf> {

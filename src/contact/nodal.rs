@@ -30,7 +30,7 @@ pub struct NodalConstraint {
     /// Offset φ (m/s, contact coordinates `[n, t1, t2]`; entry 0 for a joint row): the
     /// Signorini–Coulomb conditions act on `R (v_i − v_j) + φ`. The normal entry is the gap /
     /// Baumgarte term (the paper leaves it open); rigid rows add the virtual-node drift compensation
-    /// `−λ_warm / k̃` (see [`VfpiSolver`]).
+    /// `−λ_warm / k̃` (the nodal solver's drift compensation).
     pub bias: [f64; 3],
     /// Friction coefficient (contacts).
     pub mu: f64,

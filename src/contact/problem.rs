@@ -145,7 +145,7 @@ impl<'a> ContactProblem<'a> {
 }
 
 /// One scalar row of a contact, in the contact frame (normal `n`, tangents `t1`, `t2` of
-/// [`Contact`]; the impulse acts on body B, its opposite on A).
+/// [`crate::collision::Contact`]; the impulse acts on body B, its opposite on A).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ContactRow {
     /// Along the contact normal (N·s, ≥ 0: push only).

@@ -1,5 +1,5 @@
 //! Dense kernels shared by the contact methods: LU with partial pivoting (whole matrix or one
-//! diagonal block), Cholesky, and the run-time AVX2 dispatch ([`with_avx2`]) that compiles a
+//! diagonal block), Cholesky, and the run-time AVX2 dispatch (`with_avx2!`) that compiles a
 //! kernel a second time for 256-bit vectors without changing a bit of its results.
 //!
 //! Matrices are row-major slices `a[r * stride + c]`. Nothing here allocates.
@@ -20,7 +20,7 @@ pub(crate) fn avx2_available() -> bool {
     }
 }
 
-/// Which build of the dense kernels (and of the methods' kernels that use [`with_avx2`]) runs on this machine: `"avx2"` or `"portable"`
+/// Which build of the dense kernels (and of the methods' kernels that use `with_avx2!`) runs on this machine: `"avx2"` or `"portable"`
 /// (the results are the same bits; only the speed differs). Benchmarks print it.
 pub fn kernel_build() -> &'static str {
     #[cfg(target_arch = "x86_64")]

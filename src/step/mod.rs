@@ -372,7 +372,6 @@ pub fn whole_step_stage(
         row_trees,
         joint_rows,
         fem,
-        collision,
         ..
     } = ws;
     let rows = with_rows.then(|| crate::contact::ConstraintRows {

@@ -52,7 +52,7 @@ use super::core::{self, NewtonIterate, NewtonProblem, NewtonRow, NewtonScratch, 
 use super::ResolvedNewton;
 use crate::contact::SchemeInput;
 use crate::fem::{FemIntegrator, FemSystem, FemWorkspace};
-use crate::math::{BranchMatrix, Vec3};
+use crate::math::Vec3;
 use crate::model::Model;
 use crate::model::tree::solve_mass;
 use crate::state::State;
@@ -780,7 +780,8 @@ impl PrimalFem {
             }
             if refactor || outer == 0 {
                 // W = J_n A⁻¹ J_nᵀ + J_r M̃⁻¹ J_rᵀ (the step's rows are new at its first iteration)
-                self.delassus_rows(m, refactor || std::mem::take(&mut self.factor_restored));
+                let factor_changed = refactor || std::mem::take(&mut self.factor_restored);
+                self.delassus_rows(m, factor_changed);
             }
             outer += 1;
             // ũ = u + A⁻¹ (−g₀) and J ũ; with the node columns Y = L⁻¹ E_n of the rows
