@@ -3,6 +3,8 @@
 
 use super::mncp::{residual_and_jacobian, residual_value, BodyPlaneProblem, GapMode, MovingBody, NZ};
 use super::*;
+use crate::math::{Mat3, Pose, Vec3};
+use nalgebra::UnitQuaternion;
 
 /// A box–plane problem with a slightly rotated spinning cube near the plane.
 fn cube_problem(k1: usize, gap_mode: GapMode) -> BodyPlaneProblem {
