@@ -165,16 +165,75 @@ pub fn replay(hw: &Bag, scene: &Scene, cfg: &ReplayConfig, out: &Path) -> Result
         return Err(BagError::Invalid { path: hw_name, reason: "the bag has no readable message".into() });
     };
     let hw_end = hw.end_ns().unwrap_or(hw_start);
+    let input = HwInput { hw, hw_name: &hw_name, cfg, map: &map };
 
-    // ---- command topics ------------------------------------------------------------------
-    let groups: Vec<GroupMap> = match &cfg.groups {
+    let groups = command_groups(cfg, &layout);
+    let topic_role = command_topic_roles(&input, &groups, &mut warnings);
+    let interpolation = Interpolation::parse(&cfg.interpolation)
+        .ok_or_else(|| BagError::Invalid { path: "replay config".into(), reason: format!("interpolation: '{}' is not cubic or linear", cfg.interpolation) })?;
+    let validator = command_validator(&layout, &cfg.limit_policy)?;
+    let cmd_groups = validated_groups(&input, &validator, &groups, &mut warnings);
+    let setup = CommandSetup { topic_role, validator, cmd_groups };
+    let events = read_commands(&input, &setup, layout.len(), &mut unknown, &mut warnings);
+
+    let initial_from_bag = if cfg.initial_state { initial_state_from_bag(&mut sim, &layout, &input, &mut warnings) } else { false };
+
+    let timing = replay_timing(&input, sim.model.timestep_s, hw_start, hw_end)?;
+    let run = ReplayRun { layout: &layout, events: &events, interpolation, hw_start, every: timing.every, steps: timing.steps };
+    let outcome = run_and_record(&mut sim, &run, out)?;
+    Ok(ReplayReport {
+        commands_applied: outcome.commands_applied,
+        trajectories: outcome.trajectories,
+        unknown_joints: unknown.into_iter().collect(),
+        sim_duration_s: sim.state.time_s,
+        rate_hz: 1.0 / (timing.every as f64 * timing.dt),
+        hw_start_ns: hw_start,
+        initial_state_from_bag: initial_from_bag,
+        recording: outcome.recording,
+        warnings,
+    })
+}
+
+/// The hardware bag and how replay reads it.
+struct HwInput<'a> {
+    /// The hardware bag.
+    hw: &'a Bag,
+    /// Its path, for messages.
+    hw_name: &'a str,
+    /// Replay settings.
+    cfg: &'a ReplayConfig,
+    /// Hardware joint name → simulation joint name ([`ReplayConfig::joint_map`]).
+    map: &'a dyn Fn(&str) -> String,
+}
+
+/// How replay reads and validates the hardware bag's commands.
+struct CommandSetup {
+    /// Hardware topic index → role: `(0, 0)` JointState commands, `(1, g)` group `g`, `(2, 0)`
+    /// trajectories.
+    topic_role: BTreeMap<usize, (u8, usize)>,
+    /// The node's command validator (limits per [`ReplayConfig::limit_policy`]).
+    validator: CommandValidator,
+    /// Per group, its validated form; `None`: its commands are not replayed.
+    cmd_groups: Vec<Option<CommandGroup>>,
+}
+
+/// The configured command groups, else one position group `/<robot>/commands` per robot with
+/// its joints (the node's default).
+fn command_groups(cfg: &ReplayConfig, layout: &JointLayout) -> Vec<GroupMap> {
+    match &cfg.groups {
         Some(g) => g.clone(),
         None => layout
             .robots
             .iter()
             .map(|r| GroupMap { topic: format!("/{}/commands", r.robot), joints: r.slots.iter().map(|&s| layout.joints[s].name.clone()).collect(), interface: GroupInterface::Position })
             .collect(),
-    };
+    }
+}
+
+/// Finds the command topics in the hardware bag (warning about those of the wrong type, or
+/// when there is none): topic index → role (see [`CommandSetup::topic_role`]).
+fn command_topic_roles(input: &HwInput, groups: &[GroupMap], warnings: &mut Vec<String>) -> BTreeMap<usize, (u8, usize)> {
+    let (hw, cfg) = (input.hw, input.cfg);
     let mut topic_role: BTreeMap<usize, (u8, usize)> = BTreeMap::new(); // topic → (0 js, 1 group g, 2 traj)
     let mut check = |name: &str, ty: MsgType, role: (u8, usize), warnings: &mut Vec<String>| match hw.expect_topic(name, ty) {
         Ok(Some(i)) => {
@@ -184,22 +243,25 @@ pub fn replay(hw: &Bag, scene: &Scene, cfg: &ReplayConfig, out: &Path) -> Result
         Err(e) => warnings.push(format!("{e}; its commands are not replayed")),
     };
     for t in &cfg.joint_command_topics {
-        check(t, MsgType::JointState, (0, 0), &mut warnings);
+        check(t, MsgType::JointState, (0, 0), warnings);
     }
     for (g, gm) in groups.iter().enumerate() {
-        check(&gm.topic, MsgType::Float64MultiArray, (1, g), &mut warnings);
+        check(&gm.topic, MsgType::Float64MultiArray, (1, g), warnings);
     }
     for t in &cfg.trajectory_topics {
-        check(t, MsgType::JointTrajectory, (2, 0), &mut warnings);
+        check(t, MsgType::JointTrajectory, (2, 0), warnings);
     }
     if topic_role.is_empty() {
-        warnings.push(format!("{hw_name}: no command topic found (looked for {:?}, {:?}, groups {:?}); the robot holds its initial targets", cfg.joint_command_topics, cfg.trajectory_topics, groups.iter().map(|g| &g.topic).collect::<Vec<_>>()));
+        warnings.push(format!("{}: no command topic found (looked for {:?}, {:?}, groups {:?}); the robot holds its initial targets", input.hw_name, cfg.joint_command_topics, cfg.trajectory_topics, groups.iter().map(|g| &g.topic).collect::<Vec<_>>()));
     }
+    topic_role
+}
 
-    let interpolation = Interpolation::parse(&cfg.interpolation)
-        .ok_or_else(|| BagError::Invalid { path: "replay config".into(), reason: format!("interpolation: '{}' is not cubic or linear", cfg.interpolation) })?;
+/// The node's command validator under `limit_policy` (`none`: structure checked, values beyond
+/// limits applied as recorded; else `reject` or `clamp`).
+fn command_validator(layout: &JointLayout, limit_policy: &str) -> Result<CommandValidator, BagError> {
     let mut check_layout = layout.clone();
-    let policy = match cfg.limit_policy.as_str() {
+    let policy = match limit_policy {
         "none" => {
             // structure still checked (names, lengths, NaN); values as recorded
             for j in &mut check_layout.joints {
@@ -212,10 +274,15 @@ pub fn replay(hw: &Bag, scene: &Scene, cfg: &ReplayConfig, out: &Path) -> Result
         other => LimitPolicy::parse(other)
             .ok_or_else(|| BagError::Invalid { path: "replay config".into(), reason: format!("limit_policy: '{other}' is not none, reject or clamp") })?,
     };
-    let validator = CommandValidator::new(&check_layout, policy);
+    Ok(CommandValidator::new(&check_layout, policy))
+}
+
+/// Each group as the validator's command group (joint names mapped); `None` for a group the
+/// validator refuses (a warning if the groups were configured).
+fn validated_groups(input: &HwInput, validator: &CommandValidator, groups: &[GroupMap], warnings: &mut Vec<String>) -> Vec<Option<CommandGroup>> {
     let mut cmd_groups: Vec<Option<CommandGroup>> = Vec::new();
-    for gm in &groups {
-        let names: Vec<String> = gm.joints.iter().map(|n| map(n)).collect();
+    for gm in groups {
+        let names: Vec<String> = gm.joints.iter().map(|n| (input.map)(n)).collect();
         let iface = match gm.interface {
             GroupInterface::Position => crate::rt::validate::GroupInterface::Position,
             GroupInterface::Velocity => crate::rt::validate::GroupInterface::Velocity,
@@ -224,18 +291,25 @@ pub fn replay(hw: &Bag, scene: &Scene, cfg: &ReplayConfig, out: &Path) -> Result
         match validator.make_group(&gm.topic, &names, iface) {
             Ok(g) => cmd_groups.push(Some(g)),
             Err(e) => {
-                if cfg.groups.is_some() {
+                if input.cfg.groups.is_some() {
                     warnings.push(format!("replay config: group '{}': {e}; its commands are not replayed", gm.topic));
                 }
                 cmd_groups.push(None);
             }
         }
     }
+    cmd_groups
+}
+
+/// The hardware bag's commands validated as the node does, sorted by log time; rejected ones
+/// are counted per topic in `warnings`, unknown joint names collected in `unknown`. `n`: the
+/// number of joint slots.
+fn read_commands(input: &HwInput, setup: &CommandSetup, n: usize, unknown: &mut BTreeSet<String>, warnings: &mut Vec<String>) -> Vec<Event> {
+    let (hw, map, validator) = (input.hw, input.map, &setup.validator);
     let mut events: Vec<Event> = Vec::new();
     let mut rejected: BTreeMap<String, (usize, String)> = BTreeMap::new();
-    let n = layout.len();
     for m in &hw.messages {
-        let Some(&(role, g)) = topic_role.get(&m.topic) else { continue };
+        let Some(&(role, g)) = setup.topic_role.get(&m.topic) else { continue };
         let topic = hw.topics[m.topic].name.clone();
         let result = match (&m.msg, role) {
             (Msg::JointState(js), 0) => {
@@ -244,7 +318,7 @@ pub fn replay(hw: &Bag, scene: &Scene, cfg: &ReplayConfig, out: &Path) -> Result
                 validator.joint_state(&names, &js.position, &js.velocity, &js.effort, &mut c).map(|_| Command::Joint(c))
             }
             (Msg::Float64MultiArray(a), 1) => {
-                let Some(group) = &cmd_groups[g] else { continue };
+                let Some(group) = &setup.cmd_groups[g] else { continue };
                 let mut c = JointCommand::new(n);
                 validator.group(group, &a.data, &mut c).map(|_| Command::Joint(c))
             }
@@ -273,40 +347,59 @@ pub fn replay(hw: &Bag, scene: &Scene, cfg: &ReplayConfig, out: &Path) -> Result
     }
     events.sort_by_key(|e| e.t_ns);
     for (topic, (count, first)) in &rejected {
-        warnings.push(format!("{hw_name}: topic '{topic}': {count} commands rejected as the node would (first: {first})"));
+        warnings.push(format!("{}: topic '{topic}': {count} commands rejected as the node would (first: {first})", input.hw_name));
     }
-    for n in &unknown {
-        warnings.push(format!("{hw_name}: commands name joint '{n}', not in the scene (map it with joint_map)"));
+    for n in unknown.iter() {
+        warnings.push(format!("{}: commands name joint '{n}', not in the scene (map it with joint_map)", input.hw_name));
     }
+    events
+}
 
-    // ---- initial state ---------------------------------------------------------------------
+/// Sets the initial joint positions and velocities from the hardware bag's first joint state,
+/// and the first floating base's pose and twist from its first odometry; true when a joint
+/// state was applied.
+fn initial_state_from_bag(sim: &mut Simulation, layout: &JointLayout, input: &HwInput, warnings: &mut Vec<String>) -> bool {
+    let (hw, cfg) = (input.hw, input.cfg);
     let mut initial_from_bag = false;
-    if cfg.initial_state {
-        match hw.expect_topic(&cfg.joint_states_topic, MsgType::JointState) {
-            Ok(Some(ti)) => {
-                if let Some(Msg::JointState(js)) = hw.messages_on(ti).next().map(|m| &m.msg) {
-                    set_initial_joints(&mut sim, &layout, js, &map);
-                    initial_from_bag = true;
-                }
+    match hw.expect_topic(&cfg.joint_states_topic, MsgType::JointState) {
+        Ok(Some(ti)) => {
+            if let Some(Msg::JointState(js)) = hw.messages_on(ti).next().map(|m| &m.msg) {
+                set_initial_joints(sim, layout, js, input.map);
+                initial_from_bag = true;
             }
-            Ok(None) => warnings.push(format!("{hw_name}: no topic '{}': starting from the scene's initial state", cfg.joint_states_topic)),
-            Err(e) => warnings.push(format!("{e}: starting from the scene's initial state")),
         }
-        if let Some(base) = layout.bases.first() {
-            if let Ok(Some(ti)) = hw.expect_topic(&cfg.odom_topic, MsgType::Odometry) {
-                if let Some(Msg::Odometry(o)) = hw.messages_on(ti).next().map(|m| &m.msg) {
-                    let (qi, vi) = (base.q_index, base.v_index);
-                    sim.state.q[qi..qi + 3].copy_from_slice(&o.position);
-                    sim.state.q[qi + 3..qi + 7].copy_from_slice(&o.orientation_xyzw);
-                    sim.state.v[vi..vi + 3].copy_from_slice(&o.linear);
-                    sim.state.v[vi + 3..vi + 6].copy_from_slice(&o.angular);
-                }
+        Ok(None) => warnings.push(format!("{}: no topic '{}': starting from the scene's initial state", input.hw_name, cfg.joint_states_topic)),
+        Err(e) => warnings.push(format!("{e}: starting from the scene's initial state")),
+    }
+    if let Some(base) = layout.bases.first() {
+        if let Ok(Some(ti)) = hw.expect_topic(&cfg.odom_topic, MsgType::Odometry) {
+            if let Some(Msg::Odometry(o)) = hw.messages_on(ti).next().map(|m| &m.msg) {
+                let (qi, vi) = (base.q_index, base.v_index);
+                sim.state.q[qi..qi + 3].copy_from_slice(&o.position);
+                sim.state.q[qi + 3..qi + 7].copy_from_slice(&o.orientation_xyzw);
+                sim.state.v[vi..vi + 3].copy_from_slice(&o.linear);
+                sim.state.v[vi + 3..vi + 6].copy_from_slice(&o.angular);
             }
         }
     }
+    initial_from_bag
+}
 
-    // ---- rate and duration -------------------------------------------------------------------
-    let dt = sim.model.timestep_s;
+/// Replay's time step, recording period and length.
+struct ReplayTiming {
+    /// The scene's timestep (s).
+    dt: f64,
+    /// Record every this many steps.
+    every: u64,
+    /// Steps to take.
+    steps: u64,
+}
+
+/// Checks the scene timestep `dt` (s) and derives the recording period (from the configured
+/// rate, else the hardware joint-state rate, else 1000 Hz) and the number of steps (from the
+/// configured duration, else the hardware bag's span `hw_start..hw_end`, ns).
+fn replay_timing(input: &HwInput, dt: f64, hw_start: u64, hw_end: u64) -> Result<ReplayTiming, BagError> {
+    let (hw, cfg) = (input.hw, input.cfg);
     if !(dt > 0.0 && dt <= MAX_REPLAY_TIMESTEP_S) {
         return Err(BagError::Invalid { path: "scene".into(), reason: format!("timestep_s: {dt} s; replay needs a timestep in (0, {MAX_REPLAY_TIMESTEP_S}] s") });
     }
@@ -314,20 +407,52 @@ pub fn replay(hw: &Bag, scene: &Scene, cfg: &ReplayConfig, out: &Path) -> Result
     let every = ((1.0 / (rate_hz * dt)).round() as u64).max(1);
     let duration = cfg.duration_s.unwrap_or((hw_end - hw_start) as f64 * 1e-9);
     let steps = (duration / dt).round().max(0.0) as u64;
+    Ok(ReplayTiming { dt, every, steps })
+}
 
-    // ---- record ------------------------------------------------------------------------------
+/// What the stepping loop of [`replay`] reads.
+struct ReplayRun<'a> {
+    /// The scene's joint layout.
+    layout: &'a JointLayout,
+    /// Validated commands, sorted by time.
+    events: &'a [Event],
+    /// Trajectory interpolation.
+    interpolation: Interpolation,
+    /// The hardware bag's start (ns): simulation time 0.
+    hw_start: u64,
+    /// Record every this many steps.
+    every: u64,
+    /// Steps to take.
+    steps: u64,
+}
+
+/// What [`run_and_record`] did.
+struct ReplayOutcome {
+    /// Joint commands applied.
+    commands_applied: usize,
+    /// Trajectories started.
+    trajectories: usize,
+    /// What was recorded.
+    recording: RecordingSummary,
+}
+
+/// Steps the simulation, applying each command when its time comes, and records the commands
+/// and the sampled response in a new bag at `out` (hardware time base, ns).
+fn run_and_record(sim: &mut Simulation, run: &ReplayRun, out: &Path) -> Result<ReplayOutcome, BagError> {
+    let (layout, events, interpolation, every, steps) = (run.layout, run.events, run.interpolation, run.every, run.steps);
+    let n = layout.len();
     let opts = RecorderOptions { lossless: true, ..Default::default() };
     let mut rec = BagRecorder::start(out, &opts)?;
-    let topics = SampleTopics::register(&mut rec, &layout, &SampleTopicOptions::default());
+    let topics = SampleTopics::register(&mut rec, layout, &SampleTopicOptions::default());
     let mut cmd_topics: BTreeMap<String, super::TopicId> = BTreeMap::new();
-    for e in &events {
+    for e in events {
         if !cmd_topics.contains_key(&e.topic) {
             cmd_topics.insert(e.topic.clone(), rec.add_topic(&normalize_topic(&e.topic), e.msg.msg_type()));
         }
     }
     let h = rec.handle();
-    let mut sample = Sample::new(&layout);
-    let stamp = |t_s: f64| hw_start as i64 + crate::rt::clock::secs_to_ns(t_s);
+    let mut sample = Sample::new(layout);
+    let stamp = |t_s: f64| run.hw_start as i64 + crate::rt::clock::secs_to_ns(t_s);
     let mut ei = 0usize;
     let mut traj = ActiveTrajectory::new(TrajectoryCommand::new(n, 1));
     let (mut applied, mut trajectories) = (0usize, 0usize);
@@ -338,7 +463,7 @@ pub fn replay(hw: &Bag, scene: &Scene, cfg: &ReplayConfig, out: &Path) -> Result
             match &e.cmd {
                 Command::Joint(cmd) => {
                     // as the node's real-time loop applies a command
-                    cmd.apply(&layout, &mut sim.commands, |slot| traj.release(slot));
+                    cmd.apply(layout, &mut sim.commands, |slot| traj.release(slot));
                     applied += 1;
                 }
                 Command::Trajectory(t) => {
@@ -350,9 +475,9 @@ pub fn replay(hw: &Bag, scene: &Scene, cfg: &ReplayConfig, out: &Path) -> Result
             h.record(cmd_topics[&e.topic], e.t_ns, e.msg.clone());
             ei += 1;
         }
-        traj.apply(sim.state.time_s, interpolation, &layout, &mut sim.commands);
+        traj.apply(sim.state.time_s, interpolation, layout, &mut sim.commands);
         if sim.state.step_count % every == 0 {
-            sample.fill_physics(&layout, &sim);
+            sample.fill_physics(layout, sim);
             topics.record_sample(&h, &sample, stamp(sim.state.time_s));
         }
         if k < steps {
@@ -361,17 +486,7 @@ pub fn replay(hw: &Bag, scene: &Scene, cfg: &ReplayConfig, out: &Path) -> Result
     }
     drop(h);
     let recording = rec.finish()?;
-    Ok(ReplayReport {
-        commands_applied: applied,
-        trajectories,
-        unknown_joints: unknown.into_iter().collect(),
-        sim_duration_s: sim.state.time_s,
-        rate_hz: 1.0 / (every as f64 * dt),
-        hw_start_ns: hw_start,
-        initial_state_from_bag: initial_from_bag,
-        recording,
-        warnings,
-    })
+    Ok(ReplayOutcome { commands_applied: applied, trajectories, recording })
 }
 
 /// Sets positions and velocities (and holds the position targets there) from a joint state.

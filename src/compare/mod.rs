@@ -345,19 +345,68 @@ pub fn compare(sim: &Bag, hw: &Bag, opts: &CompareOptions) -> (CompareReport, Pl
         return (report, PlotData::default());
     };
 
-    // ---- time bases -------------------------------------------------------------------------
+    let axis = time_axis(&mut sj, &mut hj, opts.time_base);
+    let matched = match_joints(&sj, &hj, &mut report);
+    let (signal, best) = estimate_offset(&sj, &hj, &matched, &axis, opts.max_lag_s);
+    if signal == "none" {
+        warnings.push("no joint moves in both bags: time offset not estimated (0)".into());
+    }
+    let offset = (best.0 as f64 + best.1) * axis.dt;
+
+    let mut plot = PlotData { t: axis.grid.clone(), ..Default::default() };
+    joint_metrics(&sj, &hj, &matched, &axis.grid, offset, &mut report, &mut plot);
+    let h_end = to_s(axis.h1 as f64, axis.h_origin) - offset;
+    let h_start = to_s(axis.h0 as f64, axis.h_origin) - offset;
+    let overlap_s = (axis.sim_end.min(h_end) - 0.0f64.max(h_start)).max(0.0);
+    report.alignment = Alignment { offset_s: offset, time_base: if axis.absolute { "absolute" } else { "relative" }.into(), signal: signal.into(), peak_correlation: best.2, grid_dt_s: axis.dt, overlap_s };
+
+    let inputs = WrenchInputs { sim, hw, axis: &axis, offset_s: offset, contact_threshold_n: opts.contact_threshold_n };
+    compare_wrenches(&inputs, &mut report, &mut plot, &mut warnings);
+    report.warnings = warnings;
+    (report, plot)
+}
+
+/// Nanoseconds `ns` as seconds from `origin` (ns).
+fn to_s(ns: f64, origin: i64) -> f64 {
+    (ns - origin as f64) * 1e-9
+}
+
+/// Time bases and the common grid of a comparison (see the module docs).
+struct TimeAxis {
+    /// Absolute times kept (else each bag starts at 0).
+    absolute: bool,
+    /// First joint-state stamp of the hardware bag (ns).
+    h0: i64,
+    /// Last joint-state stamp of the hardware bag (ns).
+    h1: i64,
+    /// Origin subtracted from the simulated bag's times (ns).
+    s_origin: i64,
+    /// Origin subtracted from the hardware bag's times (ns).
+    h_origin: i64,
+    /// Grid step (s).
+    dt: f64,
+    /// Last simulated joint state (s, simulation time base).
+    sim_end: f64,
+    /// Number of grid points.
+    n: usize,
+    /// Grid times (s, simulation time base).
+    grid: Vec<f64>,
+}
+
+/// Chooses the time bases, converts both bags' joint series to seconds from their origins and
+/// lays the grid (step: the finer median joint-state period, s).
+fn time_axis(sj: &mut JointSeries, hj: &mut JointSeries, time_base: TimeBase) -> TimeAxis {
     let (s0, s1) = (sj.stamps_ns[0], *sj.stamps_ns.last().unwrap());
     let (h0, h1) = (hj.stamps_ns[0], *hj.stamps_ns.last().unwrap());
     let overlap = (s1.min(h1) - s0.max(h0)) as f64;
     let shorter = ((s1 - s0).min(h1 - h0)).max(1) as f64;
-    let absolute = match opts.time_base {
+    let absolute = match time_base {
         TimeBase::Absolute => true,
         TimeBase::Relative => false,
         TimeBase::Auto => overlap >= 0.5 * shorter,
     };
     // origins (ns): simulated times become `(t - s_origin)`, hardware `(t - h_origin)`
     let (s_origin, h_origin) = if absolute { (s0, s0) } else { (s0, h0) };
-    let to_s = |ns: f64, origin: i64| (ns - origin as f64) * 1e-9;
     for s in sj.series.iter_mut().flatten() {
         s.t.iter_mut().for_each(|t| *t = to_s(*t, s_origin));
     }
@@ -368,8 +417,12 @@ pub fn compare(sim: &Bag, hw: &Bag, opts: &CompareOptions) -> (CompareReport, Pl
     let sim_end = to_s(s1 as f64, s_origin);
     let n = ((sim_end / dt).floor() as usize + 1).min(10_000_000);
     let grid: Vec<f64> = (0..n).map(|i| i as f64 * dt).collect();
+    TimeAxis { absolute, h0, h1, s_origin, h_origin, dt, sim_end, n, grid }
+}
 
-    // ---- matched joints ---------------------------------------------------------------------
+/// Pairs the joints present in both bags as (simulated index, hardware index); lists the others
+/// in the report's unmatched joints.
+fn match_joints(sj: &JointSeries, hj: &JointSeries, report: &mut CompareReport) -> Vec<(usize, usize)> {
     let mut matched: Vec<(usize, usize)> = vec![];
     for (i, name) in sj.names.iter().enumerate() {
         match hj.names.iter().position(|h| h == name) {
@@ -382,9 +435,15 @@ pub fn compare(sim: &Bag, hw: &Bag, opts: &CompareOptions) -> (CompareReport, Pl
             report.unmatched_joints.push(format!("{name} (only in {})", report.hw_bag));
         }
     }
+    matched
+}
 
-    // ---- alignment by cross-correlation ------------------------------------------------------
-    let lag_max = ((opts.max_lag_s / dt).round() as isize).clamp(0, n as isize);
+/// Cross-correlates the matched joints' velocities (else positions) over lags up to
+/// `max_lag_s` (s): the signal used (`none` if no joint moves in both bags) and the best lag
+/// (grid steps), its parabolic refinement (fraction of a step) and the peak correlation.
+fn estimate_offset(sj: &JointSeries, hj: &JointSeries, matched: &[(usize, usize)], axis: &TimeAxis, max_lag_s: f64) -> (&'static str, (isize, f64, f64)) {
+    let (n, dt) = (axis.n, axis.dt);
+    let lag_max = ((max_lag_s / dt).round() as isize).clamp(0, n as isize);
     let mut signal = "none";
     let mut best = (0isize, 0.0f64, 0.0f64); // lag, refined fraction, peak
     for (a, label) in [(1usize, "velocity"), (0usize, "position")] {
@@ -393,8 +452,8 @@ pub fn compare(sim: &Bag, hw: &Bag, opts: &CompareOptions) -> (CompareReport, Pl
         // barely moves, mostly noise, counts little); by Cauchy–Schwarz a shifted copy peaks at
         // exactly 1 at its shift.
         let mut pairs: Vec<(Vec<f64>, Vec<f64>)> = vec![];
-        for &(i, k) in &matched {
-            let s: Vec<f64> = grid.iter().map(|&t| sj.series[i][a].at(t)).collect();
+        for &(i, k) in matched {
+            let s: Vec<f64> = axis.grid.iter().map(|&t| sj.series[i][a].at(t)).collect();
             let h: Vec<f64> = (-lag_max..n as isize + lag_max).map(|j| hj.series[k][a].at(j as f64 * dt)).collect();
             if let (Some((cs, _)), Some((ch, _))) = (centered(&s), centered(&h)) {
                 pairs.push((cs, ch));
@@ -404,78 +463,103 @@ pub fn compare(sim: &Bag, hw: &Bag, opts: &CompareOptions) -> (CompareReport, Pl
             continue;
         }
         signal = label;
-        // at `lag` (grid steps), every `stride`-th sample; `None` when the overlap is short
-        let corr = |lag: isize, stride: usize| -> Option<f64> {
-            // per joint, centred on the overlap's means (a bag cut short has other means)
-            let (mut cov, mut vx, mut vy, mut total) = (0.0, 0.0, 0.0, 0usize);
-            for (zs, zh) in &pairs {
-                let (mut sxy, mut sxx, mut syy, mut sx, mut sy, mut cnt) = (0.0, 0.0, 0.0, 0.0, 0.0, 0usize);
-                for i in (0..zs.len()).step_by(stride) {
-                    let (x, y) = (zs[i], zh[(i as isize + lag + lag_max) as usize]);
-                    if x.is_finite() && y.is_finite() {
-                        sxy += x * y;
-                        sxx += x * x;
-                        syy += y * y;
-                        sx += x;
-                        sy += y;
-                        cnt += 1;
-                    }
+        if let Some(peak) = (LagSearch { pairs: &pairs, lag_max, n }).peak() {
+            best = peak;
+        }
+        break;
+    }
+    (signal, best)
+}
+
+/// The lag search of [`estimate_offset`] over centred signal pairs.
+struct LagSearch<'a> {
+    /// Per joint: the centred simulated signal on the grid, and the centred hardware signal on
+    /// the grid extended by `lag_max` steps on both sides.
+    pairs: &'a [(Vec<f64>, Vec<f64>)],
+    /// Largest lag searched (grid steps).
+    lag_max: isize,
+    /// Number of grid points.
+    n: usize,
+}
+
+impl LagSearch<'_> {
+    /// Correlation of all joints together at `lag` (grid steps), every `stride`-th sample;
+    /// `None` when the overlap is short.
+    fn corr(&self, lag: isize, stride: usize) -> Option<f64> {
+        let (pairs, lag_max, n) = (self.pairs, self.lag_max, self.n);
+        // per joint, centred on the overlap's means (a bag cut short has other means)
+        let (mut cov, mut vx, mut vy, mut total) = (0.0, 0.0, 0.0, 0usize);
+        for (zs, zh) in pairs {
+            let (mut sxy, mut sxx, mut syy, mut sx, mut sy, mut cnt) = (0.0, 0.0, 0.0, 0.0, 0.0, 0usize);
+            for i in (0..zs.len()).step_by(stride) {
+                let (x, y) = (zs[i], zh[(i as isize + lag + lag_max) as usize]);
+                if x.is_finite() && y.is_finite() {
+                    sxy += x * y;
+                    sxx += x * x;
+                    syy += y * y;
+                    sx += x;
+                    sy += y;
+                    cnt += 1;
                 }
-                if cnt == 0 {
-                    continue;
+            }
+            if cnt == 0 {
+                continue;
+            }
+            let c = cnt as f64;
+            cov += sxy - sx * sy / c;
+            vx += sxx - sx * sx / c;
+            vy += syy - sy * sy / c;
+            total += cnt;
+        }
+        if total * stride * 4 < n.max(4) * pairs.len() || vx <= 0.0 || vy <= 0.0 {
+            return None;
+        }
+        Some(cov / (vx * vy).sqrt())
+    }
+
+    /// The first lag (grid steps) of `lags` with the highest correlation, and that correlation.
+    fn argmax(&self, lags: &mut dyn Iterator<Item = isize>, stride: usize) -> Option<(isize, f64)> {
+        let mut best: Option<(isize, f64)> = None;
+        for lag in lags {
+            if let Some(v) = self.corr(lag, stride) {
+                if best.is_none_or(|(_, b)| v > b) {
+                    best = Some((lag, v));
                 }
-                let c = cnt as f64;
-                cov += sxy - sx * sy / c;
-                vx += sxx - sx * sx / c;
-                vy += syy - sy * sy / c;
-                total += cnt;
             }
-            if total * stride * 4 < n.max(4) * pairs.len() || vx <= 0.0 || vy <= 0.0 {
-                return None;
-            }
-            Some(cov / (vx * vy).sqrt())
-        };
-        let argmax = |lags: &mut dyn Iterator<Item = isize>, stride: usize| -> Option<(isize, f64)> {
-            let mut best: Option<(isize, f64)> = None;
-            for lag in lags {
-                if let Some(v) = corr(lag, stride) {
-                    if best.is_none_or(|(_, b)| v > b) {
-                        best = Some((lag, v));
-                    }
-                }
-            }
-            best
-        };
+        }
+        best
+    }
+
+    /// The peak: lag (grid steps), parabolic refinement (fraction of a step in [-0.5, 0.5]) and
+    /// correlation; searched coarse to fine.
+    fn peak(&self) -> Option<(isize, f64, f64)> {
+        let lag_max = self.lag_max;
         // coarse to fine: long searches first on a decimated grid (about 200 lags), then every
         // lag within two coarse steps of the coarse peak
         let d = ((lag_max as usize).div_ceil(100)).max(1) as isize;
-        let coarse = if d > 1 { argmax(&mut (-lag_max / d..=lag_max / d).map(|k| k * d), d as usize) } else { None };
+        let coarse = if d > 1 { self.argmax(&mut (-lag_max / d..=lag_max / d).map(|k| k * d), d as usize) } else { None };
         let (lo, hi) = match coarse {
             Some((k, _)) => ((k - 2 * d).max(-lag_max), (k + 2 * d).min(lag_max)),
             None => (-lag_max, lag_max),
         };
-        if let Some((k, peak)) = argmax(&mut (lo..=hi), 1) {
-            let mut frac = 0.0;
-            if k > -lag_max && k < lag_max {
-                if let (Some(cm), Some(cp)) = (corr(k - 1, 1), corr(k + 1, 1)) {
-                    let den = cm - 2.0 * peak + cp;
-                    if den < 0.0 {
-                        frac = (0.5 * (cm - cp) / den).clamp(-0.5, 0.5);
-                    }
+        let (k, peak) = self.argmax(&mut (lo..=hi), 1)?;
+        let mut frac = 0.0;
+        if k > -lag_max && k < lag_max {
+            if let (Some(cm), Some(cp)) = (self.corr(k - 1, 1), self.corr(k + 1, 1)) {
+                let den = cm - 2.0 * peak + cp;
+                if den < 0.0 {
+                    frac = (0.5 * (cm - cp) / den).clamp(-0.5, 0.5);
                 }
             }
-            best = (k, frac, peak);
         }
-        break;
+        Some((k, frac, peak))
     }
-    if signal == "none" {
-        warnings.push("no joint moves in both bags: time offset not estimated (0)".into());
-    }
-    let offset = (best.0 as f64 + best.1) * dt;
+}
 
-    // ---- joint metrics ----------------------------------------------------------------------
-    let mut plot = PlotData { t: grid.clone(), ..Default::default() };
-    for &(i, k) in &matched {
+/// Per matched joint: position, velocity and effort metrics on the grid (the hardware signal at
+/// `t + offset` s) into the report, and the compared series into the plot data.
+fn joint_metrics(sj: &JointSeries, hj: &JointSeries, matched: &[(usize, usize)], grid: &[f64], offset: f64, report: &mut CompareReport, plot: &mut PlotData) {
+    for &(i, k) in matched {
         let mut jm = JointMetrics { name: sj.names[i].clone(), position: None, velocity: None, effort: None };
         let mut pd: [[Vec<f64>; 2]; 3] = Default::default();
         for (a, out) in pd.iter_mut().enumerate() {
@@ -492,12 +576,26 @@ pub fn compare(sim: &Bag, hw: &Bag, opts: &CompareOptions) -> (CompareReport, Pl
         plot.joints.push((jm.name.clone(), pd));
         report.joints.push(jm);
     }
-    let h_end = to_s(h1 as f64, h_origin) - offset;
-    let h_start = to_s(h0 as f64, h_origin) - offset;
-    let overlap_s = (sim_end.min(h_end) - 0.0f64.max(h_start)).max(0.0);
-    report.alignment = Alignment { offset_s: offset, time_base: if absolute { "absolute" } else { "relative" }.into(), signal: signal.into(), peak_correlation: best.2, grid_dt_s: dt, overlap_s };
+}
 
-    // ---- wrenches and contact events --------------------------------------------------------
+/// The two bags and their alignment, as [`compare_wrenches`] reads them.
+struct WrenchInputs<'a> {
+    /// The simulated bag.
+    sim: &'a Bag,
+    /// The hardware bag.
+    hw: &'a Bag,
+    /// Time bases and grid.
+    axis: &'a TimeAxis,
+    /// `hw(t + offset_s) ≈ sim(t)` (s).
+    offset_s: f64,
+    /// A contact wrench topic is "in contact" above this force (N).
+    contact_threshold_n: f64,
+}
+
+/// For each WrenchStamped topic in both bags: error metrics, contact events (contact wrench
+/// topics) and the force norms (N) for the plots.
+fn compare_wrenches(inputs: &WrenchInputs, report: &mut CompareReport, plot: &mut PlotData, warnings: &mut Vec<String>) {
+    let WrenchInputs { sim, hw, axis, offset_s: offset, contact_threshold_n } = *inputs;
     for (si, st) in sim.topics.iter().enumerate() {
         if st.msg_type != Some(MsgType::WrenchStamped) {
             continue;
@@ -510,97 +608,124 @@ pub fn compare(sim: &Bag, hw: &Bag, opts: &CompareOptions) -> (CompareReport, Pl
                 continue;
             }
         };
-        let series = |bag: &Bag, ti: usize, origin: i64| -> [Series; 6] {
-            let mut out: [Series; 6] = Default::default();
-            let mut msgs: Vec<&crate::bag::BagMessage> = bag.messages_on(ti).collect();
-            msgs.sort_by_key(|m| msg_time_ns(m));
-            for m in msgs {
-                if let Msg::WrenchStamped(w) = &m.msg {
-                    let t = to_s(msg_time_ns(m) as f64, origin);
-                    if out[0].t.last().is_some_and(|&l| l >= t) {
-                        continue;
-                    }
-                    for (a, x) in w.wrench.force.iter().chain(&w.wrench.torque).enumerate() {
-                        out[a].t.push(t);
-                        out[a].v.push(*x);
-                    }
-                }
-            }
-            out
-        };
-        let ss = series(sim, si, s_origin);
-        let hs = series(hw, hi, h_origin);
+        let ss = wrench_series(sim, si, axis.s_origin);
+        let hs = wrench_series(hw, hi, axis.h_origin);
         let (Some(_), Some(_)) = (ss[0].range(), hs[0].range()) else { continue };
-        let (mut fse, mut fmax, mut tse, mut cnt) = (0.0, 0.0f64, 0.0, 0usize);
-        let (mut fb, mut tb) = ([0.0; 3], [0.0; 3]);
-        let mut norms = [Vec::with_capacity(n), Vec::with_capacity(n)];
-        for &t in &grid {
-            let sv: Vec<f64> = ss.iter().map(|s| s.at(t)).collect();
-            let hv: Vec<f64> = hs.iter().map(|s| s.at(t + offset)).collect();
-            let nrm = |v: &[f64]| (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
-            norms[0].push(nrm(&sv));
-            norms[1].push(nrm(&hv));
-            if sv.iter().chain(&hv).any(|x| !x.is_finite()) {
-                continue;
-            }
-            let e: Vec<f64> = sv.iter().zip(&hv).map(|(a, b)| a - b).collect();
-            let fe = nrm(&e[..3]);
-            let te = nrm(&e[3..]);
-            fse += fe * fe;
-            tse += te * te;
-            fmax = fmax.max(fe);
-            for a in 0..3 {
-                fb[a] += e[a];
-                tb[a] += e[3 + a];
-            }
-            cnt += 1;
-        }
-        if cnt == 0 {
-            continue;
-        }
-        let c = cnt as f64;
-        report.wrenches.push(WrenchMetrics {
-            topic: st.name.clone(),
-            samples: cnt,
-            force_rmse_n: (fse / c).sqrt(),
-            force_max_n: fmax,
-            force_bias_n: fb.map(|x| x / c),
-            torque_rmse_nm: (tse / c).sqrt(),
-            torque_bias_nm: tb.map(|x| x / c),
-        });
+        let Some((metrics, norms)) = wrench_metrics(&st.name, &ss, &hs, &axis.grid, offset) else { continue };
+        report.wrenches.push(metrics);
         let name = normalize_topic(&st.name);
         if name.contains("/contact_wrenches/") && !name.ends_with("/local") {
-            let events = |s: &[Series; 6], shift: f64| -> (Vec<f64>, Vec<f64>) {
-                let (mut on, mut off) = (vec![], vec![]);
-                let mut prev = false;
-                for i in 0..s[0].t.len() {
-                    let f = (s[0].v[i].powi(2) + s[1].v[i].powi(2) + s[2].v[i].powi(2)).sqrt();
-                    let now = f > opts.contact_threshold_n;
-                    if i > 0 && now != prev {
-                        if now { on.push(s[0].t[i] - shift) } else { off.push(s[0].t[i] - shift) }
-                    }
-                    prev = now;
-                }
-                (on, off)
-            };
-            let (so, sl) = events(&ss, 0.0);
-            let (ho, hl) = events(&hs, offset);
-            let nearest = |a: &[f64], b: &[f64]| -> Vec<f64> { a.iter().filter_map(|&x| b.iter().map(|&y| y - x).min_by(|p, q| p.abs().total_cmp(&q.abs()))).collect() };
-            report.contact_events.push(ContactEvents {
-                topic: st.name.clone(),
-                threshold_n: opts.contact_threshold_n,
-                onset_errors_s: nearest(&so, &ho),
-                loss_errors_s: nearest(&sl, &hl),
-                sim_onsets_s: so,
-                hw_onsets_s: ho,
-                sim_losses_s: sl,
-                hw_losses_s: hl,
-            });
+            report.contact_events.push(contact_events(&st.name, &ss, &hs, offset, contact_threshold_n));
         }
         plot.wrenches.push((st.name.clone(), norms));
     }
-    report.warnings = warnings;
-    (report, plot)
+}
+
+/// A WrenchStamped topic's force (N) and torque (N·m) components as series, in seconds from
+/// `origin` (ns); repeated or out-of-order times dropped.
+fn wrench_series(bag: &Bag, ti: usize, origin: i64) -> [Series; 6] {
+    let mut out: [Series; 6] = Default::default();
+    let mut msgs: Vec<&crate::bag::BagMessage> = bag.messages_on(ti).collect();
+    msgs.sort_by_key(|m| msg_time_ns(m));
+    for m in msgs {
+        if let Msg::WrenchStamped(w) = &m.msg {
+            let t = to_s(msg_time_ns(m) as f64, origin);
+            if out[0].t.last().is_some_and(|&l| l >= t) {
+                continue;
+            }
+            for (a, x) in w.wrench.force.iter().chain(&w.wrench.torque).enumerate() {
+                out[a].t.push(t);
+                out[a].v.push(*x);
+            }
+        }
+    }
+    out
+}
+
+/// Euclidean norm of the first three components.
+fn norm3(v: &[f64]) -> f64 {
+    (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt()
+}
+
+/// Wrench error metrics of one topic on the grid (hardware at `t + offset` s) and the `[sim, hw]`
+/// force norms (N) at every grid time; `None` when no grid time has both wrenches.
+fn wrench_metrics(topic: &str, ss: &[Series; 6], hs: &[Series; 6], grid: &[f64], offset: f64) -> Option<(WrenchMetrics, [Vec<f64>; 2])> {
+    let n = grid.len();
+    let (mut fse, mut fmax, mut tse, mut cnt) = (0.0, 0.0f64, 0.0, 0usize);
+    let (mut fb, mut tb) = ([0.0; 3], [0.0; 3]);
+    let mut norms = [Vec::with_capacity(n), Vec::with_capacity(n)];
+    for &t in grid {
+        let sv: Vec<f64> = ss.iter().map(|s| s.at(t)).collect();
+        let hv: Vec<f64> = hs.iter().map(|s| s.at(t + offset)).collect();
+        norms[0].push(norm3(&sv));
+        norms[1].push(norm3(&hv));
+        if sv.iter().chain(&hv).any(|x| !x.is_finite()) {
+            continue;
+        }
+        let e: Vec<f64> = sv.iter().zip(&hv).map(|(a, b)| a - b).collect();
+        let fe = norm3(&e[..3]);
+        let te = norm3(&e[3..]);
+        fse += fe * fe;
+        tse += te * te;
+        fmax = fmax.max(fe);
+        for a in 0..3 {
+            fb[a] += e[a];
+            tb[a] += e[3 + a];
+        }
+        cnt += 1;
+    }
+    if cnt == 0 {
+        return None;
+    }
+    let c = cnt as f64;
+    let metrics = WrenchMetrics {
+        topic: topic.to_string(),
+        samples: cnt,
+        force_rmse_n: (fse / c).sqrt(),
+        force_max_n: fmax,
+        force_bias_n: fb.map(|x| x / c),
+        torque_rmse_nm: (tse / c).sqrt(),
+        torque_bias_nm: tb.map(|x| x / c),
+    };
+    Some((metrics, norms))
+}
+
+/// Contact onsets and losses of one contact wrench topic in both bags (s, simulation time),
+/// and the nearest-event errors.
+fn contact_events(topic: &str, ss: &[Series; 6], hs: &[Series; 6], offset: f64, threshold_n: f64) -> ContactEvents {
+    let (so, sl) = contact_edges(ss, 0.0, threshold_n);
+    let (ho, hl) = contact_edges(hs, offset, threshold_n);
+    ContactEvents {
+        topic: topic.to_string(),
+        threshold_n,
+        onset_errors_s: nearest_errors(&so, &ho),
+        loss_errors_s: nearest_errors(&sl, &hl),
+        sim_onsets_s: so,
+        hw_onsets_s: ho,
+        sim_losses_s: sl,
+        hw_losses_s: hl,
+    }
+}
+
+/// Times (s, minus `shift`) where the force norm crosses `threshold_n` (N) upwards (onsets)
+/// and downwards (losses).
+fn contact_edges(s: &[Series; 6], shift: f64, threshold_n: f64) -> (Vec<f64>, Vec<f64>) {
+    let (mut on, mut off) = (vec![], vec![]);
+    let mut prev = false;
+    for i in 0..s[0].t.len() {
+        let f = (s[0].v[i].powi(2) + s[1].v[i].powi(2) + s[2].v[i].powi(2)).sqrt();
+        let now = f > threshold_n;
+        if i > 0 && now != prev {
+            if now { on.push(s[0].t[i] - shift) } else { off.push(s[0].t[i] - shift) }
+        }
+        prev = now;
+    }
+    (on, off)
+}
+
+/// For each time of `a` (s), the nearest time of `b` minus it (s).
+fn nearest_errors(a: &[f64], b: &[f64]) -> Vec<f64> {
+    a.iter().filter_map(|&x| b.iter().map(|&y| y - x).min_by(|p, q| p.abs().total_cmp(&q.abs()))).collect()
 }
 
 fn fmt_opt(m: Option<&Metric>, f: impl Fn(&Metric) -> Option<f64>, prec: usize) -> String {

@@ -286,6 +286,126 @@ pub fn check_inertia(mass: f64, i: &Mat3) -> Result<(), String> {
     apply_inertia_check(mass, i, InertiaCheck::Strict).map(|_| ())
 }
 
+/// A URDF's kinematic tree, checked by [`urdf_tree`].
+struct UrdfTree<'a> {
+    /// Link index by link name.
+    link_index: HashMap<&'a str, usize>,
+    /// Per link, the URDF joint whose child it is (`None`: the root).
+    parent_joint: Vec<Option<usize>>,
+    /// Per link, its child links in URDF joint order.
+    children: Vec<Vec<usize>>,
+    /// The URDF's joint names.
+    joint_names: HashSet<&'a str>,
+    /// The single root link.
+    root: usize,
+}
+
+/// What the steps of [`ModelBuilder::add_robot`] share about the robot being added.
+struct RobotCtx<'a> {
+    /// The robot's spec (URDF, source file, scene choices).
+    spec: &'a RobotSpec,
+    /// Its checked kinematic tree.
+    tree: &'a UrdfTree<'a>,
+    /// The robot's name in the scene.
+    robot_name: &'a str,
+    /// Index of the robot's tree in the model.
+    tree_index: usize,
+    /// Material of links without an override.
+    default_material: usize,
+    /// Makes an input error naming the robot's URDF file.
+    err: &'a dyn Fn(String, String) -> InputError,
+}
+
+impl RobotCtx<'_> {
+    /// An input error at `element` of the robot's URDF file.
+    fn err(&self, element: String, reason: String) -> InputError {
+        (self.err)(element, reason)
+    }
+}
+
+/// Checks a URDF's topology (unique link and joint names, existing parent and child links,
+/// supported joint types, no cycle, a single root) and indexes it.
+fn urdf_tree<'a>(urdf: &'a urdf_rs::Robot, e: &dyn Fn(String, String) -> InputError) -> Result<UrdfTree<'a>, InputError> {
+    let mut link_index: HashMap<&str, usize> = HashMap::new();
+    for (i, l) in urdf.links.iter().enumerate() {
+        if link_index.insert(l.name.as_str(), i).is_some() {
+            return Err(e(format!("link '{}'", l.name), "defined twice".into()));
+        }
+    }
+    let mut parent_joint: Vec<Option<usize>> = vec![None; urdf.links.len()];
+    let mut children: Vec<Vec<usize>> = vec![vec![]; urdf.links.len()];
+    let mut joint_names = HashSet::new();
+    for (ji, j) in urdf.joints.iter().enumerate() {
+        if !joint_names.insert(j.name.as_str()) {
+            return Err(e(format!("joint '{}'", j.name), "defined twice".into()));
+        }
+        let p = *link_index.get(j.parent.link.as_str()).ok_or_else(|| {
+            e(format!("joint '{}'", j.name), format!("parent link '{}' does not exist", j.parent.link))
+        })?;
+        let c = *link_index.get(j.child.link.as_str()).ok_or_else(|| {
+            e(format!("joint '{}'", j.name), format!("child link '{}' does not exist", j.child.link))
+        })?;
+        if p == c {
+            return Err(e(format!("joint '{}'", j.name), format!("its parent and child are the same link '{}' (a joint must connect two links)", j.parent.link)));
+        }
+        if let Some(other) = parent_joint[c] {
+            return Err(e(
+                format!("link '{}'", j.child.link),
+                format!("is the child of two joints ('{}' and '{}')", urdf.joints[other].name, j.name),
+            ));
+        }
+        parent_joint[c] = Some(ji);
+        children[p].push(c);
+        match j.joint_type {
+            urdf_rs::JointType::Floating | urdf_rs::JointType::Planar | urdf_rs::JointType::Spherical => {
+                return Err(e(
+                    format!("joint '{}'", j.name),
+                    format!(
+                        "joint type {:?} is not supported (use revolute, continuous, prismatic or fixed; choose a floating base in the scene's robots[].base.mode)",
+                        j.joint_type
+                    ),
+                ))
+            }
+            _ => {}
+        }
+    }
+    if let Some(cycle) = joint_cycle(&parent_joint, |ji| urdf.joints[ji].parent.link.as_str(), &link_index) {
+        let names: Vec<String> = cycle.iter().map(|&ji| format!("'{}'", urdf.joints[ji].name)).collect();
+        let path: Vec<&str> = cycle.iter().map(|&ji| urdf.joints[ji].parent.link.as_str()).chain(std::iter::once(urdf.joints[cycle[0]].parent.link.as_str())).collect();
+        return Err(e(format!("joints {}", names.join(", ")), format!("form a cycle of links {} (a URDF must be a tree)", path.join(" → "))));
+    }
+    let roots: Vec<usize> = (0..urdf.links.len()).filter(|&i| parent_joint[i].is_none()).collect();
+    if roots.len() != 1 {
+        let names: Vec<_> = roots.iter().map(|&i| urdf.links[i].name.as_str()).collect();
+        return Err(e(
+            format!("robot '{}'", urdf.name),
+            if roots.is_empty() {
+                "has no root link (the joints form a cycle)".into()
+            } else {
+                format!("has {} root links ({}); a URDF must be one tree", roots.len(), names.join(", "))
+            },
+        ));
+    }
+    Ok(UrdfTree { link_index, parent_joint, children, joint_names, root: roots[0] })
+}
+
+/// A link's mass (kg), centre of mass (m, link frame) and rotational inertia about it (kg·m²,
+/// link axes), after the spec's inertia check (whose note becomes a warning).
+fn link_inertia(ctx: &RobotCtx, link: &urdf_rs::Link, warnings: &mut Vec<LoadWarning>) -> Result<(f64, Vec3, Mat3), InputError> {
+    let inertial = &link.inertial;
+    let mass = inertial.mass.value;
+    let ii = &inertial.inertia;
+    let i_origin = Mat3::new(ii.ixx, ii.ixy, ii.ixz, ii.ixy, ii.iyy, ii.iyz, ii.ixz, ii.iyz, ii.izz);
+    let (i_origin, note) = apply_inertia_check(mass, &i_origin, ctx.spec.inertia_check).map_err(|r| ctx.err(format!("link '{}' <inertial>", link.name), r))?;
+    if let Some(message) = note {
+        warnings.push(LoadWarning { class: WarningClass::Inertia, file: ctx.spec.source.clone(), element: format!("link '{}' <inertial>", link.name), message });
+    }
+    let x_bi = pose_from_xyz_rpy(inertial.origin.xyz.0, inertial.origin.rpy.0);
+    let r_bi = x_bi.rotation.to_rotation_matrix().into_inner();
+    let inertia_com = r_bi * i_origin * r_bi.transpose();
+    Ok((mass, x_bi.translation.vector, inertia_com))
+}
+
 impl ModelBuilder {
     /// A new builder; `file` names the scene file for error messages.
     pub fn new(file: impl Into<String>) -> Self {
@@ -448,68 +568,40 @@ impl ModelBuilder {
         let mut warnings = spec.warnings.clone();
 
         crate::urdf::check_numbers(urdf).map_err(|(element, reason)| e(element, reason))?;
+        let tree = urdf_tree(urdf, &e)?;
+        let default_material = self.check_robot_spec(&spec, &robot_name, &tree, &e)?;
 
-        // --- topology: links, joints, single root, no cycles ---
-        let mut link_index: HashMap<&str, usize> = HashMap::new();
-        for (i, l) in urdf.links.iter().enumerate() {
-            if link_index.insert(l.name.as_str(), i).is_some() {
-                return Err(e(format!("link '{}'", l.name), "defined twice".into()));
-            }
+        let tree_index = self.trees.len();
+        let body_start = self.bodies.len();
+        let (v_start, q_start) = (self.nv, self.nq);
+        let floating = matches!(spec.base, BaseMode::Floating(_));
+        let ctx = RobotCtx { spec: &spec, tree: &tree, robot_name: &robot_name, tree_index, default_material, err: &e };
+        let actuated = self.add_robot_links(&ctx, &mut warnings)?;
+        let body_end = self.bodies.len();
+        self.warn_massless_joints(&ctx, body_start, body_end, &mut warnings);
+        self.add_robot_mimics(&ctx, body_start, body_end, &mut warnings)?;
+        if spec.self_collision {
+            self.self_collision_trees.insert(tree_index);
         }
-        let mut parent_joint: Vec<Option<usize>> = vec![None; urdf.links.len()];
-        let mut children: Vec<Vec<usize>> = vec![vec![]; urdf.links.len()];
-        let mut joint_names = HashSet::new();
-        for (ji, j) in urdf.joints.iter().enumerate() {
-            if !joint_names.insert(j.name.as_str()) {
-                return Err(e(format!("joint '{}'", j.name), "defined twice".into()));
-            }
-            let p = *link_index.get(j.parent.link.as_str()).ok_or_else(|| {
-                e(format!("joint '{}'", j.name), format!("parent link '{}' does not exist", j.parent.link))
-            })?;
-            let c = *link_index.get(j.child.link.as_str()).ok_or_else(|| {
-                e(format!("joint '{}'", j.name), format!("child link '{}' does not exist", j.child.link))
-            })?;
-            if p == c {
-                return Err(e(format!("joint '{}'", j.name), format!("its parent and child are the same link '{}' (a joint must connect two links)", j.parent.link)));
-            }
-            if let Some(other) = parent_joint[c] {
-                return Err(e(
-                    format!("link '{}'", j.child.link),
-                    format!("is the child of two joints ('{}' and '{}')", urdf.joints[other].name, j.name),
-                ));
-            }
-            parent_joint[c] = Some(ji);
-            children[p].push(c);
-            match j.joint_type {
-                urdf_rs::JointType::Floating | urdf_rs::JointType::Planar | urdf_rs::JointType::Spherical => {
-                    return Err(e(
-                        format!("joint '{}'", j.name),
-                        format!(
-                            "joint type {:?} is not supported (use revolute, continuous, prismatic or fixed; choose a floating base in the scene's robots[].base.mode)",
-                            j.joint_type
-                        ),
-                    ))
-                }
-                _ => {}
-            }
-        }
-        if let Some(cycle) = joint_cycle(&parent_joint, |ji| urdf.joints[ji].parent.link.as_str(), &link_index) {
-            let names: Vec<String> = cycle.iter().map(|&ji| format!("'{}'", urdf.joints[ji].name)).collect();
-            let path: Vec<&str> = cycle.iter().map(|&ji| urdf.joints[ji].parent.link.as_str()).chain(std::iter::once(urdf.joints[cycle[0]].parent.link.as_str())).collect();
-            return Err(e(format!("joints {}", names.join(", ")), format!("form a cycle of links {} (a URDF must be a tree)", path.join(" → "))));
-        }
-        let roots: Vec<usize> = (0..urdf.links.len()).filter(|&i| parent_joint[i].is_none()).collect();
-        if roots.len() != 1 {
-            let names: Vec<_> = roots.iter().map(|&i| urdf.links[i].name.as_str()).collect();
-            return Err(e(
-                format!("robot '{}'", urdf.name),
-                if roots.is_empty() {
-                    "has no root link (the joints form a cycle)".into()
-                } else {
-                    format!("has {} root links ({}); a URDF must be one tree", roots.len(), names.join(", "))
-                },
-            ));
-        }
+        self.trees.push(Tree {
+            kind: TreeKind::Robot(self.robots.len()),
+            body_start,
+            body_end,
+            v_start,
+            v_end: self.nv,
+            q_start,
+            q_end: self.nq,
+        });
+        self.robots.push(RobotInfo { name: robot_name, source: spec.source, tree: tree_index, actuated_bodies: actuated, floating_base: floating });
+        self.warnings.extend(warnings);
+        Ok(self.robots.len() - 1)
+    }
+
+    /// Checks the spec's per-joint and per-link settings, base velocities and joint names
+    /// against the URDF and the scene; returns the robot's default material.
+    fn check_robot_spec(&self, spec: &RobotSpec, robot_name: &str, tree: &UrdfTree, e: &dyn Fn(String, String) -> InputError) -> Result<usize, InputError> {
+        let urdf = &spec.urdf;
+        let link_index = &tree.link_index;
         for name in spec.initial_positions.keys() {
             let ok = urdf.joints.iter().any(|j| &j.name == name && !matches!(j.joint_type, urdf_rs::JointType::Fixed));
             if !ok {
@@ -550,156 +642,176 @@ impl ModelBuilder {
             }
         }
         for j in &self.bodies {
-            if joint_names.contains(j.joint.name.as_str()) {
+            if tree.joint_names.contains(j.joint.name.as_str()) {
                 return Err(e(format!("joint '{}'", j.joint.name), "a joint of this name already exists in the scene".into()));
             }
         }
-        let default_material = self.material_id(&spec.material, &format!("robots['{robot_name}'].material"))?;
+        self.material_id(&spec.material, &format!("robots['{robot_name}'].material"))
+    }
 
-        // --- bodies in depth-first order ---
-        let tree_index = self.trees.len();
-        let body_start = self.bodies.len();
-        let (v_start, q_start) = (self.nv, self.nq);
+    /// Adds the robot's links as bodies in depth-first order from the root; returns the bodies
+    /// moved by one-coordinate joints (the actuated bodies).
+    fn add_robot_links(&mut self, ctx: &RobotCtx, warnings: &mut Vec<LoadWarning>) -> Result<Vec<BodyId>, InputError> {
         let mut order = vec![];
-        let mut stack = vec![roots[0]];
+        let mut stack = vec![ctx.tree.root];
         while let Some(l) = stack.pop() {
             order.push(l);
-            for &c in children[l].iter().rev() {
+            for &c in ctx.tree.children[l].iter().rev() {
                 stack.push(c);
             }
         }
         let mut body_of_link: HashMap<usize, BodyId> = HashMap::new();
         let mut actuated = vec![];
-        let floating = matches!(spec.base, BaseMode::Floating(_));
         for &li in &order {
-            let link = &urdf.links[li];
-            let body_id = self.bodies.len();
-            let (parent, joint) = match parent_joint[li] {
-                None => {
-                    let joint = match &spec.base {
-                        BaseMode::Fixed(pose) => self.root_joint(format!("{robot_name}/base_weld"), JointKind::Fixed, pose),
-                        BaseMode::Floating(pose) => self.root_joint(format!("{robot_name}/base"), JointKind::Free, pose),
-                    };
-                    if let BaseMode::Floating(pose) = &spec.base {
-                        self.push_free_coordinates(pose, &lin0, &ang0);
-                    }
-                    (None, joint)
-                }
-                Some(ji) => {
-                    let j = &urdf.joints[ji];
-                    let kind = match j.joint_type {
-                        urdf_rs::JointType::Revolute | urdf_rs::JointType::Continuous => JointKind::Revolute,
-                        urdf_rs::JointType::Prismatic => JointKind::Prismatic,
-                        urdf_rs::JointType::Fixed => JointKind::Fixed,
-                        _ => unreachable!("rejected above"),
-                    };
-                    let axis = if kind == JointKind::Fixed {
-                        Vec3::zeros()
-                    } else {
-                        crate::validate::direction(j.axis.xyz.0, "<axis xyz>").map_err(|r| e(format!("joint '{}'", j.name), r))?
-                    };
-                    let lim = &j.limit;
-                    let limited = matches!(j.joint_type, urdf_rs::JointType::Revolute | urdf_rs::JointType::Prismatic);
-                    let position_limits = if limited && lim.lower < lim.upper {
-                        Some((lim.lower, lim.upper))
-                    } else if limited && lim.lower > lim.upper {
-                        return Err(e(
-                            format!("joint '{}'", j.name),
-                            format!("lower limit {} is above upper limit {}", lim.lower, lim.upper),
-                        ));
-                    } else {
-                        None
-                    };
-                    let positive_or_inf = |x: f64| if x > 0.0 { x } else { f64::INFINITY };
-                    // checked by crate::urdf::check_numbers: finite, ≥ 0
-                    let (damping, friction) = j.dynamics.as_ref().map(|d| (d.damping, d.friction)).unwrap_or((0.0, 0.0));
-                    let joint = Joint {
-                        name: j.name.clone(),
-                        kind,
-                        axis,
-                        x_parent_joint: pose_from_xyz_rpy(j.origin.xyz.0, j.origin.rpy.0),
-                        q_index: self.nq,
-                        v_index: self.nv,
-                        position_limits,
-                        velocity_limit: positive_or_inf(lim.velocity),
-                        effort_limit: positive_or_inf(lim.effort),
-                        damping,
-                        friction,
-                    };
-                    if kind.nq() == 1 {
-                        let q0 = spec.initial_positions.get(&j.name).copied().unwrap_or(0.0);
-                        self.q_init.push(q0);
-                        self.v_init.push(0.0);
-                    }
-                    let parent_link = link_index[j.parent.link.as_str()];
-                    (Some(body_of_link[&parent_link]), joint)
-                }
-            };
-            // inertia
-            let inertial = &link.inertial;
-            let mass = inertial.mass.value;
-            let ii = &inertial.inertia;
-            let i_origin = Mat3::new(ii.ixx, ii.ixy, ii.ixz, ii.ixy, ii.iyy, ii.iyz, ii.ixz, ii.iyz, ii.izz);
-            let (i_origin, note) = apply_inertia_check(mass, &i_origin, spec.inertia_check).map_err(|r| e(format!("link '{}' <inertial>", link.name), r))?;
-            if let Some(message) = note {
-                warnings.push(LoadWarning { class: WarningClass::Inertia, file: src.clone(), element: format!("link '{}' <inertial>", link.name), message });
-            }
-            let x_bi = pose_from_xyz_rpy(inertial.origin.xyz.0, inertial.origin.rpy.0);
-            let r_bi = x_bi.rotation.to_rotation_matrix().into_inner();
-            let inertia_com = r_bi * i_origin * r_bi.transpose();
-            let kind = joint.kind;
-            let moving_body = if kind == JointKind::Fixed { parent.map(|p| self.bodies[p].moving_body).unwrap_or(body_id) } else { body_id };
-            if kind.nv() == 1 {
-                actuated.push(body_id);
-            }
-            let name = joint.name.clone();
-            self.bodies.push(Body {
-                name: link.name.clone(),
-                parent,
-                joint,
-                mass,
-                com: x_bi.translation.vector,
-                inertia_com,
-                tree: tree_index,
-                moving_body,
-            });
-            self.push_dofs(body_id, kind, &name);
-            if kind.nv() == 1 {
-                let mode = spec.joint_control.get(&name).copied().unwrap_or(spec.default_control);
-                *self.default_control.last_mut().unwrap() = mode;
-            }
-            body_of_link.insert(li, body_id);
-
-            // collision geometry
-            let material = match spec.link_materials.get(&link.name) {
-                Some(m) => self.material_id(m, &format!("robots['{robot_name}'].link_materials.{}", link.name))?,
-                None => default_material,
-            };
-            let collides = spec.collision_links.as_ref().is_none_or(|l| l.contains(&link.name));
-            for (ci, c) in link.collision.iter().enumerate().filter(|_| collides) {
-                let element = format!("link '{}' <collision> {}", link.name, ci);
-                let shape = match geometry_from_urdf(&c.geometry) {
-                    Some(s) => s,
-                    None => {
-                        let v = spec.mesh_hulls.get(&(link.name.clone(), ci)).ok_or_else(|| e(element.clone(), "mesh was not loaded".into()))?;
-                        GeomShape::Convex { vertices: v.clone() }
-                    }
-                };
-                check_shape(&shape).map_err(|r| e(element.clone(), r))?;
-                let parry = parry_shape(&shape).ok_or_else(|| e(element.clone(), "mesh is degenerate (flat or too few points for a convex hull)".into()))?;
-                self.geoms.push(Geom {
-                    name: format!("{}/collision[{ci}]", link.name),
-                    body: Some(body_id),
-                    x_body_geom: pose_from_xyz_rpy(c.origin.xyz.0, c.origin.rpy.0),
-                    bounding_radius: shape_bounding_radius(&shape),
-                    shape,
-                    parry_shape: parry,
-                    material,
-                });
-            }
+            self.add_robot_link(ctx, li, &mut body_of_link, &mut actuated, warnings)?;
         }
-        // massless moving subtrees make the mass matrix singular
-        let body_end = self.bodies.len();
+        Ok(actuated)
+    }
+
+    /// Adds URDF link `li` as a body: its joint, inertia, degrees of freedom, command mode and
+    /// collision geometry.
+    fn add_robot_link(&mut self, ctx: &RobotCtx, li: usize, body_of_link: &mut HashMap<usize, BodyId>, actuated: &mut Vec<BodyId>, warnings: &mut Vec<LoadWarning>) -> Result<(), InputError> {
+        let spec = ctx.spec;
+        let urdf = &spec.urdf;
+        let link = &urdf.links[li];
+        let body_id = self.bodies.len();
+        let (parent, joint) = match ctx.tree.parent_joint[li] {
+            None => (None, self.robot_base_joint(ctx)),
+            Some(ji) => {
+                let j = &urdf.joints[ji];
+                let joint = self.robot_urdf_joint(ctx, j)?;
+                let parent_link = ctx.tree.link_index[j.parent.link.as_str()];
+                (Some(body_of_link[&parent_link]), joint)
+            }
+        };
+        let (mass, com, inertia_com) = link_inertia(ctx, link, warnings)?;
+        let kind = joint.kind;
+        let moving_body = if kind == JointKind::Fixed { parent.map(|p| self.bodies[p].moving_body).unwrap_or(body_id) } else { body_id };
+        if kind.nv() == 1 {
+            actuated.push(body_id);
+        }
+        let name = joint.name.clone();
+        self.bodies.push(Body {
+            name: link.name.clone(),
+            parent,
+            joint,
+            mass,
+            com,
+            inertia_com,
+            tree: ctx.tree_index,
+            moving_body,
+        });
+        self.push_dofs(body_id, kind, &name);
+        if kind.nv() == 1 {
+            let mode = spec.joint_control.get(&name).copied().unwrap_or(spec.default_control);
+            *self.default_control.last_mut().unwrap() = mode;
+        }
+        body_of_link.insert(li, body_id);
+        self.push_link_geoms(ctx, link, body_id)
+    }
+
+    /// The root link's joint to the world (a weld, or a free joint whose initial coordinates
+    /// and velocities it pushes), per the spec's base mode.
+    fn robot_base_joint(&mut self, ctx: &RobotCtx) -> Joint {
+        let spec = ctx.spec;
+        let robot_name = ctx.robot_name;
+        let joint = match &spec.base {
+            BaseMode::Fixed(pose) => self.root_joint(format!("{robot_name}/base_weld"), JointKind::Fixed, pose),
+            BaseMode::Floating(pose) => self.root_joint(format!("{robot_name}/base"), JointKind::Free, pose),
+        };
+        if let BaseMode::Floating(pose) = &spec.base {
+            self.push_free_coordinates(pose, &spec.base_linear_velocity, &spec.base_angular_velocity);
+        }
+        joint
+    }
+
+    /// A URDF joint as a model joint (axis, limits in rad or m, damping, friction); pushes the
+    /// initial position (spec, else 0) and velocity (0) of a one-coordinate joint.
+    fn robot_urdf_joint(&mut self, ctx: &RobotCtx, j: &urdf_rs::Joint) -> Result<Joint, InputError> {
+        let kind = match j.joint_type {
+            urdf_rs::JointType::Revolute | urdf_rs::JointType::Continuous => JointKind::Revolute,
+            urdf_rs::JointType::Prismatic => JointKind::Prismatic,
+            urdf_rs::JointType::Fixed => JointKind::Fixed,
+            _ => unreachable!("rejected above"),
+        };
+        let axis = if kind == JointKind::Fixed {
+            Vec3::zeros()
+        } else {
+            crate::validate::direction(j.axis.xyz.0, "<axis xyz>").map_err(|r| ctx.err(format!("joint '{}'", j.name), r))?
+        };
+        let lim = &j.limit;
+        let limited = matches!(j.joint_type, urdf_rs::JointType::Revolute | urdf_rs::JointType::Prismatic);
+        let position_limits = if limited && lim.lower < lim.upper {
+            Some((lim.lower, lim.upper))
+        } else if limited && lim.lower > lim.upper {
+            return Err(ctx.err(
+                format!("joint '{}'", j.name),
+                format!("lower limit {} is above upper limit {}", lim.lower, lim.upper),
+            ));
+        } else {
+            None
+        };
+        let positive_or_inf = |x: f64| if x > 0.0 { x } else { f64::INFINITY };
+        // checked by crate::urdf::check_numbers: finite, ≥ 0
+        let (damping, friction) = j.dynamics.as_ref().map(|d| (d.damping, d.friction)).unwrap_or((0.0, 0.0));
+        let joint = Joint {
+            name: j.name.clone(),
+            kind,
+            axis,
+            x_parent_joint: pose_from_xyz_rpy(j.origin.xyz.0, j.origin.rpy.0),
+            q_index: self.nq,
+            v_index: self.nv,
+            position_limits,
+            velocity_limit: positive_or_inf(lim.velocity),
+            effort_limit: positive_or_inf(lim.effort),
+            damping,
+            friction,
+        };
+        if kind.nq() == 1 {
+            let q0 = ctx.spec.initial_positions.get(&j.name).copied().unwrap_or(0.0);
+            self.q_init.push(q0);
+            self.v_init.push(0.0);
+        }
+        Ok(joint)
+    }
+
+    /// Adds the collision geometries of `link` (if the spec lets it collide) to body `body_id`,
+    /// with the link's material.
+    fn push_link_geoms(&mut self, ctx: &RobotCtx, link: &urdf_rs::Link, body_id: BodyId) -> Result<(), InputError> {
+        let spec = ctx.spec;
+        let robot_name = ctx.robot_name;
+        let material = match spec.link_materials.get(&link.name) {
+            Some(m) => self.material_id(m, &format!("robots['{robot_name}'].link_materials.{}", link.name))?,
+            None => ctx.default_material,
+        };
+        let collides = spec.collision_links.as_ref().is_none_or(|l| l.contains(&link.name));
+        for (ci, c) in link.collision.iter().enumerate().filter(|_| collides) {
+            let element = format!("link '{}' <collision> {}", link.name, ci);
+            let shape = match geometry_from_urdf(&c.geometry) {
+                Some(s) => s,
+                None => {
+                    let v = spec.mesh_hulls.get(&(link.name.clone(), ci)).ok_or_else(|| ctx.err(element.clone(), "mesh was not loaded".into()))?;
+                    GeomShape::Convex { vertices: v.clone() }
+                }
+            };
+            check_shape(&shape).map_err(|r| ctx.err(element.clone(), r))?;
+            let parry = parry_shape(&shape).ok_or_else(|| ctx.err(element.clone(), "mesh is degenerate (flat or too few points for a convex hull)".into()))?;
+            self.geoms.push(Geom {
+                name: format!("{}/collision[{ci}]", link.name),
+                body: Some(body_id),
+                x_body_geom: pose_from_xyz_rpy(c.origin.xyz.0, c.origin.rpy.0),
+                bounding_radius: shape_bounding_radius(&shape),
+                shape,
+                parry_shape: parry,
+                material,
+            });
+        }
+        Ok(())
+    }
+
+    /// Warns about each moving joint of bodies `body_start..body_end` whose subtree has no mass
+    /// (kg): massless moving subtrees make the mass matrix singular.
+    fn warn_massless_joints(&self, ctx: &RobotCtx, body_start: usize, body_end: usize, warnings: &mut Vec<LoadWarning>) {
         let mut subtree_mass = vec![0.0; body_end - body_start];
         for b in (body_start..body_end).rev() {
             subtree_mass[b - body_start] += self.bodies[b].mass;
@@ -714,16 +826,21 @@ impl ModelBuilder {
                 // joint makes the step report failure
                 warnings.push(LoadWarning {
                     class: WarningClass::Inertia,
-                    file: src.clone(),
+                    file: ctx.spec.source.clone(),
                     element: format!("joint '{}'", self.bodies[b].joint.name),
                     message: "moves only massless links: its row of the mass matrix is zero; kept (simulate it under position or velocity control, or with <dynamics damping>; better: give the child link an <inertial>)".into(),
                 });
             }
         }
-        // mimic joints: chains resolved to their root joint, cycles refused, fixed followers ignored
-        let resolved = crate::urdf::resolve_mimics(urdf).map_err(|(element, reason)| e(element, reason))?;
+    }
+
+    /// Adds the URDF's mimic couplings among bodies `body_start..body_end` (chains resolved to
+    /// their root joint, cycles refused, fixed followers ignored); followers become passive and
+    /// start at `multiplier · leader + offset`.
+    fn add_robot_mimics(&mut self, ctx: &RobotCtx, body_start: usize, body_end: usize, warnings: &mut Vec<LoadWarning>) -> Result<(), InputError> {
+        let resolved = crate::urdf::resolve_mimics(&ctx.spec.urdf).map_err(|(element, reason)| ctx.err(element, reason))?;
         for w in resolved.warnings {
-            warnings.push(LoadWarning { class: WarningClass::Mimic, file: src.clone(), element: w.0, message: w.1 });
+            warnings.push(LoadWarning { class: WarningClass::Mimic, file: ctx.spec.source.clone(), element: w.0, message: w.1 });
         }
         for m in resolved.mimics {
             let find = |name: &str| self.bodies[body_start..body_end].iter().position(|b| b.joint.name == name).map(|i| i + body_start);
@@ -736,21 +853,7 @@ impl ModelBuilder {
             let lead_q = self.q_init[self.bodies[l].joint.q_index];
             self.q_init[self.bodies[f].joint.q_index] = m.multiplier * lead_q + m.offset;
         }
-        if spec.self_collision {
-            self.self_collision_trees.insert(tree_index);
-        }
-        self.trees.push(Tree {
-            kind: TreeKind::Robot(self.robots.len()),
-            body_start,
-            body_end,
-            v_start,
-            v_end: self.nv,
-            q_start,
-            q_end: self.nq,
-        });
-        self.robots.push(RobotInfo { name: robot_name, source: spec.source, tree: tree_index, actuated_bodies: actuated, floating_base: floating });
-        self.warnings.extend(warnings);
-        Ok(self.robots.len() - 1)
+        Ok(())
     }
 
     /// Adds a free (or static) rigid object.
