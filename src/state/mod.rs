@@ -83,6 +83,33 @@ pub struct State {
     /// phase query in each geometry's frame (`[n1; n2]`, unit, zero before the first): the
     /// first search direction of the next query's GJK.
     pub contact_pair_normals: Vec<[f64; 6]>,
+    /// The contact method's history as a type of its own (for history that is not a flat
+    /// vector, e.g. the equivalent-contact-point scheme's per-body solutions). `None` in a new
+    /// state: the method creates it at its first step and reads `None` as "a new run".
+    #[serde(skip)]
+    pub method_state: Option<Box<dyn MethodState>>,
+}
+
+/// A contact method's history between steps in a type of its own ([`State::method_state`]):
+/// cloned with the state, overwritten without allocating when a state is restored.
+pub trait MethodState: std::any::Any + std::fmt::Debug + Send + Sync {
+    /// A boxed copy (allocates: for snapshots, never in the step).
+    fn boxed_clone(&self) -> Box<dyn MethodState>;
+    /// Overwrites `self` with `other` without allocating; `false` (and `self` unchanged) when
+    /// `other` is another method's history or of another model's size.
+    fn copy_from_dyn(&mut self, other: &dyn MethodState) -> bool;
+    /// Back to the history of a new run, without allocating.
+    fn reset(&mut self);
+    /// The history as `Any`, for the method to read its own type back.
+    fn as_any(&self) -> &dyn std::any::Any;
+    /// The history as `Any`, for the method to write its own type.
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any;
+}
+
+impl Clone for Box<dyn MethodState> {
+    fn clone(&self) -> Self {
+        self.boxed_clone()
+    }
 }
 
 impl State {
@@ -110,6 +137,7 @@ impl State {
             last_step_end_v: vec![f64::NAN; model.nv],
             method_history: Vec::new(),
             contact_pair_normals: vec![[0.0; 6]; model.collision_pairs.len()],
+            method_state: None,
         }
     }
 
@@ -132,8 +160,22 @@ impl State {
     /// history has grown to `other`'s length. The exhaustive destructuring makes a new field a
     /// compile error here rather than a silently stale reset.
     pub fn copy_motion_from(&mut self, other: &State) {
-        let State { time_s: _, step_count: _, q, v, warm_contacts, warm_joint_rows, sensors: _, fem_x, fem_v, fem_weld_impulse, last_step_dv, last_step_end_v, method_history, contact_pair_normals } =
+        let State { time_s: _, step_count: _, q, v, warm_contacts, warm_joint_rows, sensors: _, fem_x, fem_v, fem_weld_impulse, last_step_dv, last_step_end_v, method_history, contact_pair_normals, method_state } =
             other;
+        let copied = match (self.method_state.as_mut(), method_state.as_ref()) {
+            (Some(mine), Some(theirs)) => mine.copy_from_dyn(theirs.as_ref()),
+            (Some(mine), None) => {
+                mine.reset();
+                true
+            }
+            (None, None) => true,
+            (None, Some(_)) => false,
+        };
+        if !copied {
+            // another method's history, or none yet here: allocates (not on a real-time reset,
+            // where both states come from the same simulation)
+            self.method_state = method_state.clone();
+        }
         self.contact_pair_normals.copy_from_slice(contact_pair_normals);
         self.method_history.clear();
         self.method_history.extend_from_slice(method_history);

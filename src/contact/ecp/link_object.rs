@@ -10,6 +10,7 @@
 //! robot's generalised velocity, `v⁺ ← v⁺ + M̃⁻¹ Jᵀ ΔW`, and the object's impulse is frozen for
 //! its other contacts like a body–body pair's.
 
+use super::history::PairHistory;
 use super::links::{apply_link_wrench, link_free_motion, link_kinematics, link_mobility, link_twist};
 use super::{carry_to_start, contact_key, mncp, pair, EcpBody, EcpBodyState, EcpParams, EcpStepper, Exchange, SolvedContact};
 use crate::collision::Contact;
@@ -232,5 +233,18 @@ impl LinkObjectPair {
             },
             impulse: self.last.impulse,
         })
+    }
+}
+
+impl LinkObjectPair {
+    /// The pair's history (see [`super::history`]).
+    pub(super) fn history(&self) -> PairHistory {
+        PairHistory { warm: self.stepper.warm, active: self.active, n0: self.n0, exchange: self.exchange, last: self.last, start: self.start, end: self.end, wrench: self.wrench }
+    }
+
+    /// Takes the pair's history.
+    pub(super) fn set_history(&mut self, h: &PairHistory) {
+        (self.stepper.warm, self.active, self.n0, self.exchange, self.last) = (h.warm, h.active, h.n0, h.exchange, h.last);
+        (self.start, self.end, self.wrench) = (h.start, h.end, h.wrench);
     }
 }

@@ -18,6 +18,7 @@
 //! link holds to first order in `h` only (the next step starts from the actual pose and closes
 //! any residual gap or overlap through the signed-gap condition).
 
+use super::history::{BodyHistory, JointHistory};
 use super::{carry_to_start, contact_key, mncp, EcpBody, EcpBodyState, EcpContact, EcpParams, EcpPlane, EcpStepper, SolvedContact};
 use crate::collision::Contact;
 use crate::contact::{SchemeInput, SolveStats};
@@ -553,4 +554,61 @@ fn solve_joint(j: &mut JointRows, velocity: &mut [f64]) -> f64 {
         change = change.max(d.abs());
     }
     change
+}
+
+impl RobotLinks {
+    /// The sizes of the links' history: (link geometries, joint rows).
+    pub(super) fn history_len(&self) -> (usize, usize) {
+        (self.slots.len(), self.joints.len())
+    }
+
+    /// Writes the links' history (see [`super::history`]).
+    pub(super) fn history(&self, links: &mut [BodyHistory], joints: &mut [JointHistory]) {
+        for (h, s) in links.iter_mut().zip(&self.slots) {
+            *h = BodyHistory {
+                warm: s.stepper.warm,
+                last: s.last,
+                active: s.active,
+                start: s.start,
+                end: s.end,
+                wrench: s.wrench,
+                force: s.force,
+                twist: s.twist,
+                point: s.point,
+                ..BodyHistory::fresh()
+            };
+        }
+        for (h, j) in joints.iter_mut().zip(&self.joints) {
+            *h = JointHistory { active: j.active, bias: j.bias, lambda: j.lambda, friction_bound: j.friction_bound };
+        }
+    }
+
+    /// Takes the links' history.
+    pub(super) fn set_history(&mut self, links: &[BodyHistory], joints: &[JointHistory]) {
+        for (s, h) in self.slots.iter_mut().zip(links) {
+            s.set_history(h);
+        }
+        for (j, h) in self.joints.iter_mut().zip(joints) {
+            (j.active, j.bias, j.lambda, j.friction_bound) = (h.active, h.bias, h.lambda, h.friction_bound);
+        }
+    }
+
+    /// The history of a new run.
+    pub(super) fn reset_history(&mut self) {
+        let fresh = BodyHistory::fresh();
+        for s in &mut self.slots {
+            s.set_history(&fresh);
+        }
+        let none = JointHistory::default();
+        for j in &mut self.joints {
+            (j.active, j.bias, j.lambda, j.friction_bound) = (none.active, none.bias, none.lambda, none.friction_bound);
+        }
+    }
+}
+
+impl LinkSlot {
+    fn set_history(&mut self, h: &BodyHistory) {
+        (self.stepper.warm, self.last, self.active, self.start, self.end) = (h.warm, h.last, h.active, h.start, h.end);
+        (self.wrench, self.force, self.twist, self.point) = (h.wrench, h.force, h.twist, h.point);
+    }
 }

@@ -29,6 +29,7 @@
 //! therefore show the ECP and its wrench.
 
 mod dual;
+mod history;
 mod link_object;
 mod links;
 pub mod mncp;

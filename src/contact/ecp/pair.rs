@@ -209,7 +209,7 @@ pub struct PairContact {
 #[derive(Clone, Debug, Default)]
 pub struct PairStepper {
     /// The last accepted unknowns and their designated inequality.
-    warm: Option<([f64; NZ_PAIR], usize)>,
+    pub(super) warm: Option<([f64; NZ_PAIR], usize)>,
 }
 
 impl PairStepper {

@@ -12,6 +12,7 @@ use crate::contact::{ContactRows, SchemeInput, SchemeOutput, SolveStats, WholeSt
 use crate::math::{Pose, Vec3};
 use crate::model::{GeomShape, JointKind, Model};
 use crate::state::State;
+use super::history::{BodyHistory, EcpHistory, JointHistory, PairHistory};
 use nalgebra::{Quaternion, UnitQuaternion};
 
 /// A point of a body at the end of the step (`end` pose) carried, as a material point, to the
@@ -481,6 +482,7 @@ impl WholeStepScheme for EcpScheme {
         let rows = ContactRows::POINT_TORSION;
         output.impulse[..rows.start(input.contacts.len())].fill(0.0);
         self.solved.clear();
+        self.load_history(state);
         for slot in &mut self.slots {
             let (qi, vi) = (slot.q_index, slot.v_index);
             let q = &state.q[qi..qi + 7];
@@ -636,6 +638,7 @@ impl WholeStepScheme for EcpScheme {
             }
         }
         output.positions_integrated = true;
+        self.save_history(state);
         stats
     }
 
@@ -664,5 +667,72 @@ impl WholeStepScheme for EcpScheme {
             impulse[r..r + nr].copy_from_slice(&c.impulse);
             contacts.push(c.contact);
         }
+    }
+}
+
+impl Slot {
+    fn history(&self) -> BodyHistory {
+        BodyHistory { warm: self.stepper.warm, last: self.last, ground: self.ground, start: self.start, end: self.end, ..BodyHistory::fresh() }
+    }
+    fn set_history(&mut self, h: &BodyHistory) {
+        (self.stepper.warm, self.last, self.ground, self.start, self.end) = (h.warm, h.last, h.ground, h.start, h.end);
+    }
+}
+
+impl BodyPair {
+    fn history(&self) -> PairHistory {
+        PairHistory { warm: self.stepper.warm, active: self.active, n0: self.n0, exchange: self.exchange, last: self.last, ..PairHistory::fresh() }
+    }
+    fn set_history(&mut self, h: &PairHistory) {
+        (self.stepper.warm, self.active, self.n0, self.exchange, self.last) = (h.warm, h.active, h.n0, h.exchange, h.last);
+    }
+}
+
+impl EcpScheme {
+    /// The sizes of this scheme's history ([`EcpHistory::shape`]).
+    fn history_shape(&self) -> [usize; 5] {
+        let (links, joints) = self.links.history_len();
+        [self.slots.len(), self.pairs.len(), links, joints, self.link_pairs.len()]
+    }
+
+    /// Takes the history the last step left in `state`, or that of a new run when the state
+    /// holds none of this scheme's (allocates nothing).
+    fn load_history(&mut self, state: &State) {
+        let shape = self.history_shape();
+        match EcpHistory::of(state, shape) {
+            Some(h) => {
+                self.slots.iter_mut().zip(&h.objects).for_each(|(s, h)| s.set_history(h));
+                self.pairs.iter_mut().zip(&h.pairs).for_each(|(p, h)| p.set_history(h));
+                self.links.set_history(&h.links, &h.joints);
+                self.link_pairs.iter_mut().zip(&h.link_pairs).for_each(|(p, h)| p.set_history(h));
+            }
+            None => {
+                self.slots.iter_mut().for_each(|s| s.set_history(&BodyHistory::fresh()));
+                self.pairs.iter_mut().for_each(|p| p.set_history(&PairHistory::fresh()));
+                self.links.reset_history();
+                self.link_pairs.iter_mut().for_each(|p| p.set_history(&PairHistory::fresh()));
+            }
+        }
+    }
+
+    /// Leaves this step's history in `state` (creating it at the first step of a state that
+    /// has none: the one allocation).
+    fn save_history(&self, state: &mut State) {
+        let shape = self.history_shape();
+        if EcpHistory::of(state, shape).is_none() {
+            let (links, joints) = self.links.history_len();
+            state.method_state = Some(Box::new(EcpHistory {
+                objects: vec![BodyHistory::fresh(); self.slots.len()],
+                pairs: vec![PairHistory::fresh(); self.pairs.len()],
+                links: vec![BodyHistory::fresh(); links],
+                joints: vec![JointHistory::default(); joints],
+                link_pairs: vec![PairHistory::fresh(); self.link_pairs.len()],
+            }));
+        }
+        let Some(h) = EcpHistory::of_mut(state, shape) else { return };
+        h.objects.iter_mut().zip(&self.slots).for_each(|(h, s)| *h = s.history());
+        h.pairs.iter_mut().zip(&self.pairs).for_each(|(h, p)| *h = p.history());
+        self.links.history(&mut h.links, &mut h.joints);
+        h.link_pairs.iter_mut().zip(&self.link_pairs).for_each(|(h, p)| *h = p.history());
     }
 }

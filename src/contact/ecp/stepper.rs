@@ -100,7 +100,7 @@ pub const PENETRATION_TOLERANCE_M: f64 = 1e-8;
 pub struct EcpStepper {
     /// The parameters.
     pub params: EcpParams,
-    warm: Option<[f64; NZ]>,
+    pub(super) warm: Option<[f64; NZ]>,
 }
 
 fn arr(v: &Vec3) -> [f64; 3] {
