@@ -40,7 +40,7 @@ use crate::rt::validate::{CommandGroup, CommandValidator, GroupInterface, LimitP
 use crate::rt::*;
 use crate::sim::{FailurePolicy, Simulation};
 use anyhow::{anyhow, bail, Context as _, Result};
-use futures::executor::LocalPool;
+use futures::executor::{LocalPool, LocalSpawner};
 use futures::task::LocalSpawnExt;
 use futures::{future, StreamExt};
 use r2r::diagnostic_msgs::msg::DiagnosticArray;
@@ -791,7 +791,27 @@ fn print_robot_description(scene: &Path, robot: &str) -> Result<()> {
     Ok(())
 }
 
+/// Runs the node: creates it, sets up the simulation and the parameters ([`setup`]), the
+/// publishers, robot descriptions and TF ([`create_publishers`]), the bag recording
+/// ([`start_bag_recording`]), the subscriptions and services ([`start_frontend`]), starts the
+/// publisher and real-time threads ([`start_threads`]) and spins until SIGINT / SIGTERM
+/// ([`spin`]).
 fn run_node(cli: CliArgs) -> Result<()> {
+    let (node, logger) = create_node()?;
+    let Some((mut node_setup, inputs, rt)) = setup(&cli, node, logger)? else {
+        // --list-parameters: the names are printed
+        return Ok(());
+    };
+    let (publishers, robot_topics) = create_publishers(&mut node_setup)?;
+    let bag = start_bag_recording(&node_setup, &robot_topics)?;
+    let frontend = start_frontend(&mut node_setup, inputs, bag.commands)?;
+    let threads = start_threads(&node_setup, rt, publishers, bag.sample)?;
+    spin(&mut node_setup, frontend, threads, bag.recorder)
+}
+
+/// Creates the r2r context and the node, and the `/rosout` publisher. Returns the node and its
+/// logger name.
+fn create_node() -> Result<(r2r::Node, String)> {
     // r2r panics (instead of returning an error) when rcl rejects the command line, e.g. a
     // missing --params-file: turn that into an error message
     let prev_hook = std::panic::take_hook();
@@ -808,7 +828,57 @@ fn run_node(cli: CliArgs) -> Result<()> {
     let mut node = r2r::Node::create(ctx, NODE_NAME, "").context("creating the node")?;
     let logger = node.logger().to_string();
     super::rosout::init(&mut node).context("the /rosout publisher")?;
+    Ok((node, logger))
+}
 
+/// What the start-up stages share: the node, the scene, the configuration and the handles to
+/// the real-time loop. Lives until the node shuts down.
+struct NodeSetup {
+    /// The r2r node (topics, services, parameters; spun by the ROS thread).
+    node: r2r::Node,
+    /// The node's logger name.
+    logger: String,
+    /// The scene file (`--scene`, the `scene` parameter or the default).
+    scene_path: PathBuf,
+    /// The loaded scene.
+    scene: crate::config::Scene,
+    /// The solver (the `solver` parameter, or the scene's).
+    solver: SolverConfig,
+    /// Joint slots, floating bases, sensors and contact wrench links of the model.
+    layout: JointLayout,
+    /// The parameters (validated, locked after start-up for read-only ones).
+    store: Arc<Mutex<ParamStore>>,
+    /// The typed configuration read from the parameters.
+    cfg: NodeConfig,
+    /// The command groups (`<group>/commands`).
+    groups: Vec<CommandGroup>,
+    /// The real-time loop's queues.
+    shared: Arc<RtShared>,
+    /// The ROS side's counters (written by the frontend, read by the diagnostics).
+    front: Arc<FrontCounters>,
+    /// The QoS of the topics and services that are not latched (the default profile).
+    qos: QosProfile,
+}
+
+/// The parameter services' future (spawned on the ROS thread's executor).
+type ParamHandler = std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>;
+/// The stream of accepted parameter changes `(name, new value)`.
+type ParamEvents = std::pin::Pin<Box<dyn futures::Stream<Item = (String, ParameterValue)>>>;
+
+/// What [`setup`] hands to [`start_frontend`] (moved into it).
+struct FrontendInputs {
+    /// The command validator (limits, policy, name → slot).
+    validator: CommandValidator,
+    /// The parameter services.
+    param_handler: ParamHandler,
+    /// The accepted parameter changes, forwarded to where they act.
+    param_events: ParamEvents,
+}
+
+/// Start-up before any topic: the scene and the solver, the parameters (with their services
+/// and `/parameter_events`), the initial gains, the command groups and the real-time loop (not
+/// started). `None` after `--list-parameters` (names printed, nothing else to do).
+fn setup(cli: &CliArgs, mut node: r2r::Node, logger: String) -> Result<Option<(NodeSetup, FrontendInputs, RtLoop)>> {
     // ---- scene and solver ---------------------------------------------------------------
     let scene_path = match (&cli.scene, param_string(&node, "scene").filter(|s| !s.is_empty())) {
         (Some(p), _) => p.clone(),
@@ -835,7 +905,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
         for n in store.lock().map_err(|_| anyhow!("poisoned"))?.names() {
             println!("{n}");
         }
-        return Ok(());
+        return Ok(None);
     }
     // the standard parameter services with full descriptors, and /parameter_events
     let (param_handler, param_events) = super::param_services::start(&mut node, store.clone()).map_err(|e| anyhow!("invalid parameters: {e:#}"))?;
@@ -847,26 +917,47 @@ fn run_node(cli: CliArgs) -> Result<()> {
         s.lock();
         NodeConfig::from_store(&s)?
     };
-
-    // initial gains and solver settings into the simulation (before the RT thread owns it)
-    {
-        let s = store.lock().map_err(|_| anyhow!("poisoned"))?;
-        for j in &layout.joints {
-            let v = j.v_index;
-            sim.commands.mode[v] = match sim.commands.mode[v] {
-                ControlMode::Position { .. } => ControlMode::Position { kp: s.f64(&format!("gains.{}.kp", j.name)), kd: s.f64(&format!("gains.{}.kd", j.name)) },
-                ControlMode::Velocity { .. } => ControlMode::Velocity { kd: s.f64(&format!("gains.{}.kd", j.name)) },
-                m => m,
-            };
-        }
-        let it = s.i64("solver_max_iterations").clamp(1, u32::MAX as i64) as u32;
-        let tol = s.f64("solver_tolerance");
-        sim.workspace.solver.set_max_iterations(it);
-        sim.workspace.solver.set_tolerance(tol);
-    }
+    initial_gains(&mut sim, &layout, &store)?;
 
     // ---- command groups -----------------------------------------------------------------
     let validator = CommandValidator::new(&layout, cfg.limit_policy);
+    let groups = command_groups(&layout, &store, &group_names, &validator)?;
+
+    // ---- the RT loop --------------------------------------------------------------------
+    let rt_cfg = cfg.rt.clone();
+    let mut rt = RtLoop::new(sim, rt_cfg);
+    rt.set_failure_policy(cfg.on_failure);
+    let shared = rt.shared().clone();
+    let front = Arc::new(FrontCounters::default());
+
+    let inputs = FrontendInputs { validator, param_handler: Box::pin(param_handler), param_events: Box::pin(param_events) };
+    let setup = NodeSetup { node, logger, scene_path, scene, solver, layout, store, cfg, groups, shared, front, qos: QosProfile::default() };
+    Ok(Some((setup, inputs, rt)))
+}
+
+/// Writes the initial gains and solver settings of the parameters into the simulation (before
+/// the RT thread owns it).
+fn initial_gains(sim: &mut Simulation, layout: &JointLayout, store: &Mutex<ParamStore>) -> Result<()> {
+    let s = store.lock().map_err(|_| anyhow!("poisoned"))?;
+    for j in &layout.joints {
+        let v = j.v_index;
+        sim.commands.mode[v] = match sim.commands.mode[v] {
+            ControlMode::Position { .. } => ControlMode::Position { kp: s.f64(&format!("gains.{}.kp", j.name)), kd: s.f64(&format!("gains.{}.kd", j.name)) },
+            ControlMode::Velocity { .. } => ControlMode::Velocity { kd: s.f64(&format!("gains.{}.kd", j.name)) },
+            m => m,
+        };
+    }
+    let it = s.i64("solver_max_iterations").clamp(1, u32::MAX as i64) as u32;
+    let tol = s.f64("solver_tolerance");
+    sim.workspace.solver.set_max_iterations(it);
+    sim.workspace.solver.set_tolerance(tol);
+    Ok(())
+}
+
+/// The command groups: the `command_groups` parameter's (`groups.<g>.joints`,
+/// `groups.<g>.interface`), or without it one per robot with joints (the interface its joints'
+/// common control mode, else position).
+fn command_groups(layout: &JointLayout, store: &Mutex<ParamStore>, group_names: &[String], validator: &CommandValidator) -> Result<Vec<CommandGroup>> {
     let mut groups = Vec::new();
     if group_names.is_empty() {
         for r in &layout.robots {
@@ -885,23 +976,56 @@ fn run_node(cli: CliArgs) -> Result<()> {
         }
     } else {
         let s = store.lock().map_err(|_| anyhow!("poisoned"))?;
-        for g in &group_names {
+        for g in group_names {
             let joints = s.strings(&format!("groups.{g}.joints"));
             let interface = GroupInterface::parse(s.str(&format!("groups.{g}.interface"))).unwrap_or(GroupInterface::Position);
             let grp = validator.make_group(g, &joints, interface).map_err(|e| anyhow!("command group '{g}' (groups.{g}.joints): {e}"))?;
             groups.push(grp);
         }
     }
+    Ok(groups)
+}
 
-    // ---- the RT loop --------------------------------------------------------------------
-    let rt_cfg = cfg.rt.clone();
-    let mut rt = RtLoop::new(sim, rt_cfg);
-    rt.set_failure_policy(cfg.on_failure);
-    let shared = rt.shared().clone();
-    let front = Arc::new(FrontCounters::default());
+/// The `tf` publisher with its reusable message and the sample base index of each transform.
+type TfPub = (r2r::Publisher<TFMessage>, TFMessage, Vec<usize>);
 
+/// The publishers of the samples (moved into the publisher thread).
+struct Publishers {
+    /// `joint_states`.
+    joint_states: r2r::Publisher<JointState>,
+    /// Per floating base: `odom` (or `<robot>/odom`) with its reusable message.
+    odom: Vec<(r2r::Publisher<Odometry>, Odometry)>,
+    /// `/clock` (sim_time and lockstep).
+    clock: Option<r2r::Publisher<Clock>>,
+    /// `diagnostics`.
+    diagnostics: r2r::Publisher<DiagnosticArray>,
+    /// Per sensor: (`<sensor>/wrench`, `<sensor>/wrench_ideal`).
+    sensor_pubs: Vec<(WrenchPub, WrenchPub)>,
+    /// Per contact wrench link: (world axes, link axes).
+    wrench_pubs: Vec<(WrenchPub, WrenchPub)>,
+    /// `contact_markers` (when `contact_markers_rate_hz` > 0).
+    markers: Option<r2r::Publisher<MarkerArray>>,
+    /// `tf` (floating bases).
+    tf: Option<TfPub>,
+}
+
+/// The robots and their latched topics (published once at start-up, kept alive with the node).
+struct RobotTopics {
+    /// The robots' descriptions.
+    robots: Vec<RobotDescription>,
+    /// The stamp of the latched messages.
+    start_stamp: r2r::builtin_interfaces::msg::Time,
+    /// `robot_description` per robot.
+    _description_pubs: Vec<r2r::Publisher<StringMsg>>,
+    /// `tf_static` (when there are fixed transforms).
+    _static_tf_pub: Option<r2r::Publisher<TFMessage>>,
+}
+
+/// Creates the sample publishers, then publishes the robot descriptions and `tf_static`
+/// ([`publish_robot_descriptions`]) and creates `tf`.
+fn create_publishers(s: &mut NodeSetup) -> Result<(Publishers, RobotTopics)> {
+    let NodeSetup { ref mut node, ref cfg, ref layout, ref qos, .. } = *s;
     // ---- publishers ---------------------------------------------------------------------
-    let qos = QosProfile::default();
     let joint_states = node.create_publisher::<JointState>("joint_states", qos.clone())?;
     let mut odom = Vec::new();
     for b in &layout.bases {
@@ -936,6 +1060,14 @@ fn run_node(cli: CliArgs) -> Result<()> {
     }
     let markers = if cfg.contact_markers_rate_hz > 0.0 { Some(node.create_publisher::<MarkerArray>("contact_markers", qos.clone())?) } else { None };
 
+    let (robot_topics, tf) = publish_robot_descriptions(s)?;
+    Ok((Publishers { joint_states, odom, clock, diagnostics, sensor_pubs, wrench_pubs, markers, tf }, robot_topics))
+}
+
+/// Publishes `robot_description` per robot and `tf_static` (latched), and creates the `tf`
+/// publisher of the floating bases.
+fn publish_robot_descriptions(s: &mut NodeSetup) -> Result<(RobotTopics, Option<TfPub>)> {
+    let NodeSetup { ref mut node, ref cfg, ref scene, ref qos, .. } = *s;
     // ---- robot_description and TF ---------------------------------------------------------
     // latched: reliable, transient local, depth 1 (as robot_state_publisher and tf2's static
     // broadcaster); published once here, kept alive with the node
@@ -964,7 +1096,23 @@ fn run_node(cli: CliArgs) -> Result<()> {
         Some((msg, bases)) => Some((node.create_publisher::<TFMessage>("tf", qos.clone()).context("tf")?, msg, bases)),
         None => None,
     };
+    Ok((RobotTopics { robots, start_stamp, _description_pubs: description_pubs, _static_tf_pub }, tf))
+}
 
+/// The bag recording (`record_bag`; all `None` without it).
+struct BagRecording {
+    /// The bag directory and its recorder (finished at shutdown).
+    recorder: Option<(PathBuf, crate::bag::BagRecorder)>,
+    /// The publisher thread's recording of the samples.
+    sample: Option<(crate::bag::topics::SampleTopics, crate::bag::RecordHandle)>,
+    /// The ROS thread's recording of the received commands.
+    commands: Option<CommandRecording>,
+}
+
+/// Starts the bag recording (`record_bag`): registers the topics, records the latched messages.
+fn start_bag_recording(s: &NodeSetup, robot_topics: &RobotTopics) -> Result<BagRecording> {
+    let NodeSetup { node, logger, cfg, layout, groups, .. } = s;
+    let RobotTopics { robots, start_stamp, .. } = robot_topics;
     // ---- bag recording (record_bag) -------------------------------------------------------
     let mut bag_recorder = None;
     let mut bag_sample = None;
@@ -985,17 +1133,32 @@ fn run_node(cli: CliArgs) -> Result<()> {
             tf: true,
             contact_markers: cfg.contact_markers_rate_hz > 0.0,
         };
-        let topics = crate::bag::topics::SampleTopics::register(&mut rec, &layout, &opts);
+        let topics = crate::bag::topics::SampleTopics::register(&mut rec, layout, &opts);
         // the latched messages, once at the start: robot_description per robot, tf_static
         let start_ns = (start_stamp.sec as i64) * 1_000_000_000 + start_stamp.nanosec as i64;
-        let latched_msgs = crate::bag::robots::latched_messages(&robots, &cfg.odom_frame, start_ns);
+        let latched_msgs = crate::bag::robots::latched_messages(robots, &cfg.odom_frame, start_ns);
         crate::bag::topics::record_latched(&mut rec, &opts.namespace, start_ns, latched_msgs);
         bag_commands = Some(CommandRecording { handle: rec.handle(), joint_commands: topics.joint_commands, joint_trajectory: topics.joint_trajectory, groups: topics.group_commands.clone() });
         bag_sample = Some((topics, rec.handle()));
-        crate::ros_info!(&logger, "recording a rosbag2 (MCAP) bag into {}", dir.display());
+        crate::ros_info!(logger, "recording a rosbag2 (MCAP) bag into {}", dir.display());
         bag_recorder = Some((dir, rec));
     }
+    Ok(BagRecording { recorder: bag_recorder, sample: bag_sample, commands: bag_commands })
+}
 
+/// The ROS thread's command handling and the executor of its subscriptions and services.
+struct FrontendTasks {
+    /// The executor (run after each spin).
+    pool: LocalPool,
+    /// The command handling (validation, control requests, pending service responses).
+    frontend: Rc<RefCell<Frontend>>,
+}
+
+/// Subscribes to the command topics, creates the services and spawns their handlers, with the
+/// parameter services', on the ROS thread's executor.
+fn start_frontend(s: &mut NodeSetup, inputs: FrontendInputs, bag_commands: Option<CommandRecording>) -> Result<FrontendTasks> {
+    let NodeSetup { ref mut node, ref logger, ref layout, ref store, ref cfg, ref groups, ref shared, ref front, ref qos, .. } = *s;
+    let FrontendInputs { validator, param_handler, param_events } = inputs;
     // ---- subscriptions and services ------------------------------------------------------
     let js_stream = node.subscribe::<JointState>("joint_commands", qos.clone())?;
     let traj_stream = node.subscribe::<JointTrajectory>("joint_trajectory", qos.clone())?;
@@ -1004,7 +1167,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
         let topic = format!("{}/commands", g.name);
         match node.subscribe::<Float64MultiArray>(&topic, qos.clone()) {
             Ok(s) => group_streams.push((i, s)),
-            Err(e) => crate::ros_warn!(&logger, "command group '{}': cannot subscribe to '{topic}' ({e}); group disabled", g.name),
+            Err(e) => crate::ros_warn!(logger, "command group '{}': cannot subscribe to '{topic}' ({e}); group disabled", g.name),
         }
     }
     let reset_srv = node.create_service::<Trigger::Service>("~/reset", qos.clone())?;
@@ -1030,7 +1193,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
         bag: bag_commands,
     }));
 
-    let mut pool = LocalPool::new();
+    let pool = LocalPool::new();
     let spawner = pool.spawner();
     spawner.spawn_local(param_handler).map_err(|e| anyhow!("{e:?}"))?;
     {
@@ -1069,79 +1232,110 @@ fn run_node(cli: CliArgs) -> Result<()> {
             }))
             .map_err(|e| anyhow!("{e:?}"))?;
     }
-    {
-        let f = frontend.clone();
-        let log = logger.clone();
-        spawner
-            .spawn_local(reset_srv.for_each(move |req| {
-                let log = log.clone();
-                f.borrow_mut().control_then(
-                    ControlRequest::Reset,
-                    Box::new(move |ok| {
-                        let message = if ok { "reset to the initial state".to_string() } else { "the simulation loop did not acknowledge the reset".to_string() };
-                        if req.respond(Trigger::Response { success: ok, message }).is_err() {
-                            crate::ros_warn!(&log, "could not respond to ~/reset");
-                        }
-                    }),
-                );
-                future::ready(())
-            }))
-            .map_err(|e| anyhow!("{e:?}"))?;
-    }
-    {
-        let f = frontend.clone();
-        let log = logger.clone();
-        spawner
-            .spawn_local(pause_srv.for_each(move |req| {
-                let pause = req.message.data;
-                let log = log.clone();
-                let mut fe = f.borrow_mut();
-                fe.paused = pause;
-                fe.control_then(
-                    ControlRequest::Pause(pause),
-                    Box::new(move |ok| {
-                        let message = match (ok, pause) {
-                            (true, true) => "paused".to_string(),
-                            (true, false) => "running".to_string(),
-                            (false, _) => "the simulation loop did not acknowledge".to_string(),
-                        };
-                        if req.respond(SetBool::Response { success: ok, message }).is_err() {
-                            crate::ros_warn!(&log, "could not respond to ~/pause");
-                        }
-                    }),
-                );
-                future::ready(())
-            }))
-            .map_err(|e| anyhow!("{e:?}"))?;
-    }
-    {
-        let f = frontend.clone();
-        let log = logger.clone();
-        spawner
-            .spawn_local(step_srv.for_each(move |req| {
-                let log = log.clone();
-                let mut fe = f.borrow_mut();
-                if !fe.paused && fe.mode != TimeMode::Lockstep {
-                    let r = Trigger::Response { success: false, message: "the simulation is running: call ~/pause with data=true first".into() };
-                    if req.respond(r).is_err() {
-                        crate::ros_warn!(&log, "could not respond to ~/step");
-                    }
-                } else {
-                    fe.control_then(
-                        ControlRequest::Step(1),
-                        Box::new(move |ok| {
-                            let message = if ok { "stepped once".to_string() } else { "the simulation loop did not acknowledge".to_string() };
-                            if req.respond(Trigger::Response { success: ok, message }).is_err() {
-                                crate::ros_warn!(&log, "could not respond to ~/step");
-                            }
-                        }),
-                    );
-                }
-                future::ready(())
-            }))
-            .map_err(|e| anyhow!("{e:?}"))?;
-    }
+    serve_reset(&spawner, &frontend, logger, reset_srv)?;
+    serve_pause(&spawner, &frontend, logger, pause_srv)?;
+    serve_step(&spawner, &frontend, logger, step_srv)?;
+    Ok(FrontendTasks { pool, frontend })
+}
 
+/// Spawns the `~/reset` handler: a reset request, answered once the RT thread acknowledges it.
+fn serve_reset(spawner: &LocalSpawner, frontend: &Rc<RefCell<Frontend>>, logger: &str, reset_srv: impl futures::Stream<Item = r2r::ServiceRequest<Trigger::Service>> + 'static) -> Result<()> {
+    let f = frontend.clone();
+    let log = logger.to_string();
+    spawner
+        .spawn_local(reset_srv.for_each(move |req| {
+            let log = log.clone();
+            f.borrow_mut().control_then(
+                ControlRequest::Reset,
+                Box::new(move |ok| {
+                    let message = if ok { "reset to the initial state".to_string() } else { "the simulation loop did not acknowledge the reset".to_string() };
+                    if req.respond(Trigger::Response { success: ok, message }).is_err() {
+                        crate::ros_warn!(&log, "could not respond to ~/reset");
+                    }
+                }),
+            );
+            future::ready(())
+        }))
+        .map_err(|e| anyhow!("{e:?}"))?;
+    Ok(())
+}
+
+/// Spawns the `~/pause` handler: pauses (`data` true) or resumes, answered once the RT thread
+/// acknowledges it.
+fn serve_pause(spawner: &LocalSpawner, frontend: &Rc<RefCell<Frontend>>, logger: &str, pause_srv: impl futures::Stream<Item = r2r::ServiceRequest<SetBool::Service>> + 'static) -> Result<()> {
+    let f = frontend.clone();
+    let log = logger.to_string();
+    spawner
+        .spawn_local(pause_srv.for_each(move |req| {
+            let pause = req.message.data;
+            let log = log.clone();
+            let mut fe = f.borrow_mut();
+            fe.paused = pause;
+            fe.control_then(
+                ControlRequest::Pause(pause),
+                Box::new(move |ok| {
+                    let message = match (ok, pause) {
+                        (true, true) => "paused".to_string(),
+                        (true, false) => "running".to_string(),
+                        (false, _) => "the simulation loop did not acknowledge".to_string(),
+                    };
+                    if req.respond(SetBool::Response { success: ok, message }).is_err() {
+                        crate::ros_warn!(&log, "could not respond to ~/pause");
+                    }
+                }),
+            );
+            future::ready(())
+        }))
+        .map_err(|e| anyhow!("{e:?}"))?;
+    Ok(())
+}
+
+/// Spawns the `~/step` handler: one step while paused or in lockstep (refused while running),
+/// answered once the RT thread acknowledges it.
+fn serve_step(spawner: &LocalSpawner, frontend: &Rc<RefCell<Frontend>>, logger: &str, step_srv: impl futures::Stream<Item = r2r::ServiceRequest<Trigger::Service>> + 'static) -> Result<()> {
+    let f = frontend.clone();
+    let log = logger.to_string();
+    spawner
+        .spawn_local(step_srv.for_each(move |req| {
+            let log = log.clone();
+            let mut fe = f.borrow_mut();
+            if !fe.paused && fe.mode != TimeMode::Lockstep {
+                let r = Trigger::Response { success: false, message: "the simulation is running: call ~/pause with data=true first".into() };
+                if req.respond(r).is_err() {
+                    crate::ros_warn!(&log, "could not respond to ~/step");
+                }
+            } else {
+                fe.control_then(
+                    ControlRequest::Step(1),
+                    Box::new(move |ok| {
+                        let message = if ok { "stepped once".to_string() } else { "the simulation loop did not acknowledge".to_string() };
+                        if req.respond(Trigger::Response { success: ok, message }).is_err() {
+                            crate::ros_warn!(&log, "could not respond to ~/step");
+                        }
+                    }),
+                );
+            }
+            future::ready(())
+        }))
+        .map_err(|e| anyhow!("{e:?}"))?;
+    Ok(())
+}
+
+/// The running threads (stopped by [`spin`] at shutdown).
+struct Threads {
+    /// The real-time thread.
+    rt_handle: RtHandle,
+    /// The publisher thread.
+    publisher: std::thread::JoinHandle<()>,
+    /// Tells the publisher thread to stop.
+    pub_stop: Arc<AtomicBool>,
+}
+
+/// Starts the publisher thread and the real-time thread (woken / waking it after each sample),
+/// logs the real-time scheduling and the start-up summary ([`log_startup`]).
+fn start_threads(s: &NodeSetup, rt: RtLoop, publishers: Publishers, bag_sample: Option<(crate::bag::topics::SampleTopics, crate::bag::RecordHandle)>) -> Result<Threads> {
+    let NodeSetup { logger, scene, solver, layout, cfg, shared, front, .. } = s;
+    let Publishers { joint_states, odom, clock, diagnostics, sensor_pubs, wrench_pubs, markers, tf } = publishers;
     // ---- threads ------------------------------------------------------------------------
     let pub_stop = Arc::new(AtomicBool::new(false));
     let sched_desc = Arc::new(Mutex::new(String::from("starting")));
@@ -1182,26 +1376,35 @@ fn run_node(cli: CliArgs) -> Result<()> {
                 *d = desc.clone();
             }
             if let Some(w) = r.warning {
-                crate::ros_warn!(&logger, "{w}");
+                crate::ros_warn!(logger, "{w}");
             } else {
-                crate::ros_info!(&logger, "real-time loop: {desc}");
+                crate::ros_info!(logger, "real-time loop: {desc}");
             }
             if cfg.ros_thread_priority > 0 {
                 match crate::rt::sched::elevate_other_threads(cfg.ros_thread_priority, r.thread_id) {
-                    Ok(n) => crate::ros_info!(&logger, "{n} ROS / DDS threads at SCHED_FIFO priority {}", cfg.ros_thread_priority),
-                    Err(e) => crate::ros_warn!(&logger, "ros_thread_priority {} not applied ({e}); the ROS / DDS threads keep normal scheduling", cfg.ros_thread_priority),
+                    Ok(n) => crate::ros_info!(logger, "{n} ROS / DDS threads at SCHED_FIFO priority {}", cfg.ros_thread_priority),
+                    Err(e) => crate::ros_warn!(logger, "ros_thread_priority {} not applied ({e}); the ROS / DDS threads keep normal scheduling", cfg.ros_thread_priority),
                 }
             }
         }
-        None => crate::ros_warn!(&logger, "the real-time thread did not report its scheduling"),
+        None => crate::ros_warn!(logger, "the real-time thread did not report its scheduling"),
     }
+    log_startup(s, steps_per_cycle, period_ns);
+    Ok(Threads { rt_handle, publisher, pub_stop })
+}
+
+/// Logs the start-up summary (scene, solver, time mode and rate, command groups) and warns about
+/// `use_sim_time` in realtime mode and about realtime mode in a debug build.
+fn log_startup(s: &NodeSetup, steps_per_cycle: u64, period_ns: i64) {
+    let NodeSetup { logger, scene_path, scene, solver, layout, store, cfg, groups, .. } = s;
+    let n = layout.len();
     let rate = match cfg.rt.time_mode {
         TimeMode::Realtime => format!("{:.1} Hz ({} step(s) of {} ms per cycle)", 1e9 / period_ns as f64, steps_per_cycle, scene.model.timestep_s * 1e3),
         TimeMode::SimTime => format!("real-time factor {}", if cfg.rt.real_time_factor > 0.0 { cfg.rt.real_time_factor.to_string() } else { "unlimited".into() }),
         TimeMode::Lockstep => "one step per command".into(),
     };
     crate::ros_info!(
-        &logger,
+        logger,
         "scene '{}' ({}): {} joints, {} floating base(s), solver {} (solver_tolerance in {}); {} mode, {}; /joint_states at {} Hz; command groups: {}",
         scene.name,
         scene_path.display(),
@@ -1217,12 +1420,20 @@ fn run_node(cli: CliArgs) -> Result<()> {
 
     let use_sim_time = store.lock().map(|s| s.bool("use_sim_time")).unwrap_or(false);
     if use_sim_time && cfg.rt.time_mode == TimeMode::Realtime {
-        crate::ros_warn!(&logger, "use_sim_time is true but time_mode is realtime: this node publishes no /clock and stamps its messages with the wall clock; use time_mode:=sim_time (or lockstep) for simulated time");
+        crate::ros_warn!(logger, "use_sim_time is true but time_mode is realtime: this node publishes no /clock and stamps its messages with the wall clock; use time_mode:=sim_time (or lockstep) for simulated time");
     }
     if cfg!(debug_assertions) && cfg.rt.time_mode == TimeMode::Realtime {
-        crate::ros_warn!(&logger, "this is a debug build: steps are tens of times slower than in release and realtime mode will overrun on larger scenes (cargo build --release --features ros; colcon build --cargo-args --release --features ros)");
+        crate::ros_warn!(logger, "this is a debug build: steps are tens of times slower than in release and realtime mode will overrun on larger scenes (cargo build --release --features ros; colcon build --cargo-args --release --features ros)");
     }
+}
 
+/// Spins the node and runs the frontend's executor until SIGINT / SIGTERM or until the RT thread
+/// stops; then stops the threads, answers the services still waiting, closes the bag and shuts
+/// `/rosout` down.
+fn spin(s: &mut NodeSetup, frontend: FrontendTasks, threads: Threads, bag_recorder: Option<(PathBuf, crate::bag::BagRecorder)>) -> Result<()> {
+    let NodeSetup { ref mut node, ref logger, .. } = *s;
+    let FrontendTasks { mut pool, frontend } = frontend;
+    let Threads { rt_handle, publisher, pub_stop } = threads;
     // ---- spin ---------------------------------------------------------------------------
     let mut failure = None;
     while !crate::rt::stop_signal::requested() {
@@ -1234,7 +1445,7 @@ fn run_node(cli: CliArgs) -> Result<()> {
             break;
         }
     }
-    crate::ros_info!(&logger, "shutting down");
+    crate::ros_info!(logger, "shutting down");
     let exit = rt_handle.stop();
     pub_stop.store(true, Ordering::Release);
     publisher.thread().unpark();
@@ -1245,12 +1456,12 @@ fn run_node(cli: CliArgs) -> Result<()> {
     }
     if let Some((dir, rec)) = bag_recorder {
         match rec.finish() {
-            Ok(s) => crate::ros_info!(&logger, "bag {} closed: {} messages on {} topics, {} dropped (queue over its budget; peak {:.1} MB)", dir.display(), s.bag.messages, s.bag.topics.len(), s.dropped, s.peak_queued_bytes as f64 / 1e6),
-            Err(e) => crate::ros_error!(&logger, "bag {}: {e}", dir.display()),
+            Ok(s) => crate::ros_info!(logger, "bag {} closed: {} messages on {} topics, {} dropped (queue over its budget; peak {:.1} MB)", dir.display(), s.bag.messages, s.bag.topics.len(), s.dropped, s.peak_queued_bytes as f64 / 1e6),
+            Err(e) => crate::ros_error!(logger, "bag {}: {e}", dir.display()),
         }
     }
     if let Some(x) = exit {
-        crate::ros_info!(&logger, "stopped after {} steps ({} overruns, {} watchdog trips)", x.counters.steps, x.counters.overruns, x.counters.watchdog_trips);
+        crate::ros_info!(logger, "stopped after {} steps ({} overruns, {} watchdog trips)", x.counters.steps, x.counters.overruns, x.counters.watchdog_trips);
     }
     super::rosout::shutdown();
     match failure {

@@ -254,27 +254,34 @@ pub fn start(node: &mut r2r::Node, store: Arc<Mutex<ParamStore>>) -> Result<(imp
     let list = node.create_service::<ListParameters::Service>(&format!("{name}/list_parameters"), qos)?;
     let st = store;
     handlers.push(Box::pin(list.for_each(move |req| {
-        let mut result = r2r::rcl_interfaces::msg::ListParametersResult::default();
-        if let Ok(s) = st.lock() {
-            let prefixes = &req.message.prefixes;
-            for n in s.names() {
-                let under = prefixes.is_empty() || prefixes.iter().any(|p| n == p || n.starts_with(&format!("{p}.")));
-                let depth_ok = req.message.depth == 0 || (n.matches('.').count() as u64) < req.message.depth || !prefixes.is_empty();
-                if under && depth_ok {
-                    result.names.push(n.to_string());
-                    if let Some((pre, _)) = n.rsplit_once('.') {
-                        if !result.prefixes.iter().any(|p| p == pre) {
-                            result.prefixes.push(pre.to_string());
-                        }
-                    }
-                }
-            }
-        }
+        let result = match st.lock() {
+            Ok(s) => list_parameters(&s, &req.message.prefixes, req.message.depth),
+            Err(_) => r2r::rcl_interfaces::msg::ListParametersResult::default(),
+        };
         let _ = req.respond(ListParameters::Response { result });
         future::ready(())
     })));
 
     Ok((future::join_all(handlers).map(|_| ()), rx))
+}
+
+/// `~/list_parameters`: the declared names under `prefixes` (all without prefixes), at most
+/// `depth` levels deep (0: any depth; no depth limit with prefixes), and their prefixes.
+fn list_parameters(s: &ParamStore, prefixes: &[String], depth: u64) -> r2r::rcl_interfaces::msg::ListParametersResult {
+    let mut result = r2r::rcl_interfaces::msg::ListParametersResult::default();
+    for n in s.names() {
+        let under = prefixes.is_empty() || prefixes.iter().any(|p| n == p || n.starts_with(&format!("{p}.")));
+        let depth_ok = depth == 0 || (n.matches('.').count() as u64) < depth || !prefixes.is_empty();
+        if under && depth_ok {
+            result.names.push(n.to_string());
+            if let Some((pre, _)) = n.rsplit_once('.') {
+                if !result.prefixes.iter().any(|p| p == pre) {
+                    result.prefixes.push(pre.to_string());
+                }
+            }
+        }
+    }
+    result
 }
 
 #[cfg(test)]
