@@ -405,6 +405,9 @@ impl RtLoop {
         self.run_loop()
     }
 
+    /// The deadline loop: wait for the next deadline, drain the command queues, step, publish,
+    /// count overruns. Long by design: one real-time cycle read top to bottom, in the order its
+    /// effects must happen, with no allocation and no call that could block.
     fn run_loop(mut self) -> RtExit {
         self.shared.running.store(true, Ordering::Release);
         if let Some(f) = self.hooks.on_loop_start {

@@ -418,6 +418,10 @@ fn rotation(step: f64, old: f64, rot: [f64; 2]) -> [f64; 2] {
 /// the number of gradient evaluations after the initial guess (bracketing steps plus root-finding
 /// trial points; for tests). `HALVING = true` replaces the safeguarded Illinois step of the
 /// root-finding phase by the paper's plain halving (the reference of the tests).
+///
+/// Long by design: one numeric algorithm read top to bottom against the paper, whose
+/// intermediate values feed each other in a fixed order (splitting it would move state into
+/// parameter structs without making a step of it separately meaningful).
 fn slip<const PAPER_SIGN: bool, const HALVING: bool>(
     blk: &Block,
     c: [f64; 3],

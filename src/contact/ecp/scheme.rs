@@ -474,6 +474,10 @@ impl WholeStepScheme for EcpScheme {
     /// Gauss–Seidel sweeps over the contacts, each contact's problem (body–ground, 24 unknowns;
     /// body–body, 35) solved in full with the other contacts of its bodies frozen at their
     /// latest impulses, until no impulse changes (docs/ecp.md, "Bodies touching each other").
+    ///
+    /// Long by design: one numeric algorithm read top to bottom against the paper, whose
+    /// intermediate values feed each other in a fixed order (splitting it would move state into
+    /// parameter structs without making a step of it separately meaningful).
     fn advance(&mut self, input: &SchemeInput, state: &mut State, output: &mut SchemeOutput) -> SolveStats {
         let model = input.model;
         let h = model.timestep_s;

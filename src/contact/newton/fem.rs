@@ -710,6 +710,10 @@ impl FemNewton {
     /// One step of the coupled system (see the module docs). Writes the rigid velocity into
     /// `velocity`, the rigid rows' impulses into `impulse`, the node velocities into
     /// `state.fem_v` and the node contacts and welds (with impulses) into `fem`.
+    ///
+    /// Long by design: one numeric algorithm read top to bottom against the paper, whose
+    /// intermediate values feed each other in a fixed order (splitting it would move state into
+    /// parameter structs without making a step of it separately meaningful).
     #[allow(clippy::too_many_arguments)]
     pub fn advance(
         &mut self,

@@ -32,6 +32,10 @@ const MAX_HALVINGS: u32 = 10;
 /// `(G_w D + G_p + ε I) x = −F` by LU and backtracks from `t = step_fraction` until
 /// `½‖F‖²` decreases by the Armijo factor (after [`MAX_HALVINGS`] halvings it takes the trial
 /// with the smallest merit). An unconverged step keeps its best iterate.
+///
+/// Long by design: one numeric algorithm read top to bottom against the paper, whose
+/// intermediate values feed each other in a fixed order (splitting it would move state into
+/// parameter structs without making a step of it separately meaningful).
 pub(super) fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScratch, it: &mut NewtonIterate) -> NewtonStats {
     let m = prob.dim();
     let d = prob.delassus;

@@ -32,6 +32,10 @@ fn evaluate_rows(prob: &NewtonProblem, opts: &NewtonOptions, impulse: &[f64], ve
 /// Runs the Newton iteration on `prob` from `it` (see the module docs); leaves the solution in
 /// `it`. Allocation- and lock-free on a serial scratch ([`NewtonScratch::new`]); with a pool
 /// the Delassus products of large problems run on it.
+///
+/// Long by design: one numeric algorithm read top to bottom against the paper, whose
+/// intermediate values feed each other in a fixed order (splitting it would move state into
+/// parameter structs without making a step of it separately meaningful).
 pub fn solve(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScratch, it: &mut NewtonIterate) -> NewtonStats {
     let m = prob.dim();
     let mut stats = NewtonStats::default();

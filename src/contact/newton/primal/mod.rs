@@ -326,6 +326,10 @@ impl PrimalFem {
     /// One step (see the module docs). Writes the rigid velocity into `velocity`, the rigid
     /// rows' impulses into `impulse`, the node velocities into `state.fem_v` and the node
     /// contacts and welds (with impulses) into `fem`.
+    ///
+    /// Long by design: one numeric algorithm read top to bottom against the paper, whose
+    /// intermediate values feed each other in a fixed order (splitting it would move state into
+    /// parameter structs without making a step of it separately meaningful).
     pub fn advance(&mut self, input: &SchemeInput, state: &mut State, fem: &mut FemWorkspace, velocity: &mut [f64], impulse: &mut [f64], resolved: &ResolvedNewton) -> NewtonStats {
         let opts = &resolved.options;
         let warm_start = resolved.warm_start;
