@@ -4,7 +4,7 @@
 //! | module | owns |
 //! |---|---|
 //! | [`cdr`] | little-endian CDR encoding with correct alignment |
-//! | [`msgs`] | the message structs (JointState, WrenchStamped, Odometry, DiagnosticArray, Clock, Float64MultiArray, JointTrajectory), their CDR and `.msg` schemas |
+//! | [`msgs`] | the message structs (JointState, WrenchStamped, Odometry, DiagnosticArray, Clock, Float64MultiArray, JointTrajectory, TFMessage, String, MarkerArray), each with its [`msgs::RosMessage`] impl: CDR and `.msg` schema |
 //! | [`writer`] | [`BagWriter`]: a bag directory (`<name>_0.mcap` + `metadata.yaml` v9) |
 //! | [`reader`] | [`read_bag`]: reads what is readable, warns about the rest |
 //! | [`recorder`] | [`BagRecorder`]: a writer thread behind a bounded queue; producers never block |
