@@ -24,7 +24,8 @@ pub fn update_body_inertias(model: &Model, ws: &mut Workspace) {
     }
 }
 
-/// Composite-rigid-body algorithm: writes M(q) into `ws.mass_matrix` (branch-sparse rows).
+/// Composite-rigid-body algorithm: writes M(q) into `ws.mass_matrix` (branch-sparse rows),
+/// with each joint's armature added to its diagonal entry.
 pub fn mass_matrix(model: &Model, ws: &mut Workspace) {
     let nb = model.bodies.len();
     for b in 0..nb {
@@ -48,6 +49,10 @@ pub fn mass_matrix(model: &Model, ws: &mut Workspace) {
             for (v, &l) in row.iter_mut().zip(cols) {
                 *v = dof_axis[l].dot(&f);
             }
+        }
+        // the drive's reflected inertia acts on the joint coordinate alone
+        if j.armature != 0.0 && j.kind.nv() == 1 {
+            mass_matrix.add_to_diagonal(j.v_index, j.armature);
         }
     }
 }

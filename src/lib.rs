@@ -36,6 +36,7 @@
 pub mod bag;
 pub mod collision;
 pub mod compare;
+pub mod identify;
 pub mod config;
 pub mod contact;
 pub mod coupled;

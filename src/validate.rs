@@ -72,6 +72,10 @@ pub const JOINT_LIMIT: Range = Range::new(0.0, f64::INFINITY, "");
 /// A PD gain `kp` (N·m/rad or N/m) or `kd` (N·m·s/rad or N·s/m), or a joint's damping or
 /// friction.
 pub const GAIN: Range = Range::new(0.0, 1e12, "");
+/// Transport delay of joint commands (s).
+pub const COMMAND_DELAY_S: Range = Range::new(0.0, 1.0, "s");
+/// Armature (reflected drive inertia) of a joint.
+pub const ARMATURE: Range = Range::new(0.0, 1e6, "kg·m² or kg");
 /// A mimic multiplier (dimensionless).
 pub const MULTIPLIER: Range = Range::new(-1e3, 1e3, "");
 /// A component of a direction (joint axis, incline axis) before normalisation.

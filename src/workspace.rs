@@ -32,6 +32,8 @@ pub struct Workspace {
     pub body_force: Vec<Vec6>,
     /// Mass matrix M(q) (block diagonal per tree, branch-sparse within a tree).
     pub mass_matrix: BranchMatrix,
+    /// The commands the step acts on under a command delay (see [`crate::state::CommandDelayLine`]).
+    pub delayed_commands: crate::state::Commands,
     /// Factor L of M̃ = M + dt·D = Lᵀ L (Featherstone's LTL factorization, RBDA §6.5): L has
     /// the sparsity of M̃'s lower triangle (no fill-in).
     pub mass_factor: BranchMatrix,
@@ -173,6 +175,7 @@ impl Workspace {
         Workspace {
             subtree_end,
             mass_matrix: BranchMatrix::new(&dof_parent),
+            delayed_commands: crate::state::Commands::new(model),
             mass_factor: BranchMatrix::new(&dof_parent),
             dof_parent,
             body_contact_force: vec![Vec6::zeros(); nb],

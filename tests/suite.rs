@@ -19,6 +19,7 @@ mod fem_weld;
 mod fuzz;
 mod golden;
 mod hardening;
+mod identify;
 mod lstable;
 mod lstable_paper;
 mod module_deps;

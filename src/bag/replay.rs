@@ -18,7 +18,7 @@
 //! not applied. The step sequence is the headless run's: the
 //! commands whose time is ≤ the current simulation time are applied, then the step is taken.
 
-use super::msgs::{JointState, Msg, MsgType};
+use super::msgs::{JointState, Msg, MsgType, Odometry};
 use super::reader::{normalize_topic, Bag};
 use super::recorder::{BagRecorder, RecorderOptions, RecordingSummary};
 use super::topics::{SampleTopicOptions, SampleTopics};
@@ -153,45 +153,204 @@ pub const MAX_REPLAY_TIMESTEP_S: f64 = 1.0;
 
 /// Replays `hw`'s commands into `scene` and records the response in a new bag at `out`.
 pub fn replay(hw: &Bag, scene: &Scene, cfg: &ReplayConfig, out: &Path) -> Result<ReplayReport, BagError> {
-    let mut sim = Simulation::from_scene(scene, None);
-    sim.script = Script::default();
-    sim.reset_period_steps = None;
-    let layout = JointLayout::new(&sim.model);
-    let hw_name = hw.path.display().to_string();
-    let mut warnings = Vec::new();
-    let mut unknown = BTreeSet::new();
-    let map = |n: &str| cfg.joint_map.get(n).cloned().unwrap_or_else(|| n.to_string());
-    let Some(hw_start) = hw.start_ns() else {
-        return Err(BagError::Invalid { path: hw_name, reason: "the bag has no readable message".into() });
-    };
-    let hw_end = hw.end_ns().unwrap_or(hw_start);
-    let input = HwInput { hw, hw_name: &hw_name, cfg, map: &map };
-
-    let groups = command_groups(cfg, &layout);
-    let topic_role = command_topic_roles(&input, &groups, &mut warnings);
-    let interpolation = Interpolation::parse(&cfg.interpolation)
-        .ok_or_else(|| BagError::Invalid { path: "replay config".into(), reason: format!("interpolation: '{}' is not cubic or linear", cfg.interpolation) })?;
-    let validator = command_validator(&layout, &cfg.limit_policy)?;
-    let cmd_groups = validated_groups(&input, &validator, &groups, &mut warnings);
-    let setup = CommandSetup { topic_role, validator, cmd_groups };
-    let events = read_commands(&input, &setup, layout.len(), &mut unknown, &mut warnings);
-
-    let initial_from_bag = if cfg.initial_state { initial_state_from_bag(&mut sim, &layout, &input, &mut warnings) } else { false };
-
-    let timing = replay_timing(&input, sim.model.timestep_s, hw_start, hw_end)?;
-    let run = ReplayRun { layout: &layout, events: &events, interpolation, hw_start, every: timing.every, steps: timing.steps };
-    let outcome = run_and_record(&mut sim, &run, out)?;
+    let plan = ReplayPlan::prepare(hw, scene, cfg)?;
+    let mut sim = plan.simulation(scene);
+    let mut sink = BagSink::start(out, &plan)?;
+    let outcome = plan.run(&mut sim, &mut sink);
+    let recording = sink.finish()?;
     Ok(ReplayReport {
         commands_applied: outcome.commands_applied,
         trajectories: outcome.trajectories,
-        unknown_joints: unknown.into_iter().collect(),
+        unknown_joints: plan.unknown_joints.clone(),
         sim_duration_s: sim.state.time_s,
-        rate_hz: 1.0 / (timing.every as f64 * timing.dt),
-        hw_start_ns: hw_start,
-        initial_state_from_bag: initial_from_bag,
-        recording: outcome.recording,
-        warnings,
+        rate_hz: plan.rate_hz(),
+        hw_start_ns: plan.hw_start,
+        initial_state_from_bag: plan.initial_joint_state.is_some(),
+        recording,
+        warnings: plan.warnings.clone(),
     })
+}
+
+/// A hardware bag's commands prepared for replay into a scene: validated and timed once, then
+/// run into any number of simulations of that scene (or of scenes with the same joints and
+/// timestep, as system identification does with its parameter variants). [`replay`] is
+/// `prepare`, [`ReplayPlan::simulation`], [`ReplayPlan::run`] into a bag.
+pub struct ReplayPlan {
+    /// The scene's joint layout.
+    layout: JointLayout,
+    /// Validated commands, sorted by time.
+    events: Vec<Event>,
+    /// Trajectory interpolation.
+    interpolation: Interpolation,
+    /// The hardware bag's start (ns): simulation time 0.
+    hw_start: u64,
+    /// Step, recording period and length.
+    timing: ReplayTiming,
+    /// The first recorded joint state, when the initial state comes from the bag.
+    initial_joint_state: Option<JointState>,
+    /// The first recorded odometry of the first floating base, likewise.
+    initial_odometry: Option<Odometry>,
+    /// Joint names in commands that are not in the scene (after mapping).
+    pub unknown_joints: Vec<String>,
+    /// Problems met (named topics), not fatal.
+    pub warnings: Vec<String>,
+}
+
+impl ReplayPlan {
+    /// Reads and validates `hw`'s commands for `scene` under `cfg`.
+    pub fn prepare(hw: &Bag, scene: &Scene, cfg: &ReplayConfig) -> Result<ReplayPlan, BagError> {
+        let layout = JointLayout::new(&scene.model);
+        let hw_name = hw.path.display().to_string();
+        let mut warnings = Vec::new();
+        let mut unknown = BTreeSet::new();
+        let map = |n: &str| cfg.joint_map.get(n).cloned().unwrap_or_else(|| n.to_string());
+        let Some(hw_start) = hw.start_ns() else {
+            return Err(BagError::Invalid { path: hw_name, reason: "the bag has no readable message".into() });
+        };
+        let hw_end = hw.end_ns().unwrap_or(hw_start);
+        let input = HwInput { hw, hw_name: &hw_name, cfg, map: &map };
+
+        let groups = command_groups(cfg, &layout);
+        let topic_role = command_topic_roles(&input, &groups, &mut warnings);
+        let interpolation = Interpolation::parse(&cfg.interpolation)
+            .ok_or_else(|| BagError::Invalid { path: "replay config".into(), reason: format!("interpolation: '{}' is not cubic or linear", cfg.interpolation) })?;
+        let validator = command_validator(&layout, &cfg.limit_policy)?;
+        let cmd_groups = validated_groups(&input, &validator, &groups, &mut warnings);
+        let setup = CommandSetup { topic_role, validator, cmd_groups };
+        let events = read_commands(&input, &setup, layout.len(), &mut unknown, &mut warnings);
+        let (initial_joint_state, initial_odometry) = if cfg.initial_state { initial_state_from_bag(&layout, &input, &mut warnings) } else { (None, None) };
+        let timing = replay_timing(&input, scene.model.timestep_s, hw_start, hw_end)?;
+        Ok(ReplayPlan { layout, events, interpolation, hw_start, timing, initial_joint_state, initial_odometry, unknown_joints: unknown.into_iter().collect(), warnings })
+    }
+
+    /// A simulation of `scene` ready for [`ReplayPlan::run`]: no script, no episode resets,
+    /// the initial state from the bag when configured.
+    pub fn simulation(&self, scene: &Scene) -> Simulation {
+        let mut sim = Simulation::from_scene(scene, None);
+        sim.script = Script::default();
+        sim.reset_period_steps = None;
+        if let Some(js) = &self.initial_joint_state {
+            set_initial_joints(&mut sim, &self.layout, js);
+        }
+        if let (Some(o), Some(base)) = (&self.initial_odometry, self.layout.bases.first()) {
+            let (qi, vi) = (base.q_index, base.v_index);
+            sim.state.q[qi..qi + 3].copy_from_slice(&o.position);
+            sim.state.q[qi + 3..qi + 7].copy_from_slice(&o.orientation_xyzw);
+            sim.state.v[vi..vi + 3].copy_from_slice(&o.linear);
+            sim.state.v[vi + 3..vi + 6].copy_from_slice(&o.angular);
+        }
+        sim
+    }
+
+    /// The scene's joint layout (the order of a [`Sample`]'s joints).
+    pub fn layout(&self) -> &JointLayout {
+        &self.layout
+    }
+
+    /// The hardware bag's start (ns): simulation time 0.
+    pub fn hw_start_ns(&self) -> u64 {
+        self.hw_start
+    }
+
+    /// Rate of the recorded response (Hz).
+    pub fn rate_hz(&self) -> f64 {
+        1.0 / (self.timing.every as f64 * self.timing.dt)
+    }
+
+    /// Samples [`ReplayPlan::run`] hands its sink: one every `every` steps from step 0 to the
+    /// last, inclusive.
+    pub fn sample_count(&self) -> usize {
+        (self.timing.steps / self.timing.every) as usize + 1
+    }
+
+    /// Steps `sim`, applying each command when its time comes (the commands whose time is ≤ the
+    /// simulation time, then the step), and hands the commands and every `every`-th step's
+    /// sample to `sink`. Allocates nothing per step beyond what the sink and a started
+    /// trajectory do.
+    pub fn run(&self, sim: &mut Simulation, sink: &mut dyn ReplaySink) -> ReplayOutcome {
+        let (layout, events, interpolation, every, steps) = (&self.layout, &self.events[..], self.interpolation, self.timing.every, self.timing.steps);
+        let n = layout.len();
+        let mut sample = Sample::new(layout);
+        let stamp = |t_s: f64| self.hw_start as i64 + crate::rt::clock::secs_to_ns(t_s);
+        let mut ei = 0usize;
+        let mut traj = ActiveTrajectory::new(TrajectoryCommand::new(n, 1));
+        let (mut applied, mut trajectories) = (0usize, 0usize);
+        for k in 0..=steps {
+            let now_ns = stamp(sim.state.time_s) as u64;
+            while ei < events.len() && events[ei].t_ns <= now_ns {
+                let e = &events[ei];
+                match &e.cmd {
+                    Command::Joint(cmd) => {
+                        // as the node's real-time loop applies a command
+                        cmd.apply(layout, &mut sim.commands, |slot| traj.release(slot));
+                        applied += 1;
+                    }
+                    Command::Trajectory(t) => {
+                        let (q, v) = (&sim.state.q, &sim.state.v);
+                        let _ = traj.start(t.clone(), sim.state.time_s, interpolation, |s| q[layout.joints[s].q_index], |s| v[layout.joints[s].v_index]);
+                        trajectories += 1;
+                    }
+                }
+                sink.command(&e.topic, e.t_ns, &e.msg);
+                ei += 1;
+            }
+            traj.apply(sim.state.time_s, interpolation, layout, &mut sim.commands);
+            if sim.state.step_count % every == 0 {
+                sample.fill_physics(layout, sim);
+                sink.sample(&sample, stamp(sim.state.time_s));
+            }
+            if k < steps {
+                sim.step();
+            }
+        }
+        ReplayOutcome { commands_applied: applied, trajectories }
+    }
+}
+
+/// Where [`ReplayPlan::run`] puts what it replays.
+pub trait ReplaySink {
+    /// A command message as recorded in the hardware bag, at its log time (ns).
+    fn command(&mut self, _topic: &str, _t_ns: u64, _msg: &Msg) {}
+    /// The simulated response at `t_ns` (the hardware bag's time base, ns).
+    fn sample(&mut self, sample: &Sample, t_ns: i64);
+}
+
+/// [`ReplaySink`] into a new bag: the commands on their topics and the response on the node's.
+struct BagSink {
+    rec: BagRecorder,
+    h: super::RecordHandle,
+    topics: SampleTopics,
+    cmd_topics: BTreeMap<String, super::TopicId>,
+}
+
+impl BagSink {
+    fn start(out: &Path, plan: &ReplayPlan) -> Result<BagSink, BagError> {
+        let opts = RecorderOptions { lossless: true, ..Default::default() };
+        let mut rec = BagRecorder::start(out, &opts)?;
+        let topics = SampleTopics::register(&mut rec, &plan.layout, &SampleTopicOptions::default());
+        let mut cmd_topics: BTreeMap<String, super::TopicId> = BTreeMap::new();
+        for e in &plan.events {
+            if !cmd_topics.contains_key(&e.topic) {
+                cmd_topics.insert(e.topic.clone(), rec.add_topic(&normalize_topic(&e.topic), e.msg.msg_type()));
+            }
+        }
+        let h = rec.handle();
+        Ok(BagSink { rec, h, topics, cmd_topics })
+    }
+
+    fn finish(self) -> Result<RecordingSummary, BagError> {
+        drop(self.h);
+        self.rec.finish()
+    }
+}
+
+impl ReplaySink for BagSink {
+    fn command(&mut self, topic: &str, t_ns: u64, msg: &Msg) {
+        self.h.record(self.cmd_topics[topic], t_ns, msg.clone());
+    }
+    fn sample(&mut self, sample: &Sample, t_ns: i64) {
+        self.topics.record_sample(&self.h, sample, t_ns);
+    }
 }
 
 /// The hardware bag and how replay reads it.
@@ -355,34 +514,35 @@ fn read_commands(input: &HwInput, setup: &CommandSetup, n: usize, unknown: &mut 
     events
 }
 
-/// Sets the initial joint positions and velocities from the hardware bag's first joint state,
-/// and the first floating base's pose and twist from its first odometry; true when a joint
-/// state was applied.
-fn initial_state_from_bag(sim: &mut Simulation, layout: &JointLayout, input: &HwInput, warnings: &mut Vec<String>) -> bool {
+/// The hardware bag's first joint state (for the joint positions and velocities) and the first
+/// floating base's first odometry (pose and twist), for a replay that starts from the recorded
+/// state.
+fn initial_state_from_bag(layout: &JointLayout, input: &HwInput, warnings: &mut Vec<String>) -> (Option<JointState>, Option<Odometry>) {
     let (hw, cfg) = (input.hw, input.cfg);
-    let mut initial_from_bag = false;
+    let mut joint_state = None;
     match hw.expect_topic(&cfg.joint_states_topic, MsgType::JointState) {
         Ok(Some(ti)) => {
             if let Some(Msg::JointState(js)) = hw.messages_on(ti).next().map(|m| &m.msg) {
-                set_initial_joints(sim, layout, js, input.map);
-                initial_from_bag = true;
+                // names mapped to the scene's once, here
+                let mut js = js.clone();
+                for n in &mut js.name {
+                    *n = (input.map)(n);
+                }
+                joint_state = Some(js);
             }
         }
         Ok(None) => warnings.push(format!("{}: no topic '{}': starting from the scene's initial state", input.hw_name, cfg.joint_states_topic)),
         Err(e) => warnings.push(format!("{e}: starting from the scene's initial state")),
     }
-    if let Some(base) = layout.bases.first() {
+    let mut odometry = None;
+    if !layout.bases.is_empty() {
         if let Ok(Some(ti)) = hw.expect_topic(&cfg.odom_topic, MsgType::Odometry) {
             if let Some(Msg::Odometry(o)) = hw.messages_on(ti).next().map(|m| &m.msg) {
-                let (qi, vi) = (base.q_index, base.v_index);
-                sim.state.q[qi..qi + 3].copy_from_slice(&o.position);
-                sim.state.q[qi + 3..qi + 7].copy_from_slice(&o.orientation_xyzw);
-                sim.state.v[vi..vi + 3].copy_from_slice(&o.linear);
-                sim.state.v[vi + 3..vi + 6].copy_from_slice(&o.angular);
+                odometry = Some(o.as_ref().clone());
             }
         }
     }
-    initial_from_bag
+    (joint_state, odometry)
 }
 
 /// Replay's time step, recording period and length.
@@ -410,89 +570,20 @@ fn replay_timing(input: &HwInput, dt: f64, hw_start: u64, hw_end: u64) -> Result
     Ok(ReplayTiming { dt, every, steps })
 }
 
-/// What the stepping loop of [`replay`] reads.
-struct ReplayRun<'a> {
-    /// The scene's joint layout.
-    layout: &'a JointLayout,
-    /// Validated commands, sorted by time.
-    events: &'a [Event],
-    /// Trajectory interpolation.
-    interpolation: Interpolation,
-    /// The hardware bag's start (ns): simulation time 0.
-    hw_start: u64,
-    /// Record every this many steps.
-    every: u64,
-    /// Steps to take.
-    steps: u64,
-}
-
-/// What [`run_and_record`] did.
-struct ReplayOutcome {
+/// What [`ReplayPlan::run`] did.
+#[derive(Clone, Copy, Debug)]
+pub struct ReplayOutcome {
     /// Joint commands applied.
-    commands_applied: usize,
+    pub commands_applied: usize,
     /// Trajectories started.
-    trajectories: usize,
-    /// What was recorded.
-    recording: RecordingSummary,
+    pub trajectories: usize,
 }
 
-/// Steps the simulation, applying each command when its time comes, and records the commands
-/// and the sampled response in a new bag at `out` (hardware time base, ns).
-fn run_and_record(sim: &mut Simulation, run: &ReplayRun, out: &Path) -> Result<ReplayOutcome, BagError> {
-    let (layout, events, interpolation, every, steps) = (run.layout, run.events, run.interpolation, run.every, run.steps);
-    let n = layout.len();
-    let opts = RecorderOptions { lossless: true, ..Default::default() };
-    let mut rec = BagRecorder::start(out, &opts)?;
-    let topics = SampleTopics::register(&mut rec, layout, &SampleTopicOptions::default());
-    let mut cmd_topics: BTreeMap<String, super::TopicId> = BTreeMap::new();
-    for e in events {
-        if !cmd_topics.contains_key(&e.topic) {
-            cmd_topics.insert(e.topic.clone(), rec.add_topic(&normalize_topic(&e.topic), e.msg.msg_type()));
-        }
-    }
-    let h = rec.handle();
-    let mut sample = Sample::new(layout);
-    let stamp = |t_s: f64| run.hw_start as i64 + crate::rt::clock::secs_to_ns(t_s);
-    let mut ei = 0usize;
-    let mut traj = ActiveTrajectory::new(TrajectoryCommand::new(n, 1));
-    let (mut applied, mut trajectories) = (0usize, 0usize);
-    for k in 0..=steps {
-        let now_ns = stamp(sim.state.time_s) as u64;
-        while ei < events.len() && events[ei].t_ns <= now_ns {
-            let e = &events[ei];
-            match &e.cmd {
-                Command::Joint(cmd) => {
-                    // as the node's real-time loop applies a command
-                    cmd.apply(layout, &mut sim.commands, |slot| traj.release(slot));
-                    applied += 1;
-                }
-                Command::Trajectory(t) => {
-                    let (q, v) = (&sim.state.q, &sim.state.v);
-                    let _ = traj.start(t.clone(), sim.state.time_s, interpolation, |s| q[layout.joints[s].q_index], |s| v[layout.joints[s].v_index]);
-                    trajectories += 1;
-                }
-            }
-            h.record(cmd_topics[&e.topic], e.t_ns, e.msg.clone());
-            ei += 1;
-        }
-        traj.apply(sim.state.time_s, interpolation, layout, &mut sim.commands);
-        if sim.state.step_count % every == 0 {
-            sample.fill_physics(layout, sim);
-            topics.record_sample(&h, &sample, stamp(sim.state.time_s));
-        }
-        if k < steps {
-            sim.step();
-        }
-    }
-    drop(h);
-    let recording = rec.finish()?;
-    Ok(ReplayOutcome { commands_applied: applied, trajectories, recording })
-}
-
-/// Sets positions and velocities (and holds the position targets there) from a joint state.
-fn set_initial_joints(sim: &mut Simulation, layout: &JointLayout, js: &JointState, map: &dyn Fn(&str) -> String) {
+/// Sets positions and velocities (and holds the position targets there) from a joint state
+/// (names already mapped to the scene's).
+fn set_initial_joints(sim: &mut Simulation, layout: &JointLayout, js: &JointState) {
     for (i, name) in js.name.iter().enumerate() {
-        let Some(s) = layout.slot(&map(name)) else { continue };
+        let Some(s) = layout.slot(name) else { continue };
         let j = &layout.joints[s];
         if let Some(&p) = js.position.get(i) {
             sim.state.q[j.q_index] = p;

@@ -20,8 +20,11 @@
 //! signal linearly interpolated at `t + offset_s`; errors are `sim − hw`.
 
 pub mod report;
+pub mod series;
 
-use crate::bag::msgs::{Msg, MsgType};
+pub use series::{joint_series, msg_time_ns, to_s, wrench_series, JointSeries, Series};
+
+use crate::bag::msgs::MsgType;
 use crate::bag::reader::{normalize_topic, Bag};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -176,103 +179,6 @@ pub struct PlotData {
     pub wrenches: Vec<(String, [Vec<f64>; 2])>,
 }
 
-/// A sampled signal (times in s, increasing).
-#[derive(Clone, Debug, Default)]
-struct Series {
-    t: Vec<f64>,
-    v: Vec<f64>,
-}
-
-impl Series {
-    fn at(&self, t: f64) -> f64 {
-        let n = self.t.len();
-        if n == 0 || t < self.t[0] - 1e-9 || t > self.t[n - 1] + 1e-9 {
-            return f64::NAN;
-        }
-        let i = self.t.partition_point(|&x| x <= t);
-        if i == 0 {
-            return self.v[0];
-        }
-        if i >= n {
-            return self.v[n - 1];
-        }
-        let (t0, t1) = (self.t[i - 1], self.t[i]);
-        if t1 <= t0 {
-            return self.v[i];
-        }
-        let s = (t - t0) / (t1 - t0);
-        if s == 0.0 {
-            self.v[i - 1]
-        } else {
-            self.v[i - 1] + s * (self.v[i] - self.v[i - 1])
-        }
-    }
-    fn range(&self) -> Option<(f64, f64)> {
-        Some((*self.t.first()?, *self.t.last()?))
-    }
-}
-
-/// Joint series of one bag: name → [position, velocity, effort].
-struct JointSeries {
-    names: Vec<String>,
-    series: Vec<[Series; 3]>,
-    /// Stamps (ns) of the joint states.
-    stamps_ns: Vec<i64>,
-}
-
-fn msg_time_ns(m: &crate::bag::BagMessage) -> i64 {
-    m.msg.stamp_ns().filter(|&s| s > 0).unwrap_or(m.log_time_ns as i64)
-}
-
-fn joint_series(bag: &Bag, topic: &str, map: &dyn Fn(&str) -> String, warnings: &mut Vec<String>) -> Option<JointSeries> {
-    let ti = match bag.expect_topic(topic, MsgType::JointState) {
-        Ok(Some(i)) => i,
-        Ok(None) => {
-            warnings.push(format!("{}: no topic '{topic}': no joint comparison", bag.path.display()));
-            return None;
-        }
-        Err(e) => {
-            warnings.push(e);
-            return None;
-        }
-    };
-    let mut js = JointSeries { names: vec![], series: vec![], stamps_ns: vec![] };
-    let mut msgs: Vec<&crate::bag::BagMessage> = bag.messages_on(ti).collect();
-    msgs.sort_by_key(|m| msg_time_ns(m));
-    for m in msgs {
-        let Msg::JointState(s) = &m.msg else { continue };
-        let t = msg_time_ns(m);
-        if js.stamps_ns.last() == Some(&t) {
-            continue;
-        }
-        js.stamps_ns.push(t);
-        for (i, n) in s.name.iter().enumerate() {
-            let n = map(n);
-            let k = match js.names.iter().position(|x| *x == n) {
-                Some(k) => k,
-                None => {
-                    js.names.push(n);
-                    js.series.push(Default::default());
-                    js.names.len() - 1
-                }
-            };
-            for (a, arr) in [&s.position, &s.velocity, &s.effort].into_iter().enumerate() {
-                if let Some(&x) = arr.get(i) {
-                    if x.is_finite() {
-                        js.series[k][a].t.push(t as f64);
-                        js.series[k][a].v.push(x);
-                    }
-                }
-            }
-        }
-    }
-    if js.stamps_ns.is_empty() {
-        warnings.push(format!("{}: topic '{topic}' has no readable message", bag.path.display()));
-        return None;
-    }
-    Some(js)
-}
-
 fn median_dt(stamps: &[i64]) -> f64 {
     let mut d: Vec<i64> = stamps.windows(2).map(|w| w[1] - w[0]).filter(|&d| d > 0).collect();
     if d.is_empty() {
@@ -366,10 +272,6 @@ pub fn compare(sim: &Bag, hw: &Bag, opts: &CompareOptions) -> (CompareReport, Pl
     (report, plot)
 }
 
-/// Nanoseconds `ns` as seconds from `origin` (ns).
-fn to_s(ns: f64, origin: i64) -> f64 {
-    (ns - origin as f64) * 1e-9
-}
 
 /// Time bases and the common grid of a comparison (see the module docs).
 struct TimeAxis {
@@ -619,27 +521,6 @@ fn compare_wrenches(inputs: &WrenchInputs, report: &mut CompareReport, plot: &mu
         }
         plot.wrenches.push((st.name.clone(), norms));
     }
-}
-
-/// A WrenchStamped topic's force (N) and torque (N·m) components as series, in seconds from
-/// `origin` (ns); repeated or out-of-order times dropped.
-fn wrench_series(bag: &Bag, ti: usize, origin: i64) -> [Series; 6] {
-    let mut out: [Series; 6] = Default::default();
-    let mut msgs: Vec<&crate::bag::BagMessage> = bag.messages_on(ti).collect();
-    msgs.sort_by_key(|m| msg_time_ns(m));
-    for m in msgs {
-        if let Msg::WrenchStamped(w) = &m.msg {
-            let t = to_s(msg_time_ns(m) as f64, origin);
-            if out[0].t.last().is_some_and(|&l| l >= t) {
-                continue;
-            }
-            for (a, x) in w.wrench.force.iter().chain(&w.wrench.torque).enumerate() {
-                out[a].t.push(t);
-                out[a].v.push(*x);
-            }
-        }
-    }
-    out
 }
 
 /// Euclidean norm of the first three components.

@@ -11,7 +11,8 @@ const SIM: RGBColor = RGBColor(31, 119, 180);
 const HW: RGBColor = RGBColor(214, 39, 40);
 const ERR: RGBColor = RGBColor(90, 90, 90);
 
-fn esc(s: &str) -> String {
+/// `s` escaped for HTML text.
+pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
 
@@ -46,9 +47,11 @@ fn runs(t: &[f64], v: &[f64], stride: usize) -> Vec<Vec<(f64, f64)>> {
     out
 }
 
-type Panel<'a> = (&'a str, Vec<(&'a str, RGBColor, &'a [f64])>);
+/// One panel of a plot: its y label and its lines (label, colour, values on the shared times).
+pub type Panel<'a> = (&'a str, Vec<(&'a str, RGBColor, &'a [f64])>);
 
-fn svg_panels(t: &[f64], panels: &[Panel]) -> Result<String, String> {
+/// Panels stacked over the shared times `t` (s) as one inline SVG; NaN splits a line.
+pub fn svg_panels(t: &[f64], panels: &[Panel]) -> Result<String, String> {
     let mut svg = String::new();
     let stride = t.len().div_ceil(1500).max(1);
     {

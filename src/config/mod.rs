@@ -157,6 +157,7 @@ fn build_scene(cfg: SceneFile, file: &str, base_dir: &Path, path: &Path, opts: &
     }
     let mut warnings = std::mem::take(&mut b.warnings);
     let mut model = b.finalize()?;
+    model.command_delay_s = cfg.command_delay_s;
     warnings.extend(deep_overlaps(&model, file));
     warnings.extend(mass_ratio_warning(&model, file));
     model.sensors = crate::sensors::build_sensors(&cfg.sensors, &model, file)?;
@@ -220,6 +221,7 @@ fn check_scene_numbers(cfg: &SceneFile, file: &str) -> Result<(), InputError> {
     use crate::validate::*;
     let at = |element: String| move |reason: String| InputError::invalid(file, element, reason);
     finite_in(cfg.timestep_s, TIMESTEP_S, "timestep_s").map_err(at("timestep_s".into()))?;
+    finite_in(cfg.command_delay_s, COMMAND_DELAY_S, "command_delay_s").map_err(at("command_delay_s".into()))?;
     finite3_in(cfg.gravity, GRAVITY_M_S2, "gravity").map_err(at("gravity".into()))?;
     finite_in(cfg.ground.incline_deg, INCLINE_DEG, "incline_deg").map_err(at("ground".into()))?;
     finite_in(cfg.contact.margin_m, CONTACT_DISTANCE_M, "margin_m").map_err(at("contact".into()))?;
@@ -234,6 +236,29 @@ fn check_scene_numbers(cfg: &SceneFile, file: &str) -> Result<(), InputError> {
         motion(format!("{el}.base"), r.base.position, r.base.rpy, r.base.linear_velocity, Some(r.base.angular_velocity))?;
         for (joint, &q) in &r.initial_positions {
             finite_in(q, JOINT_POSITION, joint).map_err(at(format!("{el}.initial_positions")))?;
+        }
+        for (joint, d) in &r.joints {
+            let jel = format!("{el}.joints.{joint}");
+            for (key, value, range) in [("friction", d.friction, GAIN), ("damping", d.damping, GAIN), ("armature", d.armature, ARMATURE), ("effort_limit", d.effort_limit, JOINT_LIMIT)] {
+                if let Some(x) = value {
+                    finite_in(x, range, key).map_err(at(jel.clone()))?;
+                }
+            }
+            if d.effort_limit == Some(0.0) {
+                return Err(InputError::invalid(file, jel, "effort_limit: must be > 0 N·m or N"));
+            }
+        }
+        for (link, l) in &r.links {
+            let lel = format!("{el}.links.{link}");
+            if let Some(m) = l.mass_kg {
+                finite_in(m, MASS_KG, "mass_kg").map_err(at(lel.clone()))?;
+                if m <= 0.0 {
+                    return Err(InputError::invalid(file, lel, format!("mass_kg: must be > 0 kg, got {m}")));
+                }
+            }
+            if let Some(c) = l.com_m {
+                finite3_in(c, POSITION_M, "com_m").map_err(at(lel.clone()))?;
+            }
         }
         let modes = std::iter::once(("default".to_string(), &r.control.default)).chain(r.control.joints.iter().map(|(k, v)| (format!("joints.{k}"), v)));
         for (key, mode) in modes {
@@ -441,7 +466,8 @@ pub fn load_robot(urdf_path: &Path, r: &RobotConfig, scene_packages: &BTreeMap<S
 /// [`load_robot`] with command-line overrides (inertia policy, package paths).
 pub fn load_robot_with(urdf_path: &Path, r: &RobotConfig, scene_packages: &BTreeMap<String, String>, scene_dir: &Path, opts: &LoadOptions) -> Result<RobotSpec, InputError> {
     let file = urdf_path.display().to_string();
-    let (urdf, mut warnings) = read_urdf_with_warnings(urdf_path)?;
+    let (mut urdf, mut warnings) = read_urdf_with_warnings(urdf_path)?;
+    let joint_armature = apply_dynamics_overrides(&mut urdf, r, &file)?;
     let urdf_dir = urdf_path.parent().map(Path::to_path_buf).unwrap_or_default();
     let mut packages: HashMap<String, PathBuf> = HashMap::new();
     for (k, v) in scene_packages.iter().chain(r.package_paths.iter()) {
@@ -495,8 +521,60 @@ pub fn load_robot_with(urdf_path: &Path, r: &RobotConfig, scene_packages: &BTree
         default_control: control_mode(&r.control.default),
         joint_control: r.control.joints.iter().map(|(k, v)| (k.clone(), control_mode(v))).collect(),
         inertia_check,
+        joint_armature,
         warnings,
     })
+}
+
+/// Applies the scene's `joints` (friction, damping, effort limit) and `links` (mass, centre of
+/// mass) overrides to the parsed URDF; returns the armature by joint name. An unknown or fixed
+/// joint, or an unknown link or one without `<inertial>`, is refused naming it.
+fn apply_dynamics_overrides(urdf: &mut urdf_rs::Robot, r: &RobotConfig, file: &str) -> Result<HashMap<String, f64>, InputError> {
+    let mut armature = HashMap::new();
+    for (name, d) in &r.joints {
+        let movable = urdf.joints.iter().filter(|j| !matches!(j.joint_type, urdf_rs::JointType::Fixed)).map(|j| j.name.as_str()).collect::<Vec<_>>().join(", ");
+        let Some(j) = urdf.joints.iter_mut().find(|j| &j.name == name && !matches!(j.joint_type, urdf_rs::JointType::Fixed)) else {
+            return Err(InputError::invalid(file, format!("scene key joints.{name}"), format!("no movable joint '{name}' in this URDF (movable joints: {movable})")));
+        };
+        if d.friction.is_some() || d.damping.is_some() {
+            let dy = j.dynamics.get_or_insert(urdf_rs::Dynamics { damping: 0.0, friction: 0.0 });
+            if let Some(f) = d.friction {
+                dy.friction = f;
+            }
+            if let Some(c) = d.damping {
+                dy.damping = c;
+            }
+        }
+        if let Some(e) = d.effort_limit {
+            j.limit.effort = e;
+        }
+        if let Some(a) = d.armature {
+            armature.insert(name.clone(), a);
+        }
+    }
+    for (name, l) in &r.links {
+        let names: Vec<&str> = urdf.links.iter().map(|l| l.name.as_str()).collect::<Vec<_>>();
+        let names = names.join(", ");
+        let Some(link) = urdf.links.iter_mut().find(|k| &k.name == name) else {
+            return Err(InputError::invalid(file, format!("scene key links.{name}"), format!("no link '{name}' in this URDF (links: {names})")));
+        };
+        let inertial = &mut link.inertial;
+        if let Some(m) = l.mass_kg {
+            let old = inertial.mass.value;
+            if old > 0.0 {
+                let s = m / old;
+                let i = &mut inertial.inertia;
+                for x in [&mut i.ixx, &mut i.ixy, &mut i.ixz, &mut i.iyy, &mut i.iyz, &mut i.izz] {
+                    *x *= s;
+                }
+            }
+            inertial.mass.value = m;
+        }
+        if let Some(c) = l.com_m {
+            inertial.origin.xyz = urdf_rs::Vec3(c);
+        }
+    }
+    Ok(armature)
 }
 
 /// Reads and parses a URDF file, turning parser errors into messages that name the element.

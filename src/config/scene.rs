@@ -54,6 +54,11 @@ pub struct SceneFile {
     /// Default duration of `contact_sim run` (s).
     #[serde(default)]
     pub duration_s: Option<f64>,
+    /// Transport delay of the joint commands (s, in `[0, 1]`): every run, replay and the node
+    /// act on the commands given this long before, linearly between steps (see
+    /// [`crate::state::CommandDelayLine`]). Default 0.
+    #[serde(default)]
+    pub command_delay_s: f64,
     /// Ground plane.
     #[serde(default)]
     pub ground: GroundConfig,
@@ -296,11 +301,50 @@ pub struct RobotConfig {
     /// Joint command modes and gains.
     #[serde(default)]
     pub control: ControlConfig,
+    /// Per-joint dynamics overriding (or adding to) the URDF's: friction, damping, armature,
+    /// effort limit. What `contact_sim identify` writes.
+    #[serde(default)]
+    pub joints: BTreeMap<String, JointDynamicsConfig>,
+    /// Per-link mass and centre of mass overriding the URDF's `<inertial>`.
+    #[serde(default)]
+    pub links: BTreeMap<String, LinkInertialConfig>,
     /// What to do with link inertias that violate the triangle inequality: `strict` (refuse),
     /// `warn` (keep them, warn once per link; the default), `balance` (nearest valid inertia).
     /// The command line's `--inertia-check` overrides it.
     #[serde(default)]
     pub inertia_check: Option<crate::urdf::InertiaCheck>,
+}
+
+/// A joint's dynamics in the scene file; each key present overrides the URDF. Units are the
+/// joint's: N·m and rad for a revolute joint, N and m for a prismatic one.
+#[derive(Clone, Debug, Default, serde::Deserialize, serde::Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct JointDynamicsConfig {
+    /// Coulomb friction (N·m or N, ≥ 0; URDF `<dynamics friction>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub friction: Option<f64>,
+    /// Viscous damping (N·m·s/rad or N·s/m, ≥ 0; URDF `<dynamics damping>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub damping: Option<f64>,
+    /// Reflected drive inertia added to M(q)'s diagonal (kg·m² or kg, ≥ 0; not in URDF).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub armature: Option<f64>,
+    /// Effort limit (N·m or N, > 0; URDF `<limit effort>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effort_limit: Option<f64>,
+}
+
+/// A link's mass properties in the scene file; each key present overrides the URDF's
+/// `<inertial>`.
+#[derive(Clone, Debug, Default, serde::Deserialize, serde::Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LinkInertialConfig {
+    /// Mass (kg, > 0). The rotational inertia scales with it (same radii of gyration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mass_kg: Option<f64>,
+    /// Centre of mass in the link frame (m); the rotational inertia about it is kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub com_m: Option<[f64; 3]>,
 }
 
 /// Shape of an object.

@@ -52,6 +52,8 @@ pub struct RobotSpec {
     pub joint_control: HashMap<String, ControlMode>,
     /// What to do with link inertias that violate the triangle inequality.
     pub inertia_check: InertiaCheck,
+    /// Armature by joint name (kg·m² or kg, see [`crate::model::Joint::armature`]).
+    pub joint_armature: HashMap<String, f64>,
     /// Warnings from reading the URDF; [`ModelBuilder::add_robot`] moves them, and its own, to
     /// [`ModelBuilder::warnings`].
     pub warnings: Vec<LoadWarning>,
@@ -546,6 +548,7 @@ impl ModelBuilder {
             effort_limit: f64::INFINITY,
             damping: 0.0,
             friction: 0.0,
+            armature: 0.0,
         }
     }
 
@@ -766,6 +769,7 @@ impl ModelBuilder {
             effort_limit: positive_or_inf(lim.effort),
             damping,
             friction,
+            armature: ctx.spec.joint_armature.get(&j.name).copied().unwrap_or(0.0),
         };
         if kind.nq() == 1 {
             let q0 = ctx.spec.initial_positions.get(&j.name).copied().unwrap_or(0.0);
@@ -1039,6 +1043,7 @@ impl ModelBuilder {
             v_init: self.v_init,
             ground_geom: self.ground_geom,
             midpoint_bias: self.midpoint_bias,
+            command_delay_s: 0.0,
             sensors: vec![],
             contact_wrench_bodies: vec![],
             deformables: vec![],

@@ -93,6 +93,10 @@ pub struct Joint {
     pub damping: f64,
     /// Coulomb (dry) friction (N·m or N), enforced as a bounded constraint impulse.
     pub friction: f64,
+    /// Armature: the reflected inertia of the drive (rotor inertia × gear ratio², kg·m² for a
+    /// revolute joint, kg for a prismatic one), added to the joint's diagonal entry of M(q)
+    /// (the scene's `robots[].joints.<name>.armature`; 0 by default).
+    pub armature: f64,
 }
 
 /// A rigid body (URDF link).
@@ -473,6 +477,9 @@ pub struct Model {
     /// Evaluate the velocity-dependent bias at the midpoint velocity (predictor-corrector); see
     /// [`crate::step`].
     pub midpoint_bias: bool,
+    /// Transport delay of the joint commands (s, ≥ 0): the step acts on the commands given
+    /// this long before (the scene's `command_delay_s`; see [`crate::state::CommandDelayLine`]).
+    pub command_delay_s: f64,
     /// Force/torque sensors (attached by [`crate::config`] after the model is built).
     pub sensors: Vec<sensor::ForceTorqueSensor>,
     /// Bodies whose net contact wrench is reported (the scene's `contact_wrench_links`).

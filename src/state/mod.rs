@@ -6,7 +6,9 @@
 
 use crate::model::{ControlMode, Model};
 
+mod command_delay;
 mod sensor;
+pub use command_delay::CommandDelayLine;
 pub use sensor::FtSensorState;
 
 /// The most rows a contact can have in any layout ([`crate::contact::ContactRows`]): the size of
@@ -88,6 +90,9 @@ pub struct State {
     /// state: the method creates it at its first step and reads `None` as "a new run".
     #[serde(skip)]
     pub method_state: Option<Box<dyn MethodState>>,
+    /// The commands of the last steps, for the scene's command transport delay
+    /// ([`Model::command_delay_s`]; empty without one).
+    pub command_delay: CommandDelayLine,
 }
 
 /// A contact method's history between steps in a type of its own ([`State::method_state`]):
@@ -138,6 +143,7 @@ impl State {
             method_history: Vec::new(),
             contact_pair_normals: vec![[0.0; 6]; model.collision_pairs.len()],
             method_state: None,
+            command_delay: CommandDelayLine::new(model),
         }
     }
 
@@ -160,8 +166,9 @@ impl State {
     /// history has grown to `other`'s length. The exhaustive destructuring makes a new field a
     /// compile error here rather than a silently stale reset.
     pub fn copy_motion_from(&mut self, other: &State) {
-        let State { time_s: _, step_count: _, q, v, warm_contacts, warm_joint_rows, sensors: _, fem_x, fem_v, fem_weld_impulse, last_step_dv, last_step_end_v, method_history, contact_pair_normals, method_state } =
+        let State { time_s: _, step_count: _, q, v, warm_contacts, warm_joint_rows, sensors: _, fem_x, fem_v, fem_weld_impulse, last_step_dv, last_step_end_v, method_history, contact_pair_normals, method_state, command_delay } =
             other;
+        self.command_delay.copy_from(command_delay);
         let copied = match (self.method_state.as_mut(), method_state.as_ref()) {
             (Some(mine), Some(theirs)) => mine.copy_from_dyn(theirs.as_ref()),
             (Some(mine), None) => {
@@ -199,7 +206,7 @@ impl State {
 }
 
 /// Targets and modes for the actuated joints, indexed by velocity coordinate.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Commands {
     /// Command mode and gains per velocity coordinate.
     pub mode: Vec<ControlMode>,

@@ -101,8 +101,23 @@ pub fn step_with_scheme(model: &Model, state: &mut State, ws: &mut Workspace, cm
     run_stages(model, state, ws, cmd, Some(scheme))
 }
 
-/// The stage list.
+/// Stage 0, the command transport delay: without one the stages act on `cmd`; with one
+/// (`model.command_delay_s`), `cmd` goes into the state's delay line and the stages act on the
+/// commands of `t − delay` ([`crate::state::CommandDelayLine`]), held in `ws.delayed_commands`.
 fn run_stages(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Commands, external: Option<&mut dyn WholeStepScheme>) -> StepReport {
+    if state.command_delay.is_empty() {
+        return run_physics_stages(model, state, ws, cmd, external);
+    }
+    // moved out and back (no allocation) so that the stages can borrow the workspace mutably
+    let mut delayed = std::mem::take(&mut ws.delayed_commands);
+    state.command_delay.push_and_delay(cmd, &mut delayed);
+    let report = run_physics_stages(model, state, ws, &delayed, external);
+    ws.delayed_commands = delayed;
+    report
+}
+
+/// The stage list after the command delay.
+fn run_physics_stages(model: &Model, state: &mut State, ws: &mut Workspace, cmd: &Commands, external: Option<&mut dyn WholeStepScheme>) -> StepReport {
     let mut report = StepReport::default();
     forward_positions(model, state, ws);
     collide(model, state, ws, &mut report);

@@ -3,6 +3,7 @@
 
 mod bench;
 mod compare;
+mod identify;
 mod model;
 mod replay;
 mod run;
@@ -102,6 +103,47 @@ enum Command {
         /// node would).
         #[arg(long)]
         limit_policy: Option<String>,
+    },
+    /// Fit the scene's physical parameters (joint friction, damping, armature, gains, masses,
+    /// contact friction and stiffness, sensor bias, command delay) to hardware bags: replays
+    /// each bag's commands as `replay` does and minimises the noise-weighted residuals of what
+    /// `compare` compares. Writes result.json, identified.yaml and index.html into --out.
+    Identify {
+        /// Scene (YAML) with the nominal parameters.
+        scene: PathBuf,
+        /// A hardware bag to fit (repeatable).
+        #[arg(long = "bag", required = true)]
+        bags: Vec<PathBuf>,
+        /// The parameters to fit (YAML: `parameters: [{name, min, max, initial?}]`; see
+        /// docs/identification.md).
+        #[arg(long)]
+        params: PathBuf,
+        /// Output directory (new, or one of an earlier run with --force).
+        #[arg(long)]
+        out: PathBuf,
+        /// A held-out bag, replayed with the initial and the fitted parameters (repeatable).
+        #[arg(long)]
+        validate: Vec<PathBuf>,
+        /// Worker threads for the rollouts (default: all cores).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Largest number of iterations.
+        #[arg(long, default_value_t = 30)]
+        max_iterations: usize,
+        /// Joint name mapping `hw_name=sim_name` (comma separated).
+        #[arg(long, value_delimiter = ',')]
+        joint_map: Vec<String>,
+        /// Replay settings (YAML, as `replay --config`).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Start each replay from the bag's first joint state (and odometry).
+        #[arg(long)]
+        initial_state: bool,
+        /// Replace the outputs of an earlier run in --out.
+        #[arg(long)]
+        force: bool,
+        #[command(flatten)]
+        load: LoadArgs,
     },
     /// Compare a simulated bag with a hardware bag: time offset, per-joint and per-wrench
     /// errors, contact events. Prints a table; writes JSON; with --report an HTML page.
@@ -215,6 +257,9 @@ fn main() {
         Command::Replay { hw_bag, scene, out, config, joint_map, initial_state, command_topics, rate, limit_policy } => {
             replay::replay(&hw_bag, &scene, &out, config, joint_map, initial_state, command_topics, rate, limit_policy)
         }
+        Command::Identify { scene, bags, params, out, validate, threads, max_iterations, joint_map, config, initial_state, force, load } => load.options().and_then(|o| {
+            identify::identify(identify::Args { scene, bags, params, out, validate, threads, max_iterations, joint_map, config, initial_state, force, load: o })
+        }),
         Command::Compare { sim_bag, hw_bag, report, json, joint_map, joint_states_topic, max_lag, time_base, contact_threshold } => {
             compare::compare(&sim_bag, &hw_bag, report, json, joint_map, joint_states_topic, max_lag, &time_base, contact_threshold)
         }

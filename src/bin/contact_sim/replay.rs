@@ -5,13 +5,7 @@ use super::*;
 
 #[allow(clippy::too_many_arguments)]
 pub fn replay(hw_bag: &Path, scene: &Path, out: &Path, config: Option<PathBuf>, joint_map: Vec<String>, initial_state: bool, command_topics: Vec<String>, rate: Option<f64>, limit_policy: Option<String>) -> Result<()> {
-    let mut cfg: bag::replay::ReplayConfig = match &config {
-        Some(p) => {
-            let text = std::fs::read_to_string(p).with_context(|| format!("--config: cannot read {}", p.display()))?;
-            serde_yaml::from_str(&text).with_context(|| format!("{}", p.display()))?
-        }
-        None => Default::default(),
-    };
+    let mut cfg = replay_config(config.as_deref())?;
     cfg.joint_map.extend(parse_joint_map(&joint_map)?);
     cfg.initial_state |= initial_state;
     if !command_topics.is_empty() {
@@ -42,4 +36,15 @@ pub fn replay(hw_bag: &Path, scene: &Path, out: &Path, config: Option<PathBuf>, 
     );
     println!("simulated response written to {} ({} messages at {:.0} Hz)", out.display(), r.recording.bag.messages, r.rate_hz);
     Ok(())
+}
+
+/// The replay settings of `--config` (defaults without one).
+pub fn replay_config(config: Option<&Path>) -> Result<bag::replay::ReplayConfig> {
+    Ok(match config {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).with_context(|| format!("--config: cannot read {}", p.display()))?;
+            serde_yaml::from_str(&text).with_context(|| format!("{}", p.display()))?
+        }
+        None => Default::default(),
+    })
 }
