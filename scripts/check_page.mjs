@@ -174,7 +174,8 @@ const secs = ((Date.now() - started) / 1000).toFixed(1);
 for (const w of warnings) console.log(`${NAME}: note: ${w}`);
 if (problems.length) {
     for (const p of problems) console.log(`${NAME}: FAIL ${p}`);
-    console.log(`${NAME}: ${opt.page}: ${problems.length} problem${problems.length === 1 ? '' : 's'} (${secs} s)`);
+    const shot = opt.shot ? `; screenshot ${opt.screenshot}` : '';
+    console.log(`${NAME}: ${opt.page}: ${problems.length} problem${problems.length === 1 ? '' : 's'}${shot} (${secs} s)`);
     process.exit(1);
 }
 const n = opt.plots.length;
