@@ -50,6 +50,15 @@ fn runs(t: &[f64], v: &[f64], stride: usize) -> Vec<Vec<(f64, f64)>> {
 /// One panel of a plot: its y label and its lines (label, colour, values on the shared times).
 pub type Panel<'a> = (&'a str, Vec<(&'a str, RGBColor, &'a [f64])>);
 
+/// A y tick label with `prec` decimals; a value that rounds to zero has no sign ("-0.000").
+fn tick_label(y: f64, prec: usize) -> String {
+    let s = format!("{y:.prec$}");
+    match s.strip_prefix('-') {
+        Some(rest) if rest.bytes().all(|b| b == b'0' || b == b'.') => rest.to_string(),
+        _ => s,
+    }
+}
+
 /// Panels stacked over the shared times `t` (s) as one inline SVG; NaN splits a line.
 pub fn svg_panels(t: &[f64], panels: &[Panel]) -> Result<String, String> {
     let mut svg = String::new();
@@ -60,17 +69,27 @@ pub fn svg_panels(t: &[f64], panels: &[Panel]) -> Result<String, String> {
         root.fill(&WHITE).map_err(|e| e.to_string())?;
         let areas = root.split_evenly((panels.len(), 1));
         let (t0, t1) = (t.first().copied().unwrap_or(0.0), t.last().copied().unwrap_or(1.0).max(t.first().copied().unwrap_or(0.0) + 1e-6));
-        for (area, (ylabel, lines)) in areas.iter().zip(panels) {
-            let (lo, hi) = bounds(lines.iter().flat_map(|l| l.2.iter()));
+        // each panel's y range and tick decimals (as many as the tick spacing needs)
+        let axes: Vec<(f64, f64, usize)> = panels
+            .iter()
+            .map(|(_, lines)| {
+                let (lo, hi) = bounds(lines.iter().flat_map(|l| l.2.iter()));
+                (lo, hi, ((-((hi - lo) / 8.0).log10()).ceil().max(0.0) as usize).min(9))
+            })
+            .collect();
+        // the y label area fits the longest tick label (at most the longer end's) beside the
+        // axis title, about 6.2 px a character at the 9.7 px label font; 78 px for up to 8
+        // characters. One width for every panel, so that their time axes line up.
+        let longest = axes.iter().map(|&(lo, hi, prec)| tick_label(lo, prec).len().max(tick_label(hi, prec).len())).max().unwrap_or(0);
+        let y_label_area = (26.0 + 6.5 * longest as f64).ceil().max(78.0) as u32;
+        for (area, ((ylabel, lines), &(lo, hi, prec))) in areas.iter().zip(panels.iter().zip(&axes)) {
             let mut chart = ChartBuilder::on(area)
                 .margin(6)
                 .x_label_area_size(34)
-                .y_label_area_size(78)
+                .y_label_area_size(y_label_area)
                 .build_cartesian_2d(t0..t1, lo..hi)
                 .map_err(|e| e.to_string())?;
-            // as many decimals as the tick spacing needs
-            let prec = ((-((hi - lo) / 8.0).log10()).ceil().max(0.0) as usize).min(9);
-            let fmt = move |y: &f64| format!("{y:.prec$}");
+            let fmt = move |y: &f64| tick_label(*y, prec);
             chart.configure_mesh().x_desc("t (s)").y_desc(*ylabel).y_label_formatter(&fmt).light_line_style(RGBColor(235, 235, 235)).draw().map_err(|e| e.to_string())?;
             for (k, (label, color, v)) in lines.iter().enumerate() {
                 // the first series drawn wider, so that identical curves both show
@@ -98,7 +117,7 @@ pub fn write_html(dir: &Path, report: &CompareReport, plot: &PlotData) -> Result
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut h = String::new();
     h.push_str("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>contact_sim: sim vs hardware</title><style>");
-    h.push_str("body{font-family:sans-serif;max-width:1000px;margin:1em auto;color:#222}table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}th{background:#f3f3f3}td:first-child{text-align:left}.bad{background:#fde0dc}pre{background:#f7f7f7;padding:8px;font-size:12px;overflow-x:auto}h2{margin-top:1.5em;border-bottom:1px solid #ddd}.sim{color:#1f77b4}.hw{color:#d62728}");
+    h.push_str("body{font-family:sans-serif;max-width:1000px;margin:1em auto;color:#222}table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}th{background:#f3f3f3}td:first-child{text-align:left}.bad{background:#fde0dc}pre{background:#f7f7f7;padding:8px;font-size:12px;overflow-x:auto}h2{margin-top:1.5em;border-bottom:1px solid #ddd}.sim{color:#1f77b4}.hw{color:#d62728}svg{max-width:100%;height:auto}");
     h.push_str("</style></head><body>");
     h.push_str(&format!(
         "<h1>Simulation vs hardware</h1><p><b class=\"sim\">sim</b>: {}<br><b class=\"hw\">hw</b>: {}</p>",
