@@ -50,7 +50,13 @@ NOTES = [
     "kv = kd + dt kp: the applied torque is then ours exactly (below the effort limit).",
     "Measured effort: MuJoCo's actuatorfrc sensor, kp (q_ref_delayed - q) - (kd + dt kp) v at the start-of-step "
     "state, clamped at the URDF effort limit. Ours is kp (q_ref - q) - kd v: the same torque when evaluated at the "
-    "end-of-step state; the two readings differ by (kd + dt kp) times one step's velocity change.",
+    "end-of-step state; the two readings differ by (kd + dt kp) times one step's velocity change. All MuJoCo readings "
+    "(position, velocity, effort) are of the state at the start of a step (mj_step evaluates sensors before it "
+    "integrates), the data and the fit alike.",
+    "Effort limit: both engines hold a saturated servo at the URDF effort limit with no implicit damping (MuJoCo "
+    "drops a clamped actuator's velocity derivative), but ours decides saturation on kp (q_ref - q) - kd v and MuJoCo "
+    "on kp (q_ref - q) - (kd + dt kp) v, and MuJoCo clamps the explicit force only (its implicit velocity correction "
+    "may pass the limit slightly, as ours may when unsaturated). See saturated_effort_samples for how often it bites.",
     "Joint friction: MuJoCo's frictionloss is a soft constraint; it is made as stiff as bench-peers' matched mode "
     "(solreffriction 2 dt 1, solimpfriction 0.99 0.99 0.001), ours is a hard Coulomb impulse bound. Damping and "
     "armature are the same passive terms (damping implicit in both).",
@@ -207,7 +213,7 @@ class ArmModel:
         spec.joint(self.full[joint]).armature = float(armature_kg_m2)
 
     def set_delay(self, spec, delay_s):
-        """Command delay d: the buffer reads at t - (d + dt) what was sent one step ahead (NOTES[3])."""
+        """Command delay d: the buffer reads at t - (d + dt) what was sent one step ahead (NOTES[4])."""
         for full in self.actuators:
             spec.actuator(full).delay = float(delay_s) + self.dt_s
 
@@ -228,7 +234,7 @@ class ArmModel:
 
     def controls(self, n_steps):
         """(times_s, ctrl) for n_steps steps: n_steps + 1 rows (mujoco.sysid drops the last), each
-        row the NEXT step's targets (the delay buffer's one-step look-ahead, NOTES[3]); fingers 0."""
+        row the NEXT step's targets (the delay buffer's one-step look-ahead, NOTES[4]); fingers 0."""
         import numpy as np
 
         times = np.arange(n_steps + 1) * self.dt_s
@@ -344,10 +350,12 @@ def run(args):
                                 clean.sensordata.signal_mapping)
     eff = clean.sensordata.data[:, [sensor_names.index(f"eff:{j}") for j in arm.joints]]
     limits = np.array([arm.effort_limit_nm[j] for j in arm.joints])
-    saturated_samples = int(np.sum(np.abs(eff) >= limits - 1e-9))
+    saturated = np.abs(eff) >= limits - 1e-9
+    saturated_samples = int(np.sum(saturated))
+    saturated_by_joint = {j: int(n) for j, n in zip(arm.joints, saturated.sum(axis=0)) if n}
     generate_s = time.perf_counter() - t0
     print(f"sysid-peer: {duration_s:g} s of data ({n_steps} steps) generated in {generate_s:.2f} s; "
-          f"peak |effort| / limit {np.max(np.abs(eff) / limits):.2f}, {saturated_samples} saturated samples", file=sys.stderr)
+          f"peak |effort| / limit {np.max(np.abs(eff) / limits):.2f}, saturated samples {saturated_by_joint or 'none'}", file=sys.stderr)
 
     # --- the fit -----------------------------------------------------------------------------
     params = sysid.ParameterDict()
@@ -448,6 +456,7 @@ def run(args):
         "threads": args.threads,
         "max_iters": args.max_iters,
         "saturated_effort_samples": saturated_samples,
+        "saturated_effort_samples_by_joint": saturated_by_joint,
         "mujoco_version": mujoco.__version__,
         "numpy_version": np.__version__,
         "python_version": sys.version.split()[0],
