@@ -25,7 +25,8 @@
 //! | 12 | [`rt`] | the node's real-time side without ROS types: deadline loop, lock-free queues, validation, watchdog, trajectories |
 //! | 13 | [`bag`] | rosbag2 (MCAP): CDR messages, writer, tolerant reader, recorder, replay, robot descriptions |
 //! | 14 | [`compare`] | sim-to-real comparison of two bags: alignment, metrics, HTML report |
-//! | 15 | `ros` | (feature `ros`) the r2r node: topics, services, parameters; no physics |
+//! | 15 | [`identify`] | system identification: scene parameters fitted to hardware bags (replay plans, compare's series) |
+//! | 16 | `ros` | (feature `ros`) the r2r node: topics, services, parameters; no physics |
 //!
 //! Invariants: `step` allocates nothing and never fails (problems are flags in
 //! [`step::StepReport`]); input errors are caught when loading and name the file and element

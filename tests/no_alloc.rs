@@ -30,7 +30,7 @@ fn the_counter_sees_allocations() {
 
 #[test]
 fn step_does_not_allocate_after_warm_up() {
-    for file in ["config/examples/quadruped_stand.yaml", "config/examples/box_stack.yaml", "config/default.yaml", "config/examples/ecp_box_tip.yaml", "config/examples/ecp_box_feet_standing.yaml", "config/examples/ecp_gripper_grasp.yaml"] {
+    for file in ["config/examples/quadruped_stand.yaml", "config/examples/box_stack.yaml", "config/default.yaml", "config/examples/ecp_box_tip.yaml", "config/examples/ecp_box_feet_standing.yaml", "config/examples/ecp_gripper_grasp.yaml", "config/examples/arm_drive_model.yaml"] {
         let scene = scene_file(file);
         for solver in solver_kinds_for_scene(&scene) {
             let mut sim = Simulation::from_scene(&scene, Some(&SolverConfig::from_kind(solver).unwrap()));
@@ -247,4 +247,32 @@ fn newton_rescue_does_not_allocate() {
     });
     assert!(rescued > 0, "no step of t = 3.3–3.7 s ran the proximal-point rescue: the case under test is gone");
     assert_eq!(n, 0, "default / newton: the steps of t = 3.3–3.7 s allocated {n} times");
+}
+
+/// An identification rollout (a replay into memory, `identify::problem::MemorySink`) allocates
+/// per rollout (its sample buffers, the scene's simulation) but nothing per step: replaying 1 s
+/// or 2 s of the same bag allocates the same number of times. The scene has a command delay.
+#[test]
+fn identification_rollouts_allocate_nothing_per_step() {
+    use contact_sim::bag::replay::{ReplayConfig, ReplayPlan};
+    use contact_sim::identify::problem::MemorySink;
+    let scene = scene_file("config/examples/arm_drive_model.yaml");
+    let dir = repo().join("target/no-alloc-identify");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let hw = dir.join("hw");
+    contact_sim::identify::synthetic::record_hardware_bag(&scene, 2.0, 1000.0, &Default::default(), &hw).unwrap();
+    let bag = contact_sim::bag::read_bag(&hw).unwrap();
+    let count = |seconds: f64| {
+        let cfg = ReplayConfig { duration_s: Some(seconds), ..Default::default() };
+        let plan = ReplayPlan::prepare(&bag, &scene, &cfg).unwrap();
+        let mut sim = plan.simulation(&scene);
+        let mut sink = MemorySink::new(&plan);
+        let outcome = std::cell::Cell::new(0);
+        let n = allocations_during(|| outcome.set(plan.run(&mut sim, &mut sink).commands_applied));
+        assert!(outcome.get() > 500, "the bag's commands are replayed");
+        n
+    };
+    let (one, two) = (count(1.0), count(2.0));
+    assert_eq!(one, two, "a rollout of 2 s allocated {two} times, one of 1 s {one}: something allocates per step");
 }

@@ -110,3 +110,93 @@ fn reset_period_restarts_episodes_and_the_script_goes_on() {
     }
     assert_ne!(sim.state.q, q0);
 }
+
+/// The free pendulum (urdf/pendulum.urdf, I = 1.00004 kg·m² about the pivot, m g L = 9.81 N·m)
+/// with `extra` under its robot entry, released from `q0` rad, no ground.
+fn pendulum_yaml(extra: &str, q0: f64) -> String {
+    format!("ground: {{enabled: false}}\nrobots:\n  - urdf: ../../urdf/pendulum.urdf\n    base: {{mode: fixed, position: [0, 0, 2]}}\n    initial_positions: {{pendulum_joint: {q0}}}\n{extra}")
+}
+
+/// Mean period (s) of the joint's oscillation from its downward zero crossings over `seconds`.
+fn period(sim: &mut Simulation, seconds: f64) -> f64 {
+    let dof = sim.model.joint_dof("pendulum_joint").unwrap();
+    let mut crossings = vec![];
+    let mut last = sim.state.q[dof];
+    for _ in 0..(seconds / sim.model.timestep_s) as usize {
+        sim.step();
+        let q = sim.state.q[dof];
+        if last > 0.0 && q <= 0.0 {
+            crossings.push(sim.state.time_s - sim.model.timestep_s * q / (q - last));
+        }
+        last = q;
+    }
+    (crossings[crossings.len() - 1] - crossings[0]) / (crossings.len() - 1) as f64
+}
+
+#[test]
+fn armature_adds_reflected_inertia_under_every_method() {
+    // T = 2π √((I + a) / (m g L)): a = 1 kg·m² doubles the inertia, T × √2
+    let yaml = pendulum_yaml("    joints: {pendulum_joint: {armature: 1.0}}\n", 0.05);
+    let expected = std::f64::consts::TAU * ((1.00004 + 1.0) / 9.81f64).sqrt();
+    let plain = std::f64::consts::TAU * (1.00004 / 9.81f64).sqrt();
+    for kind in solver_kinds_for(&yaml) {
+        let mut sim = crate::common::sim(&yaml, kind);
+        let t = period(&mut sim, 12.0);
+        assert!((t - expected).abs() < 2e-3 * expected, "{kind}: period {t} s, expected {expected} s (without armature {plain} s)");
+        let m = &sim.model;
+        let dof = m.joint_dof("pendulum_joint").unwrap();
+        contact_sim::kinematics::forward_kinematics(m, &sim.state.q, &sim.state.v, &mut sim.workspace);
+        contact_sim::dynamics::update_body_inertias(m, &mut sim.workspace);
+        contact_sim::dynamics::mass_matrix(m, &mut sim.workspace);
+        let mqq = sim.workspace.mass_matrix.get(dof, dof);
+        assert!((mqq - 2.00004).abs() < 1e-6, "{kind}: M(q) diagonal {mqq}, expected I + a = 2.00004");
+    }
+}
+
+#[test]
+fn command_delay_shifts_the_response_by_the_delay() {
+    // an effort step at 0.1 s: with a 20 ms delay the joint moves exactly as without, 20 steps later
+    let script = "script:\n  - {time_s: 0.0, efforts: {pendulum_joint: 0.0}}\n  - {time_s: 0.1, efforts: {pendulum_joint: 0.0}}\n  - {time_s: 0.1001, efforts: {pendulum_joint: 2.0}}\n";
+    let effort = "    control: {default: {mode: effort}}\n";
+    let run = |delay: &str| {
+        let mut sim = crate::common::sim(&format!("{delay}{}{script}", pendulum_yaml(effort, 0.0)), "pgs");
+        let dof = sim.model.joint_dof("pendulum_joint").unwrap();
+        (0..600)
+            .map(|_| {
+                sim.step();
+                sim.state.q[dof]
+            })
+            .collect::<Vec<f64>>()
+    };
+    let (now, late) = (run(""), run("command_delay_s: 0.02\n"));
+    assert!(now[300].abs() > 1e-3, "the effort moves the joint");
+    for k in 0..580 {
+        assert_eq!(late[k + 20].to_bits(), now[k].to_bits(), "step {k}: delayed {} vs {}", late[k + 20], now[k]);
+    }
+    // a delay of half a step interpolates: the response lies between the two whole-step ones
+    let half = run("command_delay_s: 0.0205\n");
+    let late21 = run("command_delay_s: 0.021\n");
+    let (lo, hi) = (late[400].min(late21[400]), late[400].max(late21[400]));
+    assert!(half[400] > lo && half[400] < hi, "{} not strictly between {lo} and {hi}", half[400]);
+}
+
+#[test]
+fn joint_and_link_overrides_replace_the_urdf_values_and_unknown_names_are_refused() {
+    let s = scene(&pendulum_yaml("    joints: {pendulum_joint: {friction: 0.3, damping: 0.7, effort_limit: 12.0}}\n    links: {pole: {mass_kg: 2.0, com_m: [0.0, 0.0, -0.5]}}\n", 0.0));
+    let j = &s.model.bodies[s.model.joint_body("pendulum_joint").unwrap()].joint;
+    assert_eq!((j.friction, j.damping, j.effort_limit), (0.3, 0.7, 12.0));
+    let pole = &s.model.bodies[s.model.body_id("pole").unwrap()];
+    assert_eq!(pole.mass, 2.0);
+    assert!((pole.com - contact_sim::math::Vec3::new(0.0, 0.0, -0.5)).norm() < 1e-12);
+    for (extra, needle) in [
+        ("    joints: {no_such_joint: {friction: 0.3}}\n", "no movable joint 'no_such_joint'"),
+        ("    links: {no_such_link: {mass_kg: 1.0}}\n", "no link 'no_such_link'"),
+        ("    joints: {pendulum_joint: {armature: -1.0}}\n", "armature"),
+        ("    links: {pole: {mass_kg: 0.0}}\n", "mass_kg: must be > 0"),
+    ] {
+        let e = contact_sim::config::load_scene_str(&pendulum_yaml(extra, 0.0), &path("config/examples/x.yaml")).err().unwrap_or_else(|| panic!("accepted: {extra}")).to_string();
+        assert!(e.contains(needle), "{extra}: {e}");
+    }
+    let e = contact_sim::config::load_scene_str(&format!("command_delay_s: 2.0\n{}", pendulum_yaml("", 0.0)), &path("config/examples/x.yaml")).err().unwrap().to_string();
+    assert!(e.contains("command_delay_s"), "{e}");
+}

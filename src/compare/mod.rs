@@ -22,7 +22,7 @@
 pub mod report;
 pub mod series;
 
-pub use series::{joint_series, msg_time_ns, to_s, wrench_series, JointSeries, Series};
+pub use series::{joint_series, msg_time_ns, odometry_series, to_s, wrench_series, JointSeries, Series};
 
 use crate::bag::msgs::MsgType;
 use crate::bag::reader::{normalize_topic, Bag};

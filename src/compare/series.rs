@@ -135,3 +135,25 @@ pub fn wrench_series(bag: &Bag, ti: usize, origin: i64) -> [Series; 6] {
 pub fn to_s(ns: f64, origin: i64) -> f64 {
     (ns - origin as f64) * 1e-9
 }
+
+/// An Odometry topic's position (m, world) and linear velocity (m/s, child frame) components as
+/// series `[x y z vx vy vz]`, in seconds from `origin` (ns); repeated or out-of-order times
+/// dropped.
+pub fn odometry_series(bag: &Bag, ti: usize, origin: i64) -> [Series; 6] {
+    let mut out: [Series; 6] = Default::default();
+    let mut msgs: Vec<&crate::bag::BagMessage> = bag.messages_on(ti).collect();
+    msgs.sort_by_key(|m| msg_time_ns(m));
+    for m in msgs {
+        if let Msg::Odometry(o) = &m.msg {
+            let t = to_s(msg_time_ns(m) as f64, origin);
+            if out[0].t.last().is_some_and(|&l| l >= t) {
+                continue;
+            }
+            for (a, x) in o.position.iter().chain(&o.linear).enumerate() {
+                out[a].t.push(t);
+                out[a].v.push(*x);
+            }
+        }
+    }
+    out
+}

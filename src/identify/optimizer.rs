@@ -1,10 +1,14 @@
 //! Box-constrained Levenberg–Marquardt on a residual vector whose Jacobian is taken by finite
 //! differences, every perturbed evaluation independent and run in parallel (rayon).
 //!
-//! The parameters are scaled to `u ∈ [0, 1]` by their bounds. Each iteration:
-//! 1. the Jacobian `J = ∂r/∂u` by forward differences (step `fd_step` of the bound width,
-//!    backward at the upper bound; the other direction when one gives a non-finite residual),
-//!    one rollout per parameter, all at once;
+//! The parameters are scaled to `u ∈ [0, 1]` by their bounds: linearly, or logarithmically
+//! (`u = ln(x/min) / ln(max/min)`) when the bounds are positive and span at least a factor
+//! [`LOG_SCALE_RATIO`] (a contact stiffness from 10³ to 10⁷ N/m), so that a step and a
+//! finite difference are relative changes. Each iteration:
+//! 1. the Jacobian `J = ∂r/∂u` by forward differences (step `fd_step` in `u`,
+//!    backward at the upper bound; the other direction when one gives a non-finite residual
+//!    or no effect, then the [`WIDER_STEPS`] while there is none), one rollout per parameter,
+//!    all at once;
 //! 2. the free set: a parameter at a bound whose gradient `g = Jᵀr` pushes it outward is held
 //!    there (projected LM);
 //! 3. steps `(JᵀJ + λ diag(JᵀJ)) δ = −g` on the free set for two damping values (λ and 10 λ) at
@@ -23,6 +27,54 @@
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Wider finite-difference steps (in the unit interval) tried when a parameter's step shows no
+/// effect: a friction coefficient in a sticking regime has a zero derivative, but lowering it
+/// far enough makes something slide. The column is then the secant over the first step with an
+/// effect.
+pub const WIDER_STEPS: [f64; 4] = [0.01, 0.05, 0.15, 0.3];
+
+/// Bounds `0 < min` with `max / min` at least this are searched on a log scale.
+pub const LOG_SCALE_RATIO: f64 = 100.0;
+
+/// How a parameter maps to the unit interval of the search.
+#[derive(Clone, Copy, Debug)]
+struct Scale {
+    lo: f64,
+    hi: f64,
+    log: bool,
+}
+
+impl Scale {
+    fn new((lo, hi): (f64, f64)) -> Scale {
+        Scale { lo, hi, log: lo > 0.0 && hi / lo >= LOG_SCALE_RATIO }
+    }
+    fn to_x(self, u: f64) -> f64 {
+        let u = u.clamp(0.0, 1.0);
+        if self.log {
+            (self.lo * (self.hi / self.lo).powf(u)).clamp(self.lo, self.hi)
+        } else {
+            self.lo + u * (self.hi - self.lo)
+        }
+    }
+    fn to_u(self, x: f64) -> f64 {
+        if self.hi <= self.lo {
+            0.0
+        } else if self.log {
+            ((x / self.lo).ln() / (self.hi / self.lo).ln()).clamp(0.0, 1.0)
+        } else {
+            ((x - self.lo) / (self.hi - self.lo)).clamp(0.0, 1.0)
+        }
+    }
+    /// du/dx at x.
+    fn du_dx(self, x: f64) -> f64 {
+        if self.log {
+            1.0 / (x * (self.hi / self.lo).ln())
+        } else {
+            1.0 / (self.hi - self.lo)
+        }
+    }
+}
 
 /// Optimiser settings.
 #[derive(Clone, Debug)]
@@ -81,7 +133,8 @@ pub struct Fit {
     pub residuals: Vec<f64>,
     /// Parameters held at a bound at the end.
     pub at_bound: Vec<bool>,
-    /// Parameters whose every perturbation gave a non-finite residual (their column is zero).
+    /// Parameters whose every perturbation gave a non-finite residual or no effect (their column
+    /// is zero).
     pub unseen: Vec<bool>,
 }
 
@@ -101,14 +154,15 @@ fn cost(r: &[f64]) -> f64 {
 /// `progress` after every accepted iteration.
 pub fn fit(r: &Residuals, x0: &[f64], bounds: &[(f64, f64)], settings: &Settings, progress: &mut dyn FnMut(&Iteration)) -> Result<Fit, String> {
     let p = x0.len();
+    let scales: Vec<Scale> = bounds.iter().map(|&b| Scale::new(b)).collect();
     let width: Vec<f64> = bounds.iter().map(|(lo, hi)| hi - lo).collect();
-    let to_x = |u: &[f64]| -> Vec<f64> { u.iter().zip(bounds).zip(&width).map(|((u, (lo, _)), w)| lo + u.clamp(0.0, 1.0) * w).collect() };
+    let to_x = |u: &[f64]| -> Vec<f64> { u.iter().zip(&scales).map(|(&u, s)| s.to_x(u)).collect() };
     let rollouts = AtomicUsize::new(0);
     let eval = |x: &[f64]| {
         rollouts.fetch_add(1, Ordering::Relaxed);
         r(x)
     };
-    let mut u: Vec<f64> = x0.iter().zip(bounds).zip(&width).map(|((x, (lo, _)), w)| if *w > 0.0 { (x - lo) / w } else { 0.0 }).collect();
+    let mut u: Vec<f64> = x0.iter().zip(&scales).map(|(&x, s)| s.to_u(x)).collect();
     let mut res = eval(&to_x(&u))?;
     let cost0 = cost(&res);
     if !cost0.is_finite() {
@@ -118,7 +172,7 @@ pub fn fit(r: &Residuals, x0: &[f64], bounds: &[(f64, f64)], settings: &Settings
     let mut lambda = 1e-3;
     let mut history = Vec::new();
     let mut stop = "the largest number of iterations";
-    let (mut jac, mut unseen) = jacobian(&eval, &u, &res, bounds, &width, settings.fd_step)?;
+    let (mut jac, mut unseen) = jacobian(&eval, &u, &res, &to_x, &width, settings.fd_step)?;
     for it in 1..=settings.max_iterations {
         let g = jac.tr_mul(&DVector::from_column_slice(&res));
         let a = jac.tr_mul(&jac);
@@ -159,8 +213,9 @@ pub fn fit(r: &Residuals, x0: &[f64], bounds: &[(f64, f64)], settings: &Settings
             break;
         };
         let step = un.iter().zip(&u).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
-        let mut moved: Vec<(usize, f64)> = (0..p).map(|i| (i, (un[i] - u[i]) * width[i])).filter(|m| m.1 != 0.0).collect();
-        moved.sort_by(|a, b| (b.1 / width[b.0]).abs().total_cmp(&(a.1 / width[a.0]).abs()));
+        let (xo, xn) = (to_x(&u), to_x(&un));
+        let mut moved: Vec<(usize, f64)> = (0..p).map(|i| (i, xn[i] - xo[i])).filter(|m| m.1 != 0.0).collect();
+        moved.sort_by(|a, b| (un[b.0] - u[b.0]).abs().total_cmp(&(un[a.0] - u[a.0]).abs()));
         moved.truncate(3);
         let decrease = (c - cn) / c.max(f64::MIN_POSITIVE);
         u = un;
@@ -170,7 +225,7 @@ pub fn fit(r: &Residuals, x0: &[f64], bounds: &[(f64, f64)], settings: &Settings
         let iteration = Iteration { iteration: it, cost: c, lambda: l, step, moved, rollouts: rollouts.load(Ordering::Relaxed) };
         progress(&iteration);
         history.push(iteration);
-        (jac, unseen) = jacobian(&eval, &u, &res, bounds, &width, settings.fd_step)?;
+        (jac, unseen) = jacobian(&eval, &u, &res, &to_x, &width, settings.fd_step)?;
         if decrease < settings.cost_tolerance {
             stop = "the cost no longer decreases";
             break;
@@ -182,15 +237,16 @@ pub fn fit(r: &Residuals, x0: &[f64], bounds: &[(f64, f64)], settings: &Settings
     }
     let g = jac.tr_mul(&DVector::from_column_slice(&res));
     let at_bound = (0..p).map(|i| (u[i] <= 0.0 && g[i] >= 0.0) || (u[i] >= 1.0 && g[i] <= 0.0)).collect();
-    // ∂r/∂x = ∂r/∂u / width
+    // ∂r/∂x = ∂r/∂u · du/dx
+    let x = to_x(&u);
     let mut jx = jac;
-    for (j, w) in width.iter().enumerate() {
+    for (j, s) in scales.iter().enumerate() {
         let mut col = jx.column_mut(j);
-        if *w > 0.0 {
-            col /= *w;
+        if width[j] > 0.0 {
+            col *= s.du_dx(x[j]);
         }
     }
-    Ok(Fit { x: to_x(&u), cost_initial: cost0, cost_final: c, history, rollouts: rollouts.load(Ordering::Relaxed), stop, jacobian: jx, residuals: res, at_bound, unseen })
+    Ok(Fit { x, cost_initial: cost0, cost_final: c, history, rollouts: rollouts.load(Ordering::Relaxed), stop, jacobian: jx, residuals: res, at_bound, unseen })
 }
 
 /// The projected LM step from `u` on the `free` parameters with damping `lambda`, clipped to
@@ -224,29 +280,38 @@ fn jacobian(
     eval: &(dyn Fn(&[f64]) -> Result<Vec<f64>, String> + Sync),
     u: &[f64],
     r0: &[f64],
-    bounds: &[(f64, f64)],
+    to_x: &(dyn Fn(&[f64]) -> Vec<f64> + Sync),
     width: &[f64],
     fd_step: f64,
 ) -> Result<(DMatrix<f64>, Vec<bool>), String> {
     let p = u.len();
     let m = r0.len();
-    let to_x = |u: &[f64]| -> Vec<f64> { u.iter().zip(bounds).zip(width).map(|((u, (lo, _)), w)| lo + u.clamp(0.0, 1.0) * w).collect() };
+    // a change of the residuals below this (in noise units, over all of them) is no effect
+    let flat = 1e-6 * (m as f64).sqrt();
     let columns: Vec<Result<Option<Vec<f64>>, String>> = (0..p)
         .into_par_iter()
         .map(|j| {
             if width[j] <= 0.0 {
                 return Ok(None);
             }
-            let forward = u[j] + fd_step <= 1.0;
-            for h in if forward { [fd_step, -fd_step] } else { [-fd_step, fd_step] } {
-                let mut up = u.to_vec();
-                up[j] += h;
-                if !(0.0..=1.0).contains(&up[j]) {
-                    continue;
-                }
-                let r = eval(&to_x(&up))?;
-                if r.len() == m && r.iter().all(|x| x.is_finite()) {
-                    return Ok(Some(r.iter().zip(r0).map(|(a, b)| (a - b) / h).collect()));
+            let mut steps = vec![fd_step];
+            steps.extend(WIDER_STEPS.iter().copied().filter(|&h| h > fd_step));
+            for step in steps {
+                let forward = u[j] + step <= 1.0;
+                for h in if forward { [step, -step] } else { [-step, step] } {
+                    let mut up = u.to_vec();
+                    up[j] += h;
+                    if !(0.0..=1.0).contains(&up[j]) {
+                        continue;
+                    }
+                    let r = eval(&to_x(&up))?;
+                    if r.len() == m && r.iter().all(|x| x.is_finite()) {
+                        let col: Vec<f64> = r.iter().zip(r0).map(|(a, b)| (a - b) / h).collect();
+                        if col.iter().map(|c| (c * h) * (c * h)).sum::<f64>().sqrt() > flat {
+                            return Ok(Some(col));
+                        }
+                        // no effect at this step: try the other side, then a wider step
+                    }
                 }
             }
             Ok(None)

@@ -11,7 +11,8 @@
 //! bag's `/joint_states` and the scene, position, velocity and effort; per F/T sensor of the
 //! scene whose `<sensor>/wrench` topic the bag has, its six axes (the emulated reading, bias
 //! included); per contact-wrench link whose `contact_wrenches/<link>` topic the bag has, the
-//! world force and torque. The simulated value at a measurement time is linear between the
+//! world force and torque; per floating base whose odometry topic the bag has, its position
+//! (world) and linear velocity (base frame). The simulated value at a measurement time is linear between the
 //! replay's samples (both in the hardware bag's time base).
 //!
 //! **Noise.** Each channel's measurement noise σ is estimated from the data: the robust spread
@@ -25,8 +26,8 @@
 use super::params::{self, Parameter};
 use crate::bag::replay::{ReplayConfig, ReplayPlan, ReplaySink};
 use crate::bag::reader::{normalize_topic, Bag};
-use crate::bag::topics::{contact_wrench, sensor_wrench};
-use crate::compare::{joint_series, wrench_series};
+use crate::bag::topics::{contact_wrench, odom_topic, sensor_wrench};
+use crate::compare::{joint_series, odometry_series, wrench_series};
 use crate::config::{LoadOptions, Scene};
 use crate::rt::messages::Sample;
 use serde_yaml::Value;
@@ -57,6 +58,13 @@ pub enum Source {
         /// Link (layout order).
         index: usize,
         /// fx fy fz tx ty tz.
+        axis: usize,
+    },
+    /// A floating base's odometry.
+    Base {
+        /// Base (layout order).
+        index: usize,
+        /// x y z (m, world), vx vy vz (m/s, base frame).
         axis: usize,
     },
 }
@@ -224,6 +232,15 @@ fn channels_of(bag: &Bag, b: usize, plan: &ReplayPlan, replay: &ReplayConfig, ou
             push_channel(out, b, format!("{topic} {}", AXIS[axis]), if axis < 3 { "N" } else { "N·m" }, source, &s.t, &s.v, end_s);
         }
     }
+    const BASE: [&str; 6] = ["x", "y", "z", "vx", "vy", "vz"];
+    for (index, base) in layout.bases.iter().enumerate() {
+        let topic = normalize_topic(&odom_topic(&base.robot, layout.bases.len()));
+        let Ok(Some(ti)) = bag.expect_topic(&topic, crate::bag::msgs::MsgType::Odometry) else { continue };
+        let series = odometry_series(bag, ti, plan.hw_start_ns() as i64);
+        for (axis, s) in series.iter().enumerate() {
+            push_channel(out, b, format!("{topic} {}", BASE[axis]), if axis < 3 { "m" } else { "m/s" }, Source::Base { index, axis }, &s.t, &s.v, end_s);
+        }
+    }
     Ok(())
 }
 
@@ -261,6 +278,13 @@ fn noise_floor(source: Source, x: &[f64]) -> f64 {
         Source::Joint { field: 0, .. } => 1e-6,
         Source::Joint { field: 1, .. } => 1e-5,
         Source::Joint { .. } => 1e-4,
+        Source::Base { axis, .. } => {
+            if axis < 3 {
+                1e-6
+            } else {
+                1e-5
+            }
+        }
         Source::Sensor { axis, .. } | Source::Wrench { axis, .. } => {
             if axis < 3 {
                 1e-3
@@ -278,9 +302,10 @@ fn noise_floor(source: Source, x: &[f64]) -> f64 {
 pub struct MemorySink {
     /// Values per sample.
     stride: usize,
-    /// Joints, sensors in the layout.
+    /// Joints, sensors and contact-wrench links in the layout.
     joints: usize,
     sensors: usize,
+    wrenches: usize,
     /// Sample period (s).
     period_s: f64,
     /// Hardware start (ns): sample times are relative to it.
@@ -294,8 +319,8 @@ impl MemorySink {
     pub fn new(plan: &ReplayPlan) -> MemorySink {
         let l = plan.layout();
         let (joints, sensors, wrenches) = (l.joints.len(), l.sensors.len(), l.wrench_links.len());
-        let stride = 3 * joints + 6 * sensors + 6 * wrenches;
-        MemorySink { stride, joints, sensors, period_s: 1.0 / plan.rate_hz(), start_ns: plan.hw_start_ns() as i64, data: vec![0.0; stride * plan.sample_count()], samples: 0 }
+        let stride = 3 * joints + 6 * sensors + 6 * wrenches + 6 * l.bases.len();
+        MemorySink { stride, joints, sensors, wrenches, period_s: 1.0 / plan.rate_hz(), start_ns: plan.hw_start_ns() as i64, data: vec![0.0; stride * plan.sample_count()], samples: 0 }
     }
 
     fn offset(&self, source: Source) -> usize {
@@ -303,6 +328,7 @@ impl MemorySink {
             Source::Joint { slot, field } => field * self.joints + slot,
             Source::Sensor { index, axis } => 3 * self.joints + 6 * index + axis,
             Source::Wrench { index, axis } => 3 * self.joints + 6 * self.sensors + 6 * index + axis,
+            Source::Base { index, axis } => 3 * self.joints + 6 * (self.sensors + self.wrenches + index) + axis,
         }
     }
 
@@ -343,6 +369,11 @@ impl ReplaySink for MemorySink {
         }
         for w in &sample.contact_wrenches {
             row[o..o + 6].copy_from_slice(&w.world);
+            o += 6;
+        }
+        for b in &sample.bases {
+            row[o..o + 3].copy_from_slice(&b.position);
+            row[o + 3..o + 6].copy_from_slice(&b.linear_velocity);
             o += 6;
         }
         self.samples = self.samples.max(k + 1);
