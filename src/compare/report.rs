@@ -50,8 +50,17 @@ fn runs(t: &[f64], v: &[f64], stride: usize) -> Vec<Vec<(f64, f64)>> {
 /// One panel of a plot: its y label and its lines (label, colour, values on the shared times).
 pub type Panel<'a> = (&'a str, Vec<(&'a str, RGBColor, &'a [f64])>);
 
+/// Above this many decimals a tick label is written in scientific notation.
+const MAX_FIXED_DECIMALS: usize = 6;
+
 /// A y tick label with `prec` decimals; a value that rounds to zero has no sign ("-0.000").
-fn tick_label(y: f64, prec: usize) -> String {
+/// Beyond [`MAX_FIXED_DECIMALS`] (a residual of 10⁻⁹) the label is scientific, with the
+/// significant digits the tick spacing needs at the axis's magnitude `mag` (⌊log₁₀ max |y|⌋).
+fn tick_label(y: f64, prec: usize, mag: i32) -> String {
+    if prec > MAX_FIXED_DECIMALS {
+        let digits = (prec as i32 + mag).clamp(1, 9) as usize;
+        return format!("{y:.digits$e}");
+    }
     let s = format!("{y:.prec$}");
     match s.strip_prefix('-') {
         Some(rest) if rest.bytes().all(|b| b == b'0' || b == b'.') => rest.to_string(),
@@ -70,26 +79,28 @@ pub fn svg_panels(t: &[f64], panels: &[Panel]) -> Result<String, String> {
         let areas = root.split_evenly((panels.len(), 1));
         let (t0, t1) = (t.first().copied().unwrap_or(0.0), t.last().copied().unwrap_or(1.0).max(t.first().copied().unwrap_or(0.0) + 1e-6));
         // each panel's y range and tick decimals (as many as the tick spacing needs)
-        let axes: Vec<(f64, f64, usize)> = panels
+        let axes: Vec<(f64, f64, usize, i32)> = panels
             .iter()
             .map(|(_, lines)| {
                 let (lo, hi) = bounds(lines.iter().flat_map(|l| l.2.iter()));
-                (lo, hi, ((-((hi - lo) / 8.0).log10()).ceil().max(0.0) as usize).min(9))
+                let mag = lo.abs().max(hi.abs()).max(f64::MIN_POSITIVE).log10().floor() as i32;
+                (lo, hi, ((-((hi - lo) / 8.0).log10()).ceil().max(0.0) as usize).min(30), mag)
             })
             .collect();
         // the y label area fits the longest tick label (at most the longer end's) beside the
         // axis title, about 6.2 px a character at the 9.7 px label font; 78 px for up to 8
         // characters. One width for every panel, so that their time axes line up.
-        let longest = axes.iter().map(|&(lo, hi, prec)| tick_label(lo, prec).len().max(tick_label(hi, prec).len())).max().unwrap_or(0);
+        let longest = axes.iter().map(|&(lo, hi, prec, mag)| tick_label(lo, prec, mag).len().max(tick_label(hi, prec, mag).len())).max().unwrap_or(0);
         let y_label_area = (26.0 + 6.5 * longest as f64).ceil().max(78.0) as u32;
-        for (area, ((ylabel, lines), &(lo, hi, prec))) in areas.iter().zip(panels.iter().zip(&axes)) {
+        for (area, ((ylabel, lines), &(lo, hi, prec, mag))) in areas.iter().zip(panels.iter().zip(&axes)) {
             let mut chart = ChartBuilder::on(area)
                 .margin(6)
                 .x_label_area_size(34)
                 .y_label_area_size(y_label_area)
                 .build_cartesian_2d(t0..t1, lo..hi)
                 .map_err(|e| e.to_string())?;
-            let fmt = move |y: &f64| tick_label(*y, prec);
+            // a tick at zero computed as a round-off (6e-30) reads 0
+            let fmt = move |y: &f64| tick_label(if y.abs() < 1e-9 * (hi - lo) { 0.0 } else { *y }, prec, mag);
             chart.configure_mesh().x_desc("t (s)").y_desc(*ylabel).y_label_formatter(&fmt).light_line_style(RGBColor(235, 235, 235)).draw().map_err(|e| e.to_string())?;
             for (k, (label, color, v)) in lines.iter().enumerate() {
                 // the first series drawn wider, so that identical curves both show

@@ -198,6 +198,10 @@ pub fn identify(opts: &IdentifyOptions, progress: &mut (dyn FnMut(&str) + Send))
     let training = problem::data_set(&opts.bags, &problem.nominal, &opts.replay).map_err(IdentifyError)?;
     let validation = problem::data_set(&opts.validate, &problem.nominal, &opts.replay).map_err(IdentifyError)?;
     let mut warnings: Vec<String> = training.bags.iter().chain(&validation.bags).flat_map(|b| b.plan.warnings.iter().cloned()).collect();
+    let constant: Vec<&String> = training.constant.iter().chain(&validation.constant).collect();
+    if !constant.is_empty() {
+        warnings.push(format!("left out as not measured (the same value in every sample): {}", constant.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")));
+    }
     progress(&format!(
         "identify: {} parameters, {} bags, {} channels, {} residuals, {} threads",
         problem.params.len(),

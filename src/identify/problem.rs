@@ -15,6 +15,9 @@
 //! (world) and linear velocity (base frame). The simulated value at a measurement time is linear between the
 //! replay's samples (both in the hardware bag's time base).
 //!
+//! A signal whose every sample has the same value is left out (and named in a warning): a
+//! driver that publishes zeros for what it does not measure, a passive joint's effort.
+//!
 //! **Noise.** Each channel's measurement noise σ is estimated from the data: the robust spread
 //! of its second differences, `σ = 1.4826 · median |x[i+1] − 2 x[i] + x[i−1]| / √6` (white noise
 //! of σ gives second differences of variance 6σ²; the median ignores impacts and steps), with a
@@ -103,6 +106,9 @@ pub struct DataSet {
     pub bags: Vec<BagRun>,
     /// Their channels, bag by bag.
     pub channels: Vec<Channel>,
+    /// Signals left out because every sample has the same value (a driver that publishes zeros
+    /// for what it does not measure, a passive joint's effort): `bag: channel`.
+    pub constant: Vec<String>,
 }
 
 impl DataSet {
@@ -184,7 +190,9 @@ pub fn data_set(paths: &[PathBuf], scene: &Scene, replay: &ReplayConfig) -> Resu
         let bag = crate::bag::read_bag(path).map_err(|e| e.to_string())?;
         let plan = ReplayPlan::prepare(&bag, scene, replay).map_err(|e| e.to_string())?;
         let before = set.channels.len();
-        channels_of(&bag, b, &plan, replay, &mut set.channels)?;
+        let mut constant = vec![];
+        channels_of(&bag, b, &plan, replay, &mut set.channels, &mut constant)?;
+        set.constant.extend(constant.into_iter().map(|c| format!("{name}: {c}")));
         if set.channels.len() == before {
             let layout = plan.layout();
             let scene_joints: Vec<&str> = layout.joints.iter().map(|j| j.name.as_str()).collect();
@@ -202,7 +210,14 @@ pub fn data_set(paths: &[PathBuf], scene: &Scene, replay: &ReplayConfig) -> Resu
 }
 
 /// The channels of one bag (see the module docs).
-fn channels_of(bag: &Bag, b: usize, plan: &ReplayPlan, replay: &ReplayConfig, out: &mut Vec<Channel>) -> Result<(), String> {
+fn channels_of(bag: &Bag, b: usize, plan: &ReplayPlan, replay: &ReplayConfig, out: &mut Vec<Channel>, constant: &mut Vec<String>) -> Result<(), String> {
+    let mut push = |label: String, unit: &'static str, source: Source, t: &[f64], v: &[f64], end_s: f64| {
+        if v.len() > 1 && v.iter().all(|x| x.to_bits() == v[0].to_bits()) {
+            constant.push(label);
+        } else {
+            push_channel(out, b, label, unit, source, t, v, end_s);
+        }
+    };
     let layout = plan.layout();
     let t0 = plan.hw_start_ns() as f64;
     let end_s = (plan.sample_count().saturating_sub(1)) as f64 / plan.rate_hz();
@@ -213,7 +228,7 @@ fn channels_of(bag: &Bag, b: usize, plan: &ReplayPlan, replay: &ReplayConfig, ou
             let Some(slot) = layout.slot(name) else { continue };
             for (field, (s, (what, unit))) in series.iter().zip([("position", "rad or m"), ("velocity", "rad/s or m/s"), ("effort", "N·m or N")]).enumerate() {
                 let t: Vec<f64> = s.t.iter().map(|&t| (t - t0) * 1e-9).collect();
-                push_channel(out, b, format!("{name} {what}"), unit, Source::Joint { slot, field }, &t, &s.v, end_s);
+                push(format!("{name} {what}"), unit, Source::Joint { slot, field }, &t, &s.v, end_s);
             }
         }
     }
@@ -229,7 +244,7 @@ fn channels_of(bag: &Bag, b: usize, plan: &ReplayPlan, replay: &ReplayConfig, ou
         let series = wrench_series(bag, ti, plan.hw_start_ns() as i64);
         for (axis, s) in series.iter().enumerate() {
             let source = if sensor { Source::Sensor { index, axis } } else { Source::Wrench { index, axis } };
-            push_channel(out, b, format!("{topic} {}", AXIS[axis]), if axis < 3 { "N" } else { "N·m" }, source, &s.t, &s.v, end_s);
+            push(format!("{topic} {}", AXIS[axis]), if axis < 3 { "N" } else { "N·m" }, source, &s.t, &s.v, end_s);
         }
     }
     const BASE: [&str; 6] = ["x", "y", "z", "vx", "vy", "vz"];
@@ -238,7 +253,7 @@ fn channels_of(bag: &Bag, b: usize, plan: &ReplayPlan, replay: &ReplayConfig, ou
         let Ok(Some(ti)) = bag.expect_topic(&topic, crate::bag::msgs::MsgType::Odometry) else { continue };
         let series = odometry_series(bag, ti, plan.hw_start_ns() as i64);
         for (axis, s) in series.iter().enumerate() {
-            push_channel(out, b, format!("{topic} {}", BASE[axis]), if axis < 3 { "m" } else { "m/s" }, Source::Base { index, axis }, &s.t, &s.v, end_s);
+            push(format!("{topic} {}", BASE[axis]), if axis < 3 { "m" } else { "m/s" }, Source::Base { index, axis }, &s.t, &s.v, end_s);
         }
     }
     Ok(())
