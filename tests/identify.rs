@@ -2,6 +2,7 @@
 //! from a scene whose true parameters differ from the nominal one (plus measurement noise and a
 //! command delay), and `identify` must recover the true values from the nominal scene.
 
+use crate::common::arm_problem::ArmProblem;
 use crate::common::{path, repo};
 use contact_sim::identify::synthetic::{record_hardware_bag, Noise};
 use contact_sim::identify::{identify, optimizer::Settings, IdentifyOptions, IdentifyResult};
@@ -14,70 +15,6 @@ fn fresh_dir(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-/// The arm problem of tests/data/identify/arm_problem.json.
-struct ArmProblem(serde_json::Value);
-
-impl ArmProblem {
-    fn load() -> Self {
-        ArmProblem(serde_json::from_str(&std::fs::read_to_string(path("tests/data/identify/arm_problem.json")).unwrap()).unwrap())
-    }
-    fn v(&self, keys: &[&str]) -> Vec<f64> {
-        let mut x = &self.0;
-        for k in keys {
-            x = &x[*k];
-        }
-        x.as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect()
-    }
-    fn joints(&self) -> Vec<String> {
-        self.0["joints"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect()
-    }
-    /// The scene with the parameters of `set` (`true` or `nominal`); `script`: with the
-    /// excitation as keyframes every 10 ms over `duration_s`.
-    fn scene(&self, set: &str, script: Option<f64>) -> String {
-        let joints = self.joints();
-        let (kp, kd) = (self.v(&["gains", "kp"]), self.v(&["gains", "kd"]));
-        let (fr, da, ar) = (self.v(&[set, "friction_nm"]), self.v(&[set, "damping_nms_per_rad"]), self.v(&[set, "armature_kg_m2"]));
-        let delay = self.0[set]["command_delay_s"].as_f64().unwrap();
-        let q0 = self.v(&["excitation", "q0"]);
-        let mut y = String::new();
-        writeln!(y, "timestep_s: 0.001\nground: {{enabled: false}}\ncommand_delay_s: {delay}\nrobots:\n  - urdf: {}\n    base: {{mode: fixed}}", path("urdf/arm7.urdf").display()).unwrap();
-        let init: Vec<String> = joints.iter().zip(&q0).map(|(j, q)| format!("{j}: {q}")).collect();
-        writeln!(y, "    initial_positions: {{{}}}", init.join(", ")).unwrap();
-        writeln!(y, "    control:\n      default: {{mode: position, kp: 400.0, kd: 10.0}}\n      joints:").unwrap();
-        for (i, j) in joints.iter().enumerate() {
-            writeln!(y, "        {j}: {{mode: position, kp: {}, kd: {}}}", kp[i], kd[i]).unwrap();
-        }
-        writeln!(y, "    joints:").unwrap();
-        for (i, j) in joints.iter().enumerate() {
-            writeln!(y, "      {j}: {{friction: {}, damping: {}, armature: {}}}", fr[i], da[i], ar[i]).unwrap();
-        }
-        if let Some(duration) = script {
-            y.push_str(&self.script(duration));
-        }
-        y
-    }
-    /// The excitation as script keyframes (position targets), every 10 ms.
-    fn script(&self, duration_s: f64) -> String {
-        let joints = self.joints();
-        let e = |k: &str| self.v(&["excitation", k]);
-        let (q0, a, f1, f2, phi) = (e("q0"), e("a"), e("f1_hz"), e("f2_hz"), e("phi"));
-        let tau = std::f64::consts::TAU;
-        let mut y = String::from("script:\n");
-        for k in 0..=((duration_s / 0.01).round() as usize) {
-            let t = k as f64 * 0.01;
-            let pos: Vec<String> = (0..joints.len())
-                .map(|j| format!("{}: {:.9}", joints[j], q0[j] + a[j] * ((tau * f1[j] * t + phi[j]).sin() + 0.5 * (tau * f2[j] * t).sin())))
-                .collect();
-            writeln!(y, "  - {{time_s: {t:.3}, positions: {{{}}}}}", pos.join(", ")).unwrap();
-        }
-        y
-    }
-    fn noise(&self) -> Noise {
-        let n = &self.0["noise_std"];
-        Noise { position: n["position_rad"].as_f64().unwrap(), velocity: n["velocity_rad_s"].as_f64().unwrap(), effort: n["effort_nm"].as_f64().unwrap(), seed: 1, ..Default::default() }
-    }
 }
 
 fn options(dir: &std::path::Path, scene: PathBuf, bags: Vec<PathBuf>, params: &str) -> IdentifyOptions {

@@ -8,6 +8,8 @@ use contact_sim::model::TreeKind;
 use contact_sim::sim::Simulation;
 use std::path::{Path, PathBuf};
 
+pub mod arm_problem;
+
 /// Repository root.
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
