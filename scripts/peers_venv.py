@@ -30,8 +30,8 @@ def die(msg, code=2):
 def stamp_name(requirements):
     """The stamp of a list of requirements: readable for the usual one, hashed past that."""
     key = " ".join(requirements)
-    digest = hashlib.sha256(key.encode()).hexdigest()[:12]
-    return f"{STAMP_PREFIX}{requirements[0].replace('==', '-')}-{digest}"
+    key_hash = hashlib.sha256(key.encode()).hexdigest()[:12]
+    return f"{STAMP_PREFIX}{requirements[0].replace('==', '-')}-{key_hash}"
 
 
 def ensure_venv(script, requirements, import_check, tool):
