@@ -18,7 +18,6 @@ mod arm_problem;
 use arm_problem::ArmProblem;
 use contact_sim::identify::synthetic::record_hardware_bag;
 use contact_sim::identify::{identify, optimizer::Settings, IdentifyOptions, IdentifyResult};
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -81,12 +80,7 @@ fn identify_arm(pb: &ArmProblem, work: &Path, duration_s: f64, joints: usize, th
     record_hardware_bag(&truth, duration_s, 1000.0, &pb.noise(), &hw).unwrap();
     let nominal = dir.join("nominal.yaml");
     std::fs::write(&nominal, pb.scene("nominal", None)).unwrap();
-    let mut params = String::from("parameters:\n");
-    for j in pb.joints().iter().take(joints) {
-        writeln!(params, "  - {{name: joint/{j}/friction, min: 0.0, max: 5.0}}\n  - {{name: joint/{j}/damping, min: 0.0, max: 10.0}}\n  - {{name: joint/{j}/armature, min: 0.0, max: 1.0}}").unwrap();
-    }
-    params.push_str("  - {name: commands/delay_s, min: 0.0, max: 0.02}\n");
-    std::fs::write(dir.join("params.yaml"), params).unwrap();
+    std::fs::write(dir.join("params.yaml"), pb.params(joints)).unwrap();
     let opts = IdentifyOptions {
         scene: nominal,
         load: Default::default(),

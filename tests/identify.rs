@@ -6,7 +6,6 @@ use crate::common::arm_problem::ArmProblem;
 use crate::common::{path, repo};
 use contact_sim::identify::synthetic::{record_hardware_bag, Noise};
 use contact_sim::identify::{identify, optimizer::Settings, IdentifyOptions, IdentifyResult};
-use std::fmt::Write as _;
 use std::path::PathBuf;
 
 /// A fresh directory under target/identify-tests.
@@ -62,12 +61,7 @@ fn free_space_arm_recovers_friction_damping_armature_and_delay() {
     record_hardware_bag(&truth, duration, 1000.0, &pb.noise(), &hw).unwrap();
     let nominal = dir.join("nominal.yaml");
     std::fs::write(&nominal, pb.scene("nominal", None)).unwrap();
-    let mut params = String::from("parameters:\n");
-    for j in pb.joints() {
-        writeln!(params, "  - {{name: joint/{j}/friction, min: 0.0, max: 5.0}}\n  - {{name: joint/{j}/damping, min: 0.0, max: 10.0}}\n  - {{name: joint/{j}/armature, min: 0.0, max: 1.0}}").unwrap();
-    }
-    params.push_str("  - {name: commands/delay_s, min: 0.0, max: 0.02}\n");
-    let r = run(&options(&dir, nominal, vec![hw], &params));
+    let r = run(&options(&dir, nominal, vec![hw], &pb.params(7)));
     assert!(r.cost.r#final < 1e-2 * r.cost.initial, "cost {} → {}", r.cost.initial, r.cost.r#final);
     for (i, j) in pb.joints().iter().enumerate() {
         assert_recovered(&r, &format!("joint/{j}/friction"), pb.v(&["true", "friction_nm"])[i]);

@@ -113,19 +113,27 @@ pub fn joint_series(bag: &Bag, topic: &str, map: &dyn Fn(&str) -> String, warnin
 /// A WrenchStamped topic's force (N) and torque (N·m) components as series, in seconds from
 /// `origin` (ns); repeated or out-of-order times dropped.
 pub fn wrench_series(bag: &Bag, ti: usize, origin: i64) -> [Series; 6] {
+    six_series(bag, ti, origin, |m| match m {
+        Msg::WrenchStamped(w) => Some([w.wrench.force[0], w.wrench.force[1], w.wrench.force[2], w.wrench.torque[0], w.wrench.torque[1], w.wrench.torque[2]]),
+        _ => None,
+    })
+}
+
+/// Six components of each message on topic `ti` (`pick`) as series, in seconds from `origin`
+/// (ns), in time order; repeated or out-of-order times dropped.
+fn six_series(bag: &Bag, ti: usize, origin: i64, pick: impl Fn(&Msg) -> Option<[f64; 6]>) -> [Series; 6] {
     let mut out: [Series; 6] = Default::default();
     let mut msgs: Vec<&crate::bag::BagMessage> = bag.messages_on(ti).collect();
     msgs.sort_by_key(|m| msg_time_ns(m));
     for m in msgs {
-        if let Msg::WrenchStamped(w) = &m.msg {
-            let t = to_s(msg_time_ns(m) as f64, origin);
-            if out[0].t.last().is_some_and(|&l| l >= t) {
-                continue;
-            }
-            for (a, x) in w.wrench.force.iter().chain(&w.wrench.torque).enumerate() {
-                out[a].t.push(t);
-                out[a].v.push(*x);
-            }
+        let Some(values) = pick(&m.msg) else { continue };
+        let t = to_s(msg_time_ns(m) as f64, origin);
+        if out[0].t.last().is_some_and(|&l| l >= t) {
+            continue;
+        }
+        for (a, x) in values.into_iter().enumerate() {
+            out[a].t.push(t);
+            out[a].v.push(x);
         }
     }
     out
@@ -140,20 +148,8 @@ pub fn to_s(ns: f64, origin: i64) -> f64 {
 /// series `[x y z vx vy vz]`, in seconds from `origin` (ns); repeated or out-of-order times
 /// dropped.
 pub fn odometry_series(bag: &Bag, ti: usize, origin: i64) -> [Series; 6] {
-    let mut out: [Series; 6] = Default::default();
-    let mut msgs: Vec<&crate::bag::BagMessage> = bag.messages_on(ti).collect();
-    msgs.sort_by_key(|m| msg_time_ns(m));
-    for m in msgs {
-        if let Msg::Odometry(o) = &m.msg {
-            let t = to_s(msg_time_ns(m) as f64, origin);
-            if out[0].t.last().is_some_and(|&l| l >= t) {
-                continue;
-            }
-            for (a, x) in o.position.iter().chain(&o.linear).enumerate() {
-                out[a].t.push(t);
-                out[a].v.push(*x);
-            }
-        }
-    }
-    out
+    six_series(bag, ti, origin, |m| match m {
+        Msg::Odometry(o) => Some([o.position[0], o.position[1], o.position[2], o.linear[0], o.linear[1], o.linear[2]]),
+        _ => None,
+    })
 }

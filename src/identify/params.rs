@@ -161,14 +161,7 @@ pub fn resolve(name: &str, scene: &Scene, file: &SceneFile) -> Result<Vec<Parame
                 (["mass_kg"], TreeKind::Robot(r)) => one(Target::LinkMass { robot: *r, link: body.to_string() }, "kg"),
                 (["mass_kg"], TreeKind::Object(o)) => one(Target::ObjectMass { object: *o }, "kg"),
                 (["com_m", axes @ ..], TreeKind::Robot(r)) => {
-                    let picked: Vec<usize> = match axes {
-                        [] => vec![0, 1, 2],
-                        [a] => match AXES.iter().position(|x| x == a) {
-                            Some(i) => vec![i],
-                            None => return Err(unknown(&format!("no axis '{a}' (x, y, z)"))),
-                        },
-                        _ => return Err(unknown("too many parts")),
-                    };
+                    let picked = pick_axes(axes).map_err(|w| unknown(&w))?;
                     Ok(picked
                         .into_iter()
                         .map(|axis| {
@@ -209,14 +202,7 @@ pub fn resolve(name: &str, scene: &Scene, file: &SceneFile) -> Result<Vec<Parame
                 "torque_bias_nm" => (3, "N·m"),
                 other => return Err(unknown(&format!("no sensor key '{other}' (keys: force_bias_n, torque_bias_nm)"))),
             };
-            let picked: Vec<usize> = match axes {
-                [] => vec![0, 1, 2],
-                [a] => match AXES.iter().position(|x| x == a) {
-                    Some(i) => vec![i],
-                    None => return Err(unknown(&format!("no axis '{a}' (x, y, z)"))),
-                },
-                _ => return Err(unknown("too many parts")),
-            };
+            let picked = pick_axes(axes).map_err(|w| unknown(&w))?;
             Ok(picked
                 .into_iter()
                 .map(|i| {
@@ -227,6 +213,15 @@ pub fn resolve(name: &str, scene: &Scene, file: &SceneFile) -> Result<Vec<Parame
         }
         ["commands", "delay_s"] => one(Target::CommandDelay, "s"),
         _ => Err(unknown("not a parameter name")),
+    }
+}
+
+/// The components a vector name's last part picks: none → all three, `x`, `y` or `z` → one.
+fn pick_axes(axes: &[&str]) -> Result<Vec<usize>, String> {
+    match axes {
+        [] => Ok(vec![0, 1, 2]),
+        [a] => AXES.iter().position(|x| x == a).map(|i| vec![i]).ok_or_else(|| format!("no axis '{a}' (x, y, z)")),
+        _ => Err("too many parts".into()),
     }
 }
 

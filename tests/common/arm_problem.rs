@@ -68,6 +68,20 @@ impl ArmProblem {
         }
         y
     }
+    /// The parameter file: friction, damping and armature of the first `joints` arm joints,
+    /// and the command delay, within the problem's bounds.
+    pub fn params(&self, joints: usize) -> String {
+        let b = |k: &str| self.v(&["bounds", k]);
+        let (f, d, a, t) = (b("friction_nm"), b("damping_nms_per_rad"), b("armature_kg_m2"), b("command_delay_s"));
+        let mut out = String::from("parameters:\n");
+        for j in self.joints().iter().take(joints) {
+            writeln!(out, "  - {{name: joint/{j}/friction, min: {}, max: {}}}", f[0], f[1]).unwrap();
+            writeln!(out, "  - {{name: joint/{j}/damping, min: {}, max: {}}}", d[0], d[1]).unwrap();
+            writeln!(out, "  - {{name: joint/{j}/armature, min: {}, max: {}}}", a[0], a[1]).unwrap();
+        }
+        writeln!(out, "  - {{name: commands/delay_s, min: {}, max: {}}}", t[0], t[1]).unwrap();
+        out
+    }
     pub fn noise(&self) -> Noise {
         let n = &self.0["noise_std"];
         Noise { position: n["position_rad"].as_f64().unwrap(), velocity: n["velocity_rad_s"].as_f64().unwrap(), effort: n["effort_nm"].as_f64().unwrap(), seed: 1, ..Default::default() }
