@@ -61,8 +61,21 @@ fn free_space_arm_recovers_friction_damping_armature_and_delay() {
     record_hardware_bag(&truth, duration, 1000.0, &pb.noise(), &hw).unwrap();
     let nominal = dir.join("nominal.yaml");
     std::fs::write(&nominal, pb.scene("nominal", None)).unwrap();
-    let r = run(&options(&dir, nominal, vec![hw], &pb.params(7)));
+    // a held-out bag: another motion (the excitation at 0.7× its frequencies) of the true arm
+    let held_out_scene = format!("{}{}", pb.scene("true", None), pb.script_with(3.0, 0.7));
+    let held_out_truth = contact_sim::config::load_scene_str(&held_out_scene, &dir.join("held_out.yaml")).unwrap();
+    let held_out = dir.join("held_out_bag");
+    record_hardware_bag(&held_out_truth, 3.0, 1000.0, &Noise { seed: 2, ..pb.noise() }, &held_out).unwrap();
+    let mut opts = options(&dir, nominal, vec![hw], &pb.params(7));
+    opts.validate = vec![held_out];
+    let r = run(&opts);
     assert!(r.cost.r#final < 1e-2 * r.cost.initial, "cost {} → {}", r.cost.initial, r.cost.r#final);
+    assert_eq!(r.generalises, Some(true), "the fit generalises to the held-out motion");
+    let positions: Vec<_> = r.validation.iter().filter(|c| c.channel.ends_with("position") && c.channel.starts_with("arm_")).collect();
+    assert_eq!(positions.len(), 7);
+    for c in positions {
+        assert!(c.rmse_after < 0.2 * c.rmse_before && c.rmse_after < 3.0 * c.noise_std, "{}: held-out RMSE {} → {} (noise {})", c.channel, c.rmse_before, c.rmse_after, c.noise_std);
+    }
     for (i, j) in pb.joints().iter().enumerate() {
         assert_recovered(&r, &format!("joint/{j}/friction"), pb.v(&["true", "friction_nm"])[i]);
         assert_recovered(&r, &format!("joint/{j}/damping"), pb.v(&["true", "damping_nms_per_rad"])[i]);

@@ -390,7 +390,8 @@ fn write_outputs(opts: &IdentifyOptions, problem: &Problem, x: &[f64], result: &
         result.cost.r#final
     );
     for p in &result.parameters {
-        yaml.push_str(&format!("#   {} = {} {} (± {:.3e}, was {})\n", p.name, p.value, p.unit, p.std, p.initial));
+        let unit = if p.unit == "1" { String::new() } else { format!(" {}", p.unit) };
+        yaml.push_str(&format!("#   {} = {}{unit} (± {:.3e}, was {})\n", p.name, p.value, p.std, p.initial));
     }
     yaml.push_str(&serde_yaml::to_string(&doc).map_err(|e| IdentifyError(e.to_string()))?);
     write("identified.yaml", &yaml)?;

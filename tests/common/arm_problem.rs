@@ -54,6 +54,11 @@ impl ArmProblem {
     }
     /// The excitation as script keyframes (position targets), every 10 ms.
     pub fn script(&self, duration_s: f64) -> String {
+        self.script_with(duration_s, 1.0)
+    }
+    /// The excitation with its frequencies scaled by `speed` (a held-out motion: 0.7 is slower,
+    /// with other phases between the joints over time).
+    pub fn script_with(&self, duration_s: f64, speed: f64) -> String {
         let joints = self.joints();
         let e = |k: &str| self.v(&["excitation", k]);
         let (q0, a, f1, f2, phi) = (e("q0"), e("a"), e("f1_hz"), e("f2_hz"), e("phi"));
@@ -62,7 +67,7 @@ impl ArmProblem {
         for k in 0..=((duration_s / 0.01).round() as usize) {
             let t = k as f64 * 0.01;
             let pos: Vec<String> = (0..joints.len())
-                .map(|j| format!("{}: {:.9}", joints[j], q0[j] + a[j] * ((tau * f1[j] * t + phi[j]).sin() + 0.5 * (tau * f2[j] * t).sin())))
+                .map(|j| format!("{}: {:.9}", joints[j], q0[j] + a[j] * ((tau * speed * f1[j] * t + phi[j]).sin() + 0.5 * (tau * speed * f2[j] * t).sin())))
                 .collect();
             writeln!(y, "  - {{time_s: {t:.3}, positions: {{{}}}}}", pos.join(", ")).unwrap();
         }
