@@ -33,6 +33,9 @@ pub enum WarningClass {
     /// Two bodies that can touch differ in mass by more than
     /// [`crate::validate::MASS_RATIO_WARN`]: the contact solution is not to be trusted.
     MassRatio,
+    /// A scene key that is accepted but probably not what was meant (an initial position
+    /// outside the joint's limits, two script keyframes at one time).
+    Scene,
 }
 
 impl WarningClass {
@@ -43,6 +46,7 @@ impl WarningClass {
             WarningClass::Inertia => "inertia",
             WarningClass::Mimic => "mimic",
             WarningClass::Mesh => "mesh",
+            WarningClass::Scene => "scene",
             WarningClass::ShapeInertia => "shape_inertia",
             WarningClass::Posture => "posture",
             WarningClass::Overlap => "overlap",

@@ -74,6 +74,10 @@ pub const JOINT_LIMIT: Range = Range::new(0.0, f64::INFINITY, "");
 pub const GAIN: Range = Range::new(0.0, 1e12, "");
 /// Transport delay of joint commands (s).
 pub const COMMAND_DELAY_S: Range = Range::new(0.0, 1.0, "s");
+/// Joint velocity (`model --v`): beyond it the bias terms overflow.
+pub const JOINT_VELOCITY: Range = Range::new(-1e6, 1e6, "rad/s or m/s");
+/// Joint acceleration (`model --a`).
+pub const JOINT_ACCELERATION: Range = Range::new(-1e9, 1e9, "rad/s² or m/s²");
 /// Armature (reflected drive inertia) of a joint.
 pub const ARMATURE: Range = Range::new(0.0, 1e6, "kg·m² or kg");
 /// A mimic multiplier (dimensionless).

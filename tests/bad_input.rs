@@ -87,7 +87,7 @@ fn bad_robot_and_episode_options_name_the_file_and_key() {
     assert_clean_error(&["run", &p], &["bad_reset_period.yaml", "reset_period_s", "positive"]);
     let p = write_scene(
         "keyframe_beyond_period.yaml",
-        "robots:\n  - urdf: ../../urdf/pendulum.urdf\nscript_period_s: 0.5\nscript:\n  - {time_s: 0.0, positions: {pendulum_joint: 0.1}}\n  - {time_s: 0.7, positions: {pendulum_joint: 0.2}}\n",
+        "robots:\n  - urdf: ../../urdf/pendulum.urdf\n    control: {default: {mode: position, kp: 50.0, kd: 1.0}}\nscript_period_s: 0.5\nscript:\n  - {time_s: 0.0, positions: {pendulum_joint: 0.1}}\n  - {time_s: 0.7, positions: {pendulum_joint: 0.2}}\n",
     );
     assert_clean_error(&["run", &p], &["keyframe_beyond_period.yaml", "script[1].time_s", "script_period_s"]);
 }
@@ -103,6 +103,7 @@ fn bad_command_line_values_are_reported() {
 #[test]
 fn run_writes_a_json_summary() {
     let out = repo().join("target/test-scenes/summary.json");
+    let _ = std::fs::remove_file(&out);
     let (code, stderr) = run_cli(&["run", "config/examples/box_rest.yaml", "--duration", "0.2", "--quiet", "--summary", out.to_str().unwrap()]);
     assert_eq!(code, 0, "{stderr}");
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();

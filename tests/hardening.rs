@@ -538,3 +538,145 @@ fn compare_with_an_outlier_stamp_is_bounded() {
     assert!(json.exists());
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `cli` run in the directory `dir`.
+fn cli_in(dir: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_contact_sim")).args(args).current_dir(dir).output().unwrap()
+}
+
+/// Outputs never overwrite an input, never collide, never replace a file unasked.
+#[test]
+fn outputs_never_destroy_inputs_or_each_other() {
+    let d = tmp("outputs");
+    std::fs::create_dir_all(&d).unwrap();
+    let scene = d.join("s.yaml");
+    std::fs::write(&scene, ONE_BOX).unwrap();
+    let s = scene.display().to_string();
+    let text = std::fs::read_to_string(&scene).unwrap();
+    assert_cli_error(&["run", &s, "--csv", &s], &["--csv", "would overwrite the input"]);
+    assert_cli_error(&["run", &s, "--summary", &s], &["--summary", "would overwrite the input"]);
+    assert_eq!(std::fs::read_to_string(&scene).unwrap(), text, "the scene is untouched");
+    let x = d.join("x.out").display().to_string();
+    assert_cli_error(&["run", &s, "--summary", &x, "--csv", &x], &["--csv", "the same file as --summary"]);
+    assert!(cli(&["run", &s, "--quiet", "--summary", &x]).status.success());
+    assert_cli_error(&["run", &s, "--quiet", "--summary", &x], &["--summary", "exists", "--force"]);
+    assert!(cli(&["run", &s, "--quiet", "--summary", &x, "--force"]).status.success());
+    // compare: no JSON dropped into the working directory unasked; a report is not replaced
+    let bag = d.join("bag");
+    write_bag(&bag, 50);
+    let b = bag.display().to_string();
+    let out = cli_in(&d, &["compare", &b, &b]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert!(!d.join("compare.json").exists(), "compare wrote ./compare.json unasked");
+    let report = d.join("report").display().to_string();
+    assert!(cli(&["compare", &b, &b, "--report", &report]).status.success());
+    assert_cli_error(&["compare", &b, &b, "--report", &report], &["--report", "index.html", "exists", "--force"]);
+    assert!(cli(&["compare", &b, &b, "--report", &report, "--force"]).status.success());
+    // replay: no output inside the input bag
+    let inside = bag.join("sim").display().to_string();
+    assert_cli_error(&["replay", &b, &s, "--out", &inside], &["--out", "would overwrite the input", &b]);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Options that qualify another are checked even without it; values that would run nothing or
+/// never trigger are refused.
+#[test]
+fn companion_and_degenerate_options_are_refused() {
+    let d = tmp("companions");
+    std::fs::create_dir_all(&d).unwrap();
+    let scene = d.join("s.yaml");
+    std::fs::write(&scene, ONE_BOX).unwrap();
+    let s = scene.display().to_string();
+    assert_cli_error(&["run", &s, "--wrench-bodies", "ghost"], &["--wrench-bodies", "ghost"]);
+    assert_cli_error(&["run", &s, "--csv-every", "0"], &["--csv-every"]);
+    assert_cli_error(&["run", &s, "--record-rate", "nan"], &["--record-rate", "NaN"]);
+    assert_cli_error(&["run", &s, "--duration", "1e-12"], &["--duration", "no step would run"]);
+    assert_cli_error(&["model", "urdf/pendulum.urdf", "--q", "1e300"], &["--q", "pendulum_joint", "1e300"]);
+    let bag = d.join("bag");
+    write_bag(&bag, 20);
+    let b = bag.display().to_string();
+    for rate in ["nan", "0", "-5"] {
+        let out = d.join(format!("sim_{rate}")).display().to_string();
+        assert_cli_error(&["replay", &b, &s, "--out", &out, &format!("--rate={rate}")], &["--rate", "positive"]);
+    }
+    assert_cli_error(&["compare", &b, &b, "--contact-threshold", "nan"], &["--contact-threshold", "NaN"]);
+    // a full standard output is an error of one line, not a panic
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_contact_sim")).args(["run", &s]).current_dir(repo("")).stdout(std::fs::File::create("/dev/full").unwrap()).output().unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("cannot write to standard output") && !err.contains("panicked"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Keys a command mode or an attachment does not have, a tolerance that makes "converged"
+/// meaningless, and script targets a joint ignores are refused; oddities that still run are
+/// warned about.
+#[test]
+fn scene_keys_that_would_be_ignored_are_refused() {
+    let load = |yaml: &str| contact_sim::config::load_scene_str(yaml, &repo("config/examples/x.yaml"));
+    let pendulum = |control: &str| format!("robots:\n  - urdf: ../../urdf/pendulum.urdf\n    control: {{default: {control}}}\n");
+    for (control, needle) in [("{mode: position, kp: 1.0, kd: 1.0, ki: 3.0}", "unknown field `ki`"), ("{mode: passive, kp: 5.0}", "mode passive: has no kp"), ("{mode: velocity, kp: 5.0, kd: 1.0}", "mode velocity: has no kp"), ("{mode: position, kp: 5.0}", "mode position: give kd"), ("{mode: torque}", "unknown mode 'torque'")] {
+        let e = load(&pendulum(control)).err().unwrap_or_else(|| panic!("accepted {control}")).to_string();
+        assert!(e.contains(needle), "{control}: {e}");
+    }
+    for tol in [".inf", "1e300", "5.0"] {
+        let e = load(&format!("{ONE_BOX}solver: {{kind: pgs, tolerance: {tol}}}\n")).err().unwrap_or_else(|| panic!("accepted tolerance {tol}")).to_string();
+        assert!(e.contains("solver.tolerance") && e.contains("N·s"), "{tol}: {e}");
+    }
+    let e = load(&format!("{}script:\n  - {{time_s: 0.0, positions: {{pendulum_joint: 0.1}}}}\n", pendulum("{mode: passive}"))).err().unwrap().to_string();
+    assert!(e.contains("script[0].positions.pendulum_joint") && e.contains("Passive"), "{e}");
+    let e = load(&format!("{}script:\n  - {{time_s: 0.0, efforts: {{pendulum_joint: 0.1}}}}\n", pendulum("{mode: passive}"))).err().unwrap().to_string();
+    assert!(e.contains("script[0].efforts.pendulum_joint"), "{e}");
+    // accepted, with a warning: two keyframes at one time; an initial position beyond a limit
+    let s = load(&format!("{}script:\n  - {{time_s: 0.5, positions: {{pendulum_joint: 0.1}}}}\n  - {{time_s: 0.5, positions: {{pendulum_joint: 0.2}}}}\n", pendulum("{mode: position, kp: 10.0, kd: 1.0}"))).unwrap();
+    assert!(s.warnings.iter().any(|w| w.element == "script[1].time_s" && w.message.contains("same time")), "{:?}", s.warnings);
+    let s = load("robots:\n  - urdf: ../../urdf/arm7.urdf\n    initial_positions: {arm_joint2: 2.5}\n").unwrap();
+    assert!(s.warnings.iter().any(|w| w.element.ends_with("initial_positions.arm_joint2") && w.message.contains("outside the joint's limits")), "{:?}", s.warnings);
+    // an attachment target takes no other key
+    let e = load("deformables:\n  - {name: d, mesh: ../../assets/meshes/soft_ball.msh, material: {density_kg_m3: 1000, youngs_modulus_pa: 1e6, poisson_ratio: 0.3}, attachments: [{nodes: [0], to: {link: b, weld: true}}]}\n")
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("attachments[0]") || e.contains("AttachTarget"), "{e}");
+}
+
+/// A bag's metadata listing a file twice reads it once; a symlink to a file outside the bag is
+/// refused; commands out of time order are replayed by time with a warning.
+#[test]
+fn bag_directory_tricks_are_caught() {
+    let d = tmp("bag_tricks");
+    let bag = d.join("bag");
+    write_bag(&bag, 10);
+    let meta = bag.join("metadata.yaml");
+    let text = std::fs::read_to_string(&meta).unwrap();
+    let file = std::fs::read_dir(&bag).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().to_string()).find(|n| n.ends_with(".mcap")).unwrap();
+    let listed = format!("    - \"{file}\"\n");
+    assert!(text.contains(&listed), "{text}");
+    std::fs::write(&meta, text.replacen(&listed, &format!("{listed}{listed}"), 1)).unwrap();
+    let b = read_bag(&bag).unwrap();
+    assert_eq!(b.messages.len(), 20, "every message once");
+    assert!(b.warnings.iter().any(|w| w.contains("more than once")), "{:?}", b.warnings);
+    // a symlink inside the bag to a regular file outside it
+    let outside = d.join("elsewhere");
+    write_bag(&outside, 3);
+    let target = std::fs::read_dir(&outside).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|x| x == "mcap")).unwrap();
+    let linked = d.join("linked");
+    std::fs::create_dir_all(&linked).unwrap();
+    std::os::unix::fs::symlink(&target, linked.join("a.mcap")).unwrap();
+    let e = read_bag(&linked).unwrap_err().to_string();
+    assert!(e.contains("outside the bag directory"), "{e}");
+    // commands recorded with log times going back
+    let cmds = d.join("cmds");
+    let mut w = BagWriter::create(&cmds, &WriterOptions::default()).unwrap();
+    let t = w.add_topic("/joint_commands", MsgType::JointState).unwrap();
+    for (i, at) in [5u64, 3, 4, 1, 2].iter().enumerate() {
+        let m = JointState { header: Header::new(0, ""), name: vec!["pendulum_joint".into()], position: vec![0.1 * i as f64], velocity: vec![], effort: vec![] };
+        w.write(t, at * 1_000_000, &Msg::JointState(m)).unwrap();
+    }
+    w.finish().unwrap();
+    let scene = contact_sim::config::load_scene_str("robots:\n  - urdf: ../../urdf/pendulum.urdf\n    control: {default: {mode: position, kp: 10.0, kd: 1.0}}\n", &repo("config/examples/x.yaml")).unwrap();
+    let cbag = read_bag(&cmds).unwrap();
+    let plan = contact_sim::bag::replay::ReplayPlan::prepare(&cbag, &scene, &Default::default()).unwrap();
+    assert!(plan.warnings.iter().any(|w| w.contains("2 command(s) have a log time before")), "{:?}", plan.warnings);
+    let _ = std::fs::remove_dir_all(&d);
+}

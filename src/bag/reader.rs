@@ -122,7 +122,16 @@ pub fn read_bag(path: &Path) -> Result<Bag, BagError> {
                         });
                     }
                 }
-                m.files.iter().map(|f| path.join(f)).collect()
+                // a file listed twice is read once
+                let mut unique: Vec<&String> = Vec::new();
+                for f in &m.files {
+                    if unique.contains(&f) {
+                        bag.warnings.push(format!("{}: relative_file_paths lists '{f}' more than once; read once", path.join("metadata.yaml").display()));
+                    } else {
+                        unique.push(f);
+                    }
+                }
+                unique.into_iter().map(|f| path.join(f)).collect()
             }
             _ => {
                 let mut v: Vec<PathBuf> = std::fs::read_dir(path)
@@ -142,6 +151,18 @@ pub fn read_bag(path: &Path) -> Result<Bag, BagError> {
     } else {
         return Err(BagError::Invalid { path: path.display().to_string(), reason: "no such file or directory".into() });
     };
+    // a file of the bag directory that resolves to a regular file outside it (a symlink) is
+    // refused, as a path with '..' is (a device is skipped below, as any non-regular file)
+    if path.is_dir() {
+        let dir = path.canonicalize().map_err(|e| BagError::io(path, e))?;
+        for f in &files {
+            if let Ok(real) = f.canonicalize() {
+                if real.is_file() && !real.starts_with(&dir) {
+                    return Err(BagError::Invalid { path: f.display().to_string(), reason: format!("resolves to {}, outside the bag directory (a symlink?); refused", real.display()) });
+                }
+            }
+        }
+    }
     let mut topic_of_channel: BTreeMap<(usize, u16), usize> = BTreeMap::new();
     let mut first_error: BTreeMap<usize, String> = BTreeMap::new();
     let mut files_read = 0usize;

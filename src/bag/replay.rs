@@ -504,6 +504,15 @@ fn read_commands(input: &HwInput, setup: &CommandSetup, n: usize, unknown: &mut 
             }
         }
     }
+    // the bag's order is its recording order: commands whose log times go back in it, or that
+    // all share one time, are replayed by time, which is not what the robot received
+    let backwards = events.windows(2).filter(|w| w[1].t_ns < w[0].t_ns).count();
+    if backwards > 0 {
+        warnings.push(format!("{}: {backwards} command(s) have a log time before the previous command's (shuffled or clock jumps); replayed in log-time order", input.hw_name));
+    }
+    if events.len() > 1 && events.iter().all(|e| e.t_ns == events[0].t_ns) {
+        warnings.push(format!("{}: all {} commands have the same log time ({} ns); they are applied at once, at that time", input.hw_name, events.len(), events[0].t_ns));
+    }
     events.sort_by_key(|e| e.t_ns);
     for (topic, (count, first)) in &rejected {
         warnings.push(format!("{}: topic '{topic}': {count} commands rejected as the node would (first: {first})", input.hw_name));
@@ -560,6 +569,12 @@ struct ReplayTiming {
 /// configured duration, else the hardware bag's span `hw_start..hw_end`, ns).
 fn replay_timing(input: &HwInput, dt: f64, hw_start: u64, hw_end: u64) -> Result<ReplayTiming, BagError> {
     let (hw, cfg) = (input.hw, input.cfg);
+    if let Some(r) = cfg.rate_hz.filter(|r| !(*r > 0.0 && r.is_finite())) {
+        return Err(BagError::Invalid { path: "replay config".into(), reason: format!("rate_hz (--rate): must be a positive, finite rate in Hz, got {r}") });
+    }
+    if let Some(d) = cfg.duration_s.filter(|d| !(*d >= 0.0 && d.is_finite())) {
+        return Err(BagError::Invalid { path: "replay config".into(), reason: format!("duration_s: must be a finite duration ≥ 0 s, got {d}") });
+    }
     if !(dt > 0.0 && dt <= MAX_REPLAY_TIMESTEP_S) {
         return Err(BagError::Invalid { path: "scene".into(), reason: format!("timestep_s: {dt} s; replay needs a timestep in (0, {MAX_REPLAY_TIMESTEP_S}] s") });
     }

@@ -168,15 +168,39 @@ fn build_scene(cfg: SceneFile, file: &str, base_dir: &Path, path: &Path, opts: &
         }
         model.contact_wrench_bodies.push(body);
     }
-    // script joints must exist
+    // script joints must exist and be commanded in a mode that reads the value
     for (ki, k) in cfg.script.iter().enumerate() {
-        for name in k.positions.keys().chain(k.efforts.keys()) {
-            if model.joint_dof(name).is_none() {
+        for (name, position) in k.positions.keys().map(|n| (n, true)).chain(k.efforts.keys().map(|n| (n, false))) {
+            let Some(dof) = model.joint_dof(name) else {
                 return Err(InputError::invalid(file, format!("script[{ki}].{name}"), "no such movable joint in the scene"));
+            };
+            let mode = model.default_control[dof];
+            let read = match mode {
+                ControlMode::Position { .. } => true,
+                ControlMode::Velocity { .. } | ControlMode::Effort => !position,
+                ControlMode::Passive => false,
+            };
+            if !read {
+                let what = if position { "a position target" } else { "an effort" };
+                return Err(InputError::invalid(file, format!("script[{ki}].{}.{name}", if position { "positions" } else { "efforts" }), format!("{what} for a joint in {mode:?} mode, which ignores it; give the joint a mode that uses it (control.joints)")));
             }
         }
         if ki > 0 && k.time_s < cfg.script[ki - 1].time_s {
             return Err(InputError::invalid(file, format!("script[{ki}].time_s"), "keyframes must be in time order"));
+        }
+        if ki > 0 && k.time_s == cfg.script[ki - 1].time_s {
+            warnings.push(LoadWarning { class: WarningClass::Scene, file: file.into(), element: format!("script[{ki}].time_s"), message: format!("same time as script[{}] ({} s): the later keyframe's targets apply from then on, the earlier one's never", ki - 1, k.time_s) });
+        }
+    }
+    // initial positions outside the joint's limits: accepted (the limit rows push back), said
+    for (ri, r) in cfg.robots.iter().enumerate() {
+        for (name, &q) in &r.initial_positions {
+            let Some(body) = model.joint_body(name) else { continue };
+            if let Some((lo, hi)) = model.bodies[body].joint.position_limits {
+                if q < lo - 1e-9 || q > hi + 1e-9 {
+                    warnings.push(LoadWarning { class: WarningClass::Scene, file: file.into(), element: format!("robots[{ri}].initial_positions.{name}"), message: format!("{q} is outside the joint's limits [{lo}, {hi}]: the limit pushes it back in the first steps") });
+                }
+            }
         }
     }
     for (key, value) in [("duration_s", cfg.duration_s), ("script_period_s", cfg.script_period_s), ("reset_period_s", cfg.reset_period_s)] {
@@ -729,7 +753,7 @@ fn build_deformables(cfg: &SceneFile, model: &mut Model, file: &str, base_dir: &
             let ael = format!("{el}.attachments[{ai}]");
             let target = match &a.to {
                 AttachTarget::World(_) => None,
-                AttachTarget::Link { link } => {
+                AttachTarget::Link(LinkRef { link }) => {
                     Some(model.body_id(link).ok_or_else(|| InputError::invalid(file, format!("{ael}.to"), format!("no link or object named '{link}'")))?)
                 }
             };

@@ -227,9 +227,12 @@ pub struct BaseConfig {
     pub angular_velocity: [f64; 3],
 }
 
-/// A joint's command mode in the scene file.
+/// A joint's command mode in the scene file: `{mode: passive | effort}`,
+/// `{mode: position, kp, kd}` or `{mode: velocity, kd}`. A key the mode does not have (a `kp`
+/// on a passive joint) or does not know is refused: serde's internally tagged enums would
+/// ignore it (read through [`ControlModeFields`]).
 #[derive(Clone, Copy, Debug, serde::Deserialize, PartialEq)]
-#[serde(tag = "mode", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(try_from = "ControlModeFields")]
 pub enum ControlModeConfig {
     /// Unactuated.
     Passive,
@@ -247,6 +250,41 @@ pub enum ControlModeConfig {
     },
     /// Direct effort.
     Effort,
+}
+
+/// The keys of a command mode as written, before [`ControlModeConfig`] checks them.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControlModeFields {
+    mode: String,
+    #[serde(default)]
+    kp: Option<f64>,
+    #[serde(default)]
+    kd: Option<f64>,
+}
+
+impl TryFrom<ControlModeFields> for ControlModeConfig {
+    type Error = String;
+    fn try_from(f: ControlModeFields) -> Result<Self, String> {
+        let needs = |what: &str, v: Option<f64>| v.ok_or_else(|| format!("mode {}: give {what}", f.mode));
+        let refuse = |what: &str, v: Option<f64>| match v {
+            Some(_) => Err(format!("mode {}: has no {what} (a {} joint has no such gain); remove it or use mode position", f.mode, f.mode)),
+            None => Ok(()),
+        };
+        match f.mode.as_str() {
+            "passive" | "effort" => {
+                refuse("kp", f.kp)?;
+                refuse("kd", f.kd)?;
+                Ok(if f.mode == "passive" { ControlModeConfig::Passive } else { ControlModeConfig::Effort })
+            }
+            "position" => Ok(ControlModeConfig::Position { kp: needs("kp", f.kp)?, kd: needs("kd", f.kd)? }),
+            "velocity" => {
+                refuse("kp", f.kp)?;
+                Ok(ControlModeConfig::Velocity { kd: needs("kd", f.kd)? })
+            }
+            other => Err(format!("unknown mode '{other}', expected one of passive, position, velocity, effort")),
+        }
+    }
 }
 
 impl Default for ControlModeConfig {
@@ -475,10 +513,15 @@ pub enum AttachTarget {
     /// `world`.
     World(WorldTag),
     /// `{link: name}`: a robot link or object; see [`AttachmentConfig::two_way`].
-    Link {
-        /// Link or object name.
-        link: String,
-    },
+    Link(LinkRef),
+}
+
+/// `{link: name}` (no other key).
+#[derive(Clone, Debug, serde::Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LinkRef {
+    /// Link or object name.
+    pub link: String,
 }
 
 /// The literal `world`.

@@ -11,6 +11,10 @@ use super::method::{Capabilities, ConstraintStage, ContactMethod, MethodParams, 
 use super::{BisectionParams, EcpParams, FrictionModel, LstableParams, NewtonParams, PgsParams, VfpiParams};
 use crate::model::Model;
 
+/// The loosest main stopping tolerance a method accepts, in its own unit (N·s, m/s, relative):
+/// a converged solve must mean something.
+pub const MAX_TOLERANCE: f64 = 1.0;
+
 macro_rules! contact_methods {
     ($( $(#[$doc:meta])* $variant:ident($params:ty) ),+ $(,)?) => {
         /// Method selection and parameters, as written in a scene (`solver: {kind: NAME, ...}`).
@@ -75,9 +79,16 @@ macro_rules! contact_methods {
             pub fn friction_model(&self) -> FrictionModel {
                 self.capabilities().friction
             }
-            /// Checks every parameter's range.
+            /// Checks every parameter's range, and that the main stopping tolerance is finite
+            /// and at most [`MAX_TOLERANCE`] in its unit (a looser one ends every solve before
+            /// any contact is resolved while reporting it converged).
             pub fn validate(&self) -> Result<(), ParamError> {
-                match self { $( SolverConfig::$variant(p) => p.validate(), )+ }
+                match self { $( SolverConfig::$variant(p) => p.validate(), )+ }?;
+                let t = self.tolerance();
+                if !(t.value >= 0.0 && t.value <= MAX_TOLERANCE) {
+                    return Err(ParamError { field: format!("solver.{}", t.field), requirement: format!("must be finite and in [0, {MAX_TOLERANCE}] {}, got {}", t.unit, t.value) });
+                }
+                Ok(())
             }
             /// Why the method cannot simulate something in `model` beyond its capabilities
             /// ([`MethodParams::unsupported_in`]).

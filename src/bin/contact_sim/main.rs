@@ -5,6 +5,7 @@ mod bench;
 mod compare;
 mod identify;
 mod model;
+mod outputs;
 mod replay;
 mod run;
 
@@ -70,6 +71,9 @@ enum Command {
         /// good state, go on). Default: the scene's `on_failure`, else `stop`.
         #[arg(long, value_parser = |s: &str| s.parse::<contact_sim::sim::FailurePolicy>())]
         on_failure: Option<contact_sim::sim::FailurePolicy>,
+        /// Replace existing --summary or --csv files.
+        #[arg(long)]
+        force: bool,
         #[command(flatten)]
         load: LoadArgs,
     },
@@ -155,8 +159,8 @@ enum Command {
         /// Write index.html (plots) and compare.json into this directory.
         #[arg(long)]
         report: Option<PathBuf>,
-        /// Write the JSON here (`-`: standard output). Default: compare.json in the --report
-        /// directory, else ./compare.json.
+        /// Write the JSON here (`-`: standard output). With --report it also goes into the
+        /// report directory as compare.json.
         #[arg(long)]
         json: Option<PathBuf>,
         /// Joint name mapping `hw_name=sim_name` (comma separated).
@@ -174,6 +178,9 @@ enum Command {
         /// Contact force threshold for onset/loss events (N).
         #[arg(long, default_value_t = 1.0)]
         contact_threshold: f64,
+        /// Replace an existing --json file or report.
+        #[arg(long)]
+        force: bool,
     },
     /// Inspect a URDF: DOF, joints, masses, limits; with a state, M(q), h(q,v) and RNEA torques.
     /// With --check: a sanity report of a URDF or of every robot of a scene.
@@ -234,6 +241,17 @@ fn main() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    // `println!` panics when standard output cannot be written (`> /dev/full`, a closed file):
+    // that is an error of the output, one line and exit code 2 like any other, not a crash
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info.payload().downcast_ref::<String>().map(String::as_str).or_else(|| info.payload().downcast_ref::<&str>().copied()).unwrap_or("");
+        if let Some(reason) = msg.strip_prefix("failed printing to stdout: ") {
+            eprintln!("error: cannot write to standard output: {reason}");
+            std::process::exit(2);
+        }
+        default_hook(info);
+    }));
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => e.exit(), // --help, --version
@@ -246,11 +264,12 @@ fn main() {
         }
     };
     let result = match cli.command {
-        Command::Run { scene, duration, solver, summary, quiet, csv, wrench_bodies, csv_every, record, record_rate, on_failure, load } => match load.options() {
+        Command::Run { scene, duration, solver, summary, quiet, csv, wrench_bodies, csv_every, record, record_rate, on_failure, force, load } => match load.options() {
             Ok(o) => {
                 let _ = LOAD_OPTIONS.set(o);
                 let csv = run::CsvOptions { path: csv, bodies: wrench_bodies, every: csv_every };
-                run::run(scene, duration, solver, summary, quiet, csv, record.map(|d| (d, record_rate)), on_failure)
+                let outputs = run::Outputs { summary, csv, record, record_rate, force };
+                run::run(scene, duration, solver, quiet, outputs, on_failure)
             }
             Err(e) => Err(e),
         },
@@ -260,8 +279,8 @@ fn main() {
         Command::Identify { scene, bags, params, out, validate, threads, max_iterations, joint_map, config, initial_state, force, load } => load.options().and_then(|o| {
             identify::identify(identify::Args { scene, bags, params, out, validate, threads, max_iterations, joint_map, config, initial_state, force, load: o })
         }),
-        Command::Compare { sim_bag, hw_bag, report, json, joint_map, joint_states_topic, max_lag, time_base, contact_threshold } => {
-            compare::compare(&sim_bag, &hw_bag, report, json, joint_map, joint_states_topic, max_lag, &time_base, contact_threshold)
+        Command::Compare { sim_bag, hw_bag, report, json, joint_map, joint_states_topic, max_lag, time_base, contact_threshold, force } => {
+            compare::compare(&sim_bag, &hw_bag, report, json, joint_map, joint_states_topic, max_lag, &time_base, contact_threshold, force)
         }
         Command::Model { urdf, check: true, load, json, .. } => load.options().and_then(|o| contact_sim::model_check::check_cli(&urdf, &o, json).map_err(Into::into)),
         Command::Model { urdf, floating, q, v, a, json, load, .. } => {

@@ -11,7 +11,8 @@ pub fn model(urdf: &Path, floating: bool, q: Option<Vec<f64>>, v: Option<Vec<f64
     let names = model.actuated_joint_names();
     let n1 = names.len();
     let base = if floating { 6 } else { 0 };
-    let check = |x: &Option<Vec<f64>>, what: &str| -> Result<()> {
+    use contact_sim::validate::{Range, JOINT_ACCELERATION, JOINT_POSITION, JOINT_VELOCITY};
+    let check = |x: &Option<Vec<f64>>, what: &str, range: Range| -> Result<()> {
         if let Some(x) = x {
             if x.len() != n1 {
                 bail!("--{what}: expected {n1} values (one per movable joint: {}), got {}", names.join(", "), x.len());
@@ -19,12 +20,15 @@ pub fn model(urdf: &Path, floating: bool, q: Option<Vec<f64>>, v: Option<Vec<f64
             if let Some(i) = x.iter().position(|v| !v.is_finite()) {
                 bail!("--{what}: value for joint '{}' is not finite", names[i]);
             }
+            for (i, &value) in x.iter().enumerate() {
+                contact_sim::validate::finite_in(value, range, &names[i]).map_err(|e| anyhow::anyhow!("--{what}: {e}"))?;
+            }
         }
         Ok(())
     };
-    check(&q, "q")?;
-    check(&v, "v")?;
-    check(&a, "a")?;
+    check(&q, "q", JOINT_POSITION)?;
+    check(&v, "v", JOINT_VELOCITY)?;
+    check(&a, "a", JOINT_ACCELERATION)?;
     let mut dyn_out = None;
     if q.is_some() || v.is_some() || a.is_some() {
         let mut state = contact_sim::state::State::new(&model);

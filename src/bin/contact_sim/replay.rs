@@ -17,6 +17,8 @@ pub fn replay(hw_bag: &Path, scene: &Path, out: &Path, config: Option<PathBuf>, 
     if let Some(p) = limit_policy {
         cfg.limit_policy = p;
     }
+    let inputs: Vec<&Path> = [Some(hw_bag), Some(scene), config.as_deref()].into_iter().flatten().collect();
+    outputs::check(&inputs, &[("--out", out)], false)?;
     let scene = load(scene)?;
     let hw = read_bag_warn(hw_bag)?;
     let start = Instant::now();

@@ -56,16 +56,13 @@ struct CsvWriter {
 
 impl CsvWriter {
     fn new(opts: &CsvOptions, sim: &Simulation) -> Result<Option<Self>> {
-        let Some(path) = &opts.path else { return Ok(None) };
-        if opts.every == 0 {
-            bail!("--csv-every: must be ≥ 1");
-        }
-        // default: the scene's contact_wrench_links
+        // default: the scene's contact_wrench_links; named bodies are checked with or without --csv
         let mut bodies = if opts.bodies.is_empty() { sim.model.contact_wrench_bodies.clone() } else { vec![] };
         for name in &opts.bodies {
             let b = sim.model.body_id(name).with_context(|| format!("--wrench-bodies: no link or object named '{name}'"))?;
             bodies.push(b);
         }
+        let Some(path) = &opts.path else { return Ok(None) };
         let f = std::fs::File::create(path).with_context(|| format!("--csv: cannot create {}", path.display()))?;
         let mut out = std::io::BufWriter::new(f);
         let axes = ["fx", "fy", "fz", "tx", "ty", "tz"];
@@ -107,18 +104,51 @@ impl CsvWriter {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-pub fn run(
-    scene: Option<PathBuf>,
-    duration: Option<f64>,
-    solver: Option<SolverKind>,
-    summary: Option<PathBuf>,
-    quiet: bool,
-    csv: CsvOptions,
-    record: Option<(PathBuf, f64)>,
-    on_failure: Option<FailurePolicy>,
-) -> Result<()> {
+/// What a run writes besides its summary line.
+pub struct Outputs {
+    /// `--summary`: the summary as JSON.
+    pub summary: Option<PathBuf>,
+    /// `--csv` and its options.
+    pub csv: CsvOptions,
+    /// `--record` directory.
+    pub record: Option<PathBuf>,
+    /// `--record-rate` (Hz), checked with or without `--record`.
+    pub record_rate: f64,
+    /// `--force`: replace existing files.
+    pub force: bool,
+}
+
+impl Outputs {
+    /// The companion options are checked even when the option they qualify is absent, and the
+    /// files against the scene and each other ([`outputs::check`]).
+    fn check(&self, scene: &Path) -> Result<()> {
+        if self.csv.every == 0 {
+            bail!("--csv-every: must be ≥ 1");
+        }
+        let rate = self.record_rate;
+        if !(rate > 0.0 && rate.is_finite()) {
+            bail!("--record-rate: must be a positive, finite rate in Hz, got {rate}");
+        }
+        if let Some(dir) = &self.record {
+            // before the scene loads (and warns): a bag is never overwritten
+            if dir.exists() && std::fs::read_dir(dir).map(|mut d| d.next().is_some()).unwrap_or(true) {
+                bail!("--record: {}: exists and is not an empty directory (a bag is never overwritten)", dir.display());
+            }
+        }
+        let files: Vec<(&str, &Path)> = [("--summary", self.summary.as_deref()), ("--csv", self.csv.path.as_deref())].into_iter().filter_map(|(o, p)| p.map(|p| (o, p))).collect();
+        let mut all = files.clone();
+        if let Some(dir) = &self.record {
+            all.push(("--record", dir.as_path()));
+        }
+        outputs::check(&[scene], &all, self.force)
+    }
+}
+
+pub fn run(scene: Option<PathBuf>, duration: Option<f64>, solver: Option<SolverKind>, quiet: bool, outputs: Outputs, on_failure: Option<FailurePolicy>) -> Result<()> {
     let path = scene.unwrap_or_else(|| repo_path("config/default.yaml"));
+    outputs.check(&path)?;
+    let Outputs { summary, csv, record, record_rate, .. } = outputs;
+    let record = record.map(|d| (d, record_rate));
     let scene = load(&path)?;
     let policy = on_failure.or(scene.on_failure).unwrap_or(FailurePolicy::Stop);
     let mut first_failure: Option<StepFailure> = None;
@@ -128,11 +158,14 @@ pub fn run(
         bail!("--duration: must be positive, got {duration}");
     }
     let mut sim = Simulation::from_scene(&scene, Some(&solver_cfg));
-    let mut csv_writer = CsvWriter::new(&csv, &sim)?;
     let steps = (duration / sim.model.timestep_s).round();
+    if steps < 1.0 {
+        bail!("--duration: {} s is shorter than half of the scene's time step ({} s): no step would run", contact_sim::validate::show(duration), sim.model.timestep_s);
+    }
     if steps > MAX_RUN_STEPS as f64 {
         bail!("--duration: {} s is {} steps of {} s, more than the {MAX_RUN_STEPS} steps a run may take", contact_sim::validate::show(duration), contact_sim::validate::show(steps), sim.model.timestep_s);
     }
+    let mut csv_writer = CsvWriter::new(&csv, &sim)?;
     let steps = steps as u64;
     let mut recorder = match &record {
         Some((dir, rate)) => Some(RunRecorder::start(dir, *rate, &sim).with_context(|| "--record")?),
