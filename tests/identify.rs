@@ -215,6 +215,8 @@ fn bad_input_gets_one_clear_error_each() {
     assert!(e.contains("min is NaN"), "{e}");
     let e = error("parameters:\n  - {name: joint/arm_joint2/friction, min: 0.0, max: 1.0, initial: 3.0}\n", &|_| {});
     assert!(e.contains("outside [min, max]"), "{e}");
+    let e = error("parameters:\n  - {name: joint/arm_joint2/friction, min: -1.0, max: 1.0, initial: 0.1}\n", &|_| {});
+    assert!(e.contains("at its min the scene does not load") && e.contains("friction"), "{e}");
     // a bag of another robot: none of the scene's joints
     let e = error(good, &|o| o.replay.joint_map = [("arm_joint1", "j1"), ("arm_joint2", "j2"), ("arm_joint3", "j3"), ("arm_joint4", "j4"), ("arm_joint5", "j5"), ("arm_joint6", "j6"), ("arm_joint7", "j7"), ("finger_left_joint", "f1"), ("finger_right_joint", "f2")].iter().map(|(a, b)| (a.to_string(), b.to_string())).collect());
     assert!(e.contains("nothing to fit") && e.contains("--joint-map"), "{e}");

@@ -80,7 +80,7 @@ macro_rules! contact_methods {
                 self.capabilities().friction
             }
             /// Checks every parameter's range, and that the main stopping tolerance is finite
-            /// and at most [`MAX_TOLERANCE`] in its unit (a looser one ends every solve before
+            /// and at most `MAX_TOLERANCE` (1) in its unit (a looser one ends every solve before
             /// any contact is resolved while reporting it converged).
             pub fn validate(&self) -> Result<(), ParamError> {
                 match self { $( SolverConfig::$variant(p) => p.validate(), )+ }?;

@@ -341,7 +341,15 @@ fn load_problem(opts: &IdentifyOptions) -> Result<Problem, IdentifyError> {
             initial.push(x0);
         }
     }
-    Ok(Problem { scene_path: opts.scene.clone(), doc, nominal, params, bounds, initial, load: opts.load.clone() })
+    let problem = Problem { scene_path: opts.scene.clone(), doc, nominal, params, bounds, initial, load: opts.load.clone() };
+    // every bound must make a scene that loads (a negative friction, a zero mass): said now, not
+    // in the middle of the fit
+    for (which, x) in [("min", problem.bounds.iter().map(|b| b.0).collect::<Vec<f64>>()), ("max", problem.bounds.iter().map(|b| b.1).collect())] {
+        if let Err(e) = problem.scene(&x) {
+            return err(format!("{pname}: with every parameter at its {which} the scene does not load: {e}; narrow the bounds to what the scene accepts"));
+        }
+    }
+    Ok(problem)
 }
 
 /// Every channel of `data` simulated with the problem's initial and with the fitted `x`; the
