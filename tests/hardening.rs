@@ -680,3 +680,26 @@ fn bag_directory_tricks_are_caught() {
     assert!(plan.warnings.iter().any(|w| w.contains("2 command(s) have a log time before")), "{:?}", plan.warnings);
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A record length field corrupted before the chunk's CRC was computed (so the CRC matches):
+/// the chunk is reported and skipped, not a panic in the MCAP reader.
+#[test]
+fn a_huge_record_length_inside_a_valid_chunk_is_skipped() {
+    let d = tmp("huge_record");
+    write_bag(&d, 400);
+    let file = the_mcap(&d);
+    let mut bytes = std::fs::read(&file).unwrap();
+    let (body, len) = chunks(&bytes)[2];
+    // records start after the chunk's 40-byte header; the first record's length follows its opcode
+    let records = body + 40;
+    bytes[records + 1..records + 9].copy_from_slice(&0x00ff_ffff_ffff_ffffu64.to_le_bytes());
+    let crc = crc32fast::hash(&bytes[records..body + len]);
+    bytes[body + 24..body + 28].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&file, &bytes).unwrap();
+    let bag = read_bag(&d).unwrap();
+    let w: Vec<_> = bag.warnings.iter().filter(|w| w.contains("corrupted chunk") && w.contains("chunk #3")).collect();
+    assert_eq!(w.len(), 1, "{:?}", bag.warnings);
+    assert!(w[0].contains("claims"), "{}", w[0]);
+    assert!(bag.messages.len() > 600 && bag.messages.len() < 800, "{}", bag.messages.len());
+    let _ = std::fs::remove_dir_all(&d);
+}

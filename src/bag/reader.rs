@@ -378,21 +378,25 @@ fn read_file(
                     let (start_ns, end_ns) = (header.message_start_time, header.message_end_time);
                     let mut chunk_schemas = schemas.clone();
                     let mut chunk_channels = channels.clone();
-                    let mut failed = None;
-                    match mcap::read::ChunkReader::new(header, &body) {
-                        Err(e) => failed = Some(e.to_string()),
-                        Ok(records) => {
-                            for r in records {
-                                match r {
-                                    Ok(mcap::records::Record::Schema { header, .. }) => {
-                                        chunk_schemas.insert(header.id, header.name);
-                                    }
-                                    Ok(mcap::records::Record::Channel(c)) => add_channel(&mut chunk_channels, &chunk_schemas, c),
-                                    Ok(mcap::records::Record::Message { header, data }) => pending.push((header.channel_id, header.log_time, data.into_owned())),
-                                    Ok(_) => {}
-                                    Err(e) => {
-                                        failed = Some(e.to_string());
-                                        break;
+                    // a record length running past the chunk makes the mcap crate's record reader
+                    // panic (a length field corrupted before the CRC was computed): checked first
+                    let mut failed = if header.compression.is_empty() { record_overrun(&body) } else { None };
+                    if failed.is_none() {
+                        match mcap::read::ChunkReader::new(header, &body) {
+                            Err(e) => failed = Some(e.to_string()),
+                            Ok(records) => {
+                                for r in records {
+                                    match r {
+                                        Ok(mcap::records::Record::Schema { header, .. }) => {
+                                            chunk_schemas.insert(header.id, header.name);
+                                        }
+                                        Ok(mcap::records::Record::Channel(c)) => add_channel(&mut chunk_channels, &chunk_schemas, c),
+                                        Ok(mcap::records::Record::Message { header, data }) => pending.push((header.channel_id, header.log_time, data.into_owned())),
+                                        Ok(_) => {}
+                                        Err(e) => {
+                                            failed = Some(e.to_string());
+                                            break;
+                                        }
                                     }
                                 }
                             }
@@ -455,6 +459,22 @@ fn read_file(
     } else if !complete {
         bag.warnings.push(format!("{}: file is incomplete (no MCAP footer)", file.display()));
     }
+}
+
+/// The first record of an uncompressed chunk's records whose length field runs past their end,
+/// as a reason; `None` when every record fits.
+fn record_overrun(records: &[u8]) -> Option<String> {
+    let mut at = 0usize;
+    while at < records.len() {
+        let Some(len) = records.get(at + 1..at + 9).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))) else {
+            return Some(format!("a record header is cut at byte {at} of the chunk's {} bytes", records.len()));
+        };
+        match (at as u64 + 9).checked_add(len).filter(|&e| e <= records.len() as u64) {
+            Some(e) => at = e as usize,
+            None => return Some(format!("a record (opcode 0x{:02x}) at byte {at} claims {len} bytes, past the chunk's {} bytes", records[at], records.len())),
+        }
+    }
+    None
 }
 
 fn add_channel(channels: &mut BTreeMap<u16, ChannelInfo>, schemas: &BTreeMap<u16, String>, c: mcap::records::Channel) {
