@@ -236,7 +236,7 @@ fn name_list(names: &[String]) -> String {
 /// choke on or silently drop are removed first, with one warning per kind of element (naming
 /// the links or references concerned). `file` names the file in messages.
 pub fn parse_urdf_str(text: &str, file: &str) -> Result<(urdf_rs::Robot, Vec<LoadWarning>), InputError> {
-    crate::validate::xml_depth_within(text, crate::validate::MAX_XML_DEPTH).map_err(|reason| InputError::Parse { file: file.to_string(), reason: format!("invalid URDF: {reason}") })?;
+    crate::validate::xml_shape_within(text, crate::validate::MAX_XML_DEPTH).map_err(|reason| InputError::Parse { file: file.to_string(), reason: format!("invalid URDF: {reason}") })?;
     let doc = match roxmltree::Document::parse(text) {
         Ok(d) => d,
         // Not well-formed for roxmltree (e.g. an undeclared namespace prefix): let the URDF
@@ -500,6 +500,9 @@ pub fn resolve_mimics(urdf: &urdf_rs::Robot) -> Result<Mimics, (String, String)>
         let mut chain = vec![j.name.as_str()];
         let mut leader = m.joint.as_str();
         loop {
+            if chain.len() > crate::validate::MAX_MIMIC_CHAIN {
+                return Err((element, format!("mimic chain of more than {} joints ('{}' → '{}' → '{}' → …): make the joints mimic the independent joint directly", crate::validate::MAX_MIMIC_CHAIN, chain[0], chain[1], chain[2])));
+            }
             if chain.contains(&leader) {
                 chain.push(leader);
                 return Err((element, format!("mimic cycle: {} (no joint of the cycle is independent)", chain.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(" → "))));
@@ -527,6 +530,9 @@ pub fn resolve_mimics(urdf: &urdf_rs::Robot) -> Result<Mimics, (String, String)>
         }
         if !joints.get(leader).is_some_and(|lj| movable(lj)) {
             continue;
+        }
+        if !(crate::validate::MULTIPLIER.contains(mult) && crate::validate::JOINT_POSITION.contains(off)) {
+            return Err((element, format!("the mimic chain to '{leader}' composes to multiplier {}, offset {}: outside [-1e3, 1e3] and [-1e6, 1e6]", crate::validate::show(mult), crate::validate::show(off))));
         }
         if chain.len() > 1 {
             let path: Vec<String> = chain.iter().chain(std::iter::once(&leader)).map(|n| format!("'{n}'")).collect();

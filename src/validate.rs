@@ -166,6 +166,17 @@ pub fn direction(v: [f64; 3], what: &str) -> Result<crate::math::Vec3, String> {
 // input files and capacities
 // ---------------------------------------------------------------------------------------------
 
+/// Young's modulus of a deformable (Pa): above zero, at most 10¹² (diamond is 1.2·10¹²; the
+/// FEM step's conditioning grows with E·Δt²/(ρ·h²)).
+pub const YOUNGS_MODULUS_PA: Range = Range::new(0.0, 1e12, "Pa");
+/// Rayleigh mass-proportional damping α (1/s).
+pub const RAYLEIGH_MASS_1_S: Range = Range::new(0.0, 1e4, "1/s");
+/// Rayleigh stiffness-proportional damping β (s).
+pub const RAYLEIGH_STIFFNESS_S: Range = Range::new(0.0, 1e2, "s");
+/// Friction coefficient μ (dimensionless): a material's, a pair's, a deformable's. 10 is far
+/// above any measured pair (rubber on rough concrete is about 1.2); beyond it nothing slides.
+pub const FRICTION: Range = Range::new(0.0, 10.0, "");
+
 /// Largest URDF, scene or tet-mesh text file read (bytes): 256 MiB, far above any real robot
 /// description (the largest URDF of our corpus is a few hundred kB).
 pub const MAX_TEXT_FILE_BYTES: u64 = 256 << 20;
@@ -181,9 +192,42 @@ pub const MAX_BAG_FILE_BYTES: u64 = 16 << 30;
 pub const MAX_XML_DEPTH: usize = 256;
 
 /// Largest `contact.max_contacts` (contacts per step). The step's buffers are sized from it at
-/// load time (about 200 bytes per contact per buffer); a million contacts is far above what one
-/// step can solve in real time.
-pub const MAX_CONTACTS: usize = 1_000_000;
+/// load time, the Delassus matrix with the square of the rows (up to 4 per contact): 4 096
+/// contacts is 0.5 GiB of it, and far above what one step solves in real time.
+pub const MAX_CONTACTS: usize = 4096;
+
+/// Most velocity coordinates (degrees of freedom) of a scene's rigid bodies: robots' joints plus
+/// 6 per free object (and per floating base). The step holds a dense nv × nv matrix.
+pub const MAX_DOF: usize = 4096;
+
+/// Longest chain of joint coordinates from a root to a link. The mass matrix's factorization
+/// (LᵀL over the tree) costs the chain's length cubed per step: a 1 024-coordinate chain takes
+/// about 0.06 s per step, a 5 000-coordinate one 15 s.
+pub const MAX_CHAIN_DOF: usize = 1024;
+
+/// Most nodes of one tetrahedral mesh (3 coordinates each; the benchmarks' largest has 10 000).
+pub const MAX_FEM_NODES: usize = 200_000;
+
+/// Most tetrahedra of one tetrahedral mesh.
+pub const MAX_FEM_TETS: usize = 1_000_000;
+
+/// Most bodies (links, objects and the world) of a scene.
+pub const MAX_BODIES: usize = 10_000;
+
+/// Most candidate collision pairs (pairs of collision shapes that may touch).
+pub const MAX_COLLISION_PAIRS: usize = 1_000_000;
+
+/// Most steps one `contact_sim run` or `replay` may simulate (10¹⁰: about 115 days of simulated
+/// time at 1 kHz).
+pub const MAX_RUN_STEPS: u64 = 10_000_000_000;
+
+/// Largest estimated size of the step's dense buffers (bytes): 2 GiB. See
+/// [`crate::model::Model::dense_step_bytes`].
+pub const MAX_STEP_MATRIX_BYTES: u64 = 2 << 30;
+
+/// Longest chain of mimic joints (a joint mimicking a joint that mimics another, …) resolved to
+/// its independent joint. Real robots have chains of one or two.
+pub const MAX_MIMIC_CHAIN: usize = 64;
 
 /// Largest `contact.max_points_per_pair` (contact points kept per pair of shapes).
 pub const MAX_POINTS_PER_PAIR: usize = 1024;
@@ -216,12 +260,20 @@ pub fn read_text_bounded(path: &std::path::Path, max_bytes: u64) -> Result<Strin
     String::from_utf8(read_bounded(path, max_bytes)?).map_err(|e| format!("not UTF-8 text: {}", e.utf8_error()))
 }
 
-/// Checks that no element of XML `text` is nested deeper than `max_depth`, without parsing it
-/// (comments, CDATA sections, processing instructions, declarations and quoted attribute values
-/// are skipped). Malformed XML passes: the parser reports it. The error names the line.
-pub fn xml_depth_within(text: &str, max_depth: usize) -> Result<(), String> {
+/// Most attributes accepted on one XML element. A URDF element has at most a handful; the XML
+/// parser checks attribute names for duplicates in quadratic time, so 100 000 attributes on one
+/// element would take tens of seconds.
+pub const MAX_XML_ATTRIBUTES: usize = 256;
+
+/// Checks the shape of XML `text` before it is parsed, without parsing it (comments, CDATA
+/// sections, processing instructions, declarations and quoted attribute values are skipped):
+/// no element nested deeper than `max_depth`, no element with more than [`MAX_XML_ATTRIBUTES`]
+/// attributes, and one root element (a second one, which the parser would silently drop, is
+/// refused). Other malformed XML passes: the parser reports it. The error names the line.
+pub fn xml_shape_within(text: &str, max_depth: usize) -> Result<(), String> {
     let b = text.as_bytes();
     let (mut i, mut depth, mut line) = (0usize, 0usize, 1usize);
+    let mut root_seen = false;
     let skip_to = |from: usize, end: &[u8]| -> usize { b[from..].windows(end.len()).position(|w| w == end).map_or(b.len(), |p| from + p + end.len()) };
     while i < b.len() {
         match b[i] {
@@ -241,17 +293,30 @@ pub fn xml_depth_within(text: &str, max_depth: usize) -> Result<(), String> {
                     // a tag: to its '>' outside quotes
                     let mut j = i + 1;
                     let mut quote = 0u8;
+                    let mut attributes = 0usize;
                     while j < b.len() && !(quote == 0 && b[j] == b'>') {
                         if quote == 0 && (b[j] == b'"' || b[j] == b'\'') {
                             quote = b[j];
                         } else if b[j] == quote {
                             quote = 0;
+                        } else if quote == 0 && b[j] == b'=' {
+                            attributes += 1;
                         }
                         j += 1;
                     }
+                    let is_start = !rest.starts_with(b"</") && !rest.starts_with(b"<!");
+                    if is_start && attributes > MAX_XML_ATTRIBUTES {
+                        return Err(format!("an element with {attributes} attributes (line {line}), more than the limit of {MAX_XML_ATTRIBUTES}"));
+                    }
+                    if is_start && depth == 0 {
+                        if root_seen {
+                            return Err(format!("a second root element (line {line}): an XML document has exactly one"));
+                        }
+                        root_seen = true;
+                    }
                     if rest.starts_with(b"</") {
                         depth = depth.saturating_sub(1);
-                    } else if !rest.starts_with(b"<!") && !(j > i + 1 && j < b.len() && b[j - 1] == b'/') {
+                    } else if is_start && !(j > i + 1 && j < b.len() && b[j - 1] == b'/') {
                         depth += 1;
                         if depth > max_depth {
                             return Err(format!("elements nested deeper than {max_depth} levels (line {line})"));
@@ -295,9 +360,20 @@ mod tests {
     #[test]
     fn xml_depth_counts_elements_only() {
         let ok = "<?xml version=\"1.0\"?><!-- <a><b><c> --><robot a=\"<x>\"><link/><link><![CDATA[<q><q>]]></link></robot>";
-        assert_eq!(xml_depth_within(ok, 2), Ok(()));
-        assert!(xml_depth_within(ok, 1).unwrap_err().contains("(line 1)"));
+        assert_eq!(xml_shape_within(ok, 2), Ok(()));
+        assert!(xml_shape_within(ok, 1).unwrap_err().contains("(line 1)"));
         let deep = format!("<robot>\n{}{}</robot>", "<visual>".repeat(300), "</visual>".repeat(300));
-        assert_eq!(xml_depth_within(&deep, MAX_XML_DEPTH).unwrap_err(), "elements nested deeper than 256 levels (line 2)");
+        assert_eq!(xml_shape_within(&deep, MAX_XML_DEPTH).unwrap_err(), "elements nested deeper than 256 levels (line 2)");
+    }
+
+    #[test]
+    fn xml_with_two_roots_or_too_many_attributes_is_refused_before_parsing() {
+        let two = "<?xml version=\"1.0\"?>\n<robot name=\"a\"><link name=\"l\"/></robot>\n<robot name=\"b\"/>";
+        assert!(xml_shape_within(two, MAX_XML_DEPTH).unwrap_err().starts_with("a second root element (line 3)"));
+        let many: String = (0..MAX_XML_ATTRIBUTES + 1).map(|i| format!(" a{i}=\"1\"")).collect();
+        let e = xml_shape_within(&format!("<robot{many}/>"), MAX_XML_DEPTH).unwrap_err();
+        assert_eq!(e, format!("an element with {} attributes (line 1), more than the limit of {MAX_XML_ATTRIBUTES}", MAX_XML_ATTRIBUTES + 1));
+        let fine: String = (0..MAX_XML_ATTRIBUTES).map(|i| format!(" a{i}=\"x=y\"")).collect();
+        assert_eq!(xml_shape_within(&format!("<robot{fine}/>"), MAX_XML_DEPTH), Ok(()));
     }
 }

@@ -4,6 +4,7 @@
 
 use contact_sim::bag::msgs::*;
 use contact_sim::bag::{read_bag, BagWriter, WriterOptions};
+use crate::common::mcap_bytes::{chunks, compress_chunks};
 use std::path::{Path, PathBuf};
 
 /// A fresh temporary directory for one test.
@@ -35,24 +36,6 @@ fn write_bag(dir: &Path, n: u64) {
         w.write(b, i * 1_000_000, &wrench(i)).unwrap();
     }
     w.finish().unwrap();
-}
-
-/// The (body offset, body length) of every top-level chunk record of an MCAP file.
-fn chunks(bytes: &[u8]) -> Vec<(usize, usize)> {
-    let mut out = Vec::new();
-    let mut at = 8;
-    while at + 9 <= bytes.len() {
-        let op = bytes[at];
-        let len = u64::from_le_bytes(bytes[at + 1..at + 9].try_into().unwrap()) as usize;
-        if op == 0x0F {
-            break; // footer
-        }
-        if op == 0x06 {
-            out.push((at + 9, len));
-        }
-        at += 9 + len;
-    }
-    out
 }
 
 fn the_mcap(dir: &Path) -> PathBuf {
@@ -364,7 +347,7 @@ const ONE_BOX: &str = "name: s\nduration_s: 0.01\nobjects:\n  - {name: b, shape:
 #[test]
 fn absurd_contact_capacities_are_refused() {
     let d = tmp("cap");
-    for (key, value, needle) in [("max_contacts", "1000000000", "contact.max_contacts: 1000000000 is more than the limit of 1000000"), ("max_points_per_pair", "100000", "contact.max_points_per_pair: 100000 is more than the limit of 1024")] {
+    for (key, value, needle) in [("max_contacts", "1000000000", "contact.max_contacts: 1000000000 is more than the limit of 4096"), ("max_points_per_pair", "100000", "contact.max_points_per_pair: 100000 is more than the limit of 1024")] {
         let f = d.join(format!("{key}.yaml"));
         std::fs::write(&f, format!("{ONE_BOX}contact: {{{key}: {value}}}\n")).unwrap();
         let e = contact_sim::config::load_scene(&f).unwrap_err().to_string();
@@ -701,5 +684,219 @@ fn a_huge_record_length_inside_a_valid_chunk_is_skipped() {
     assert_eq!(w.len(), 1, "{:?}", bag.warnings);
     assert!(w[0].contains("claims"), "{}", w[0]);
     assert!(bag.messages.len() > 600 && bag.messages.len() < 800, "{}", bag.messages.len());
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Bags whose chunks are compressed (MCAP's `zstd` and `lz4`, as `ros2 bag record -s mcap`
+/// writes by default) read message for message as their uncompressed originals; inside a
+/// compressed chunk, a record length running past the chunk, a wrong uncompressed size and
+/// damaged compressed data each cost that chunk only, with a warning.
+#[test]
+fn compressed_chunks_are_read_and_checked_like_uncompressed_ones() {
+    let d = tmp("compressed");
+    write_bag(&d, 400);
+    let file = the_mcap(&d);
+    let original = std::fs::read(&file).unwrap();
+    let plain = read_bag(&d).unwrap();
+    assert!(plain.warnings.is_empty(), "{:?}", plain.warnings);
+    assert_eq!(plain.messages.len(), 800);
+    for compression in ["zstd", "lz4"] {
+        std::fs::write(&file, compress_chunks(&original, compression, |_, _| {})).unwrap();
+        let bag = read_bag(&d).unwrap();
+        assert!(bag.warnings.iter().all(|w| !w.contains("chunk")), "{compression}: {:?}", bag.warnings);
+        assert_eq!(bag.messages.len(), plain.messages.len(), "{compression}");
+        for (a, b) in bag.messages.iter().zip(&plain.messages) {
+            assert_eq!((a.topic, a.log_time_ns, format!("{:?}", a.msg)), (b.topic, b.log_time_ns, format!("{:?}", b.msg)), "{compression}");
+        }
+        // the first record length of chunk #3 runs past its records (the CRC matches)
+        let huge = |i: usize, r: &mut Vec<u8>| {
+            if i == 2 {
+                r[1..9].copy_from_slice(&0x00ff_ffff_ffff_ffffu64.to_le_bytes());
+            }
+        };
+        std::fs::write(&file, compress_chunks(&original, compression, huge)).unwrap();
+        let bag = read_bag(&d).unwrap();
+        let w: Vec<_> = bag.warnings.iter().filter(|w| w.contains("corrupted chunk #3")).collect();
+        assert_eq!(w.len(), 1, "{compression}: {:?}", bag.warnings);
+        assert!(w[0].contains("claims"), "{}", w[0]);
+        assert!(bag.messages.len() > 600 && bag.messages.len() < 800, "{}", bag.messages.len());
+        // a lying uncompressed size in chunk #2, damaged compressed data in chunk #4
+        let mut bytes = compress_chunks(&original, compression, |_, _| {});
+        let (body, _) = chunks(&bytes)[1];
+        let size = u64::from_le_bytes(bytes[body + 16..body + 24].try_into().unwrap());
+        bytes[body + 16..body + 24].copy_from_slice(&(size * 1000).to_le_bytes());
+        let (body3, len3) = chunks(&bytes)[3];
+        for b in &mut bytes[body3 + 50..body3 + len3 - 4] {
+            *b ^= 0x5a;
+        }
+        std::fs::write(&file, &bytes).unwrap();
+        let bag = read_bag(&d).unwrap();
+        assert!(bag.warnings.iter().any(|w| w.contains("corrupted chunk #2") && w.contains("where the header says")), "{compression}: {:?}", bag.warnings);
+        assert!(bag.warnings.iter().any(|w| w.contains("corrupted chunk #4")), "{compression}: {:?}", bag.warnings);
+        assert!(bag.messages.len() > 500 && bag.messages.len() < 800, "{}", bag.messages.len());
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A chain URDF of `links` links after the root, each on a revolute joint (one velocity
+/// coordinate), optionally each joint mimicking the previous one.
+fn chain_urdf(links: usize, mimic: bool) -> String {
+    let inertial = r#"<inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial>"#;
+    let mut s = format!("<robot name=\"chain\">\n<link name=\"l0\">{inertial}</link>\n");
+    for i in 1..=links {
+        let m = if mimic && i > 1 { format!("<mimic joint=\"j{}\"/>", i - 1) } else { String::new() };
+        s += &format!("<link name=\"l{i}\">{inertial}</link>\n<joint name=\"j{i}\" type=\"revolute\"><parent link=\"l{}\"/><child link=\"l{i}\"/><origin xyz=\"0 0 0.01\"/><axis xyz=\"0 1 0\"/><limit lower=\"-1\" upper=\"1\" effort=\"10\" velocity=\"1\"/>{m}</joint>\n", i - 1);
+    }
+    s + "</robot>\n"
+}
+
+/// Loads a scene of `robot` (a URDF text) with a fixed base; the error text, or "" when it loads.
+fn load_robot_scene(d: &Path, name: &str, robot: &str) -> String {
+    std::fs::write(d.join(format!("{name}.urdf")), robot).unwrap();
+    let f = d.join(format!("{name}.yaml"));
+    std::fs::write(&f, format!("robots:\n  - {{urdf: {name}.urdf, base: {{mode: fixed}}}}\n")).unwrap();
+    contact_sim::config::load_scene(&f).err().map(|e| e.to_string()).unwrap_or_default()
+}
+
+/// Sizes are bounded before anything is allocated from them, each with one line naming the
+/// limit: 10 000 free objects (29 GB before), a 20 000-link URDF (a 3.2 GB abort in `run` and
+/// `model --check`), a 5 000-link chain (15 s per step), contact capacities whose Delassus
+/// matrix would pass 2 GiB. The largest accepted chain loads and steps.
+#[test]
+fn sizes_are_bounded_before_allocation() {
+    use contact_sim::validate::{MAX_BODIES, MAX_CHAIN_DOF, MAX_DOF};
+    let d = tmp("sizes");
+    // 10 000 spheres: 60 000 velocity coordinates
+    let mut objects = String::from("objects:\n");
+    for i in 0..10_000 {
+        objects += &format!("  - {{name: b{i}, shape: {{type: sphere, radius: 0.01}}, mass_kg: 0.1, position: [{}, 0, 0.5]}}\n", i as f64 * 0.03);
+    }
+    std::fs::write(d.join("objects.yaml"), &objects).unwrap();
+    let e = contact_sim::config::load_scene(&d.join("objects.yaml")).unwrap_err().to_string();
+    assert!(e.contains("objects.yaml: size: 60000 velocity coordinates (0 of robots, 60000 of objects") && e.contains(&format!("limit of {MAX_DOF}")), "{e}");
+    // more links than bodies allowed: refused by the scene and by `model --check`
+    let e = load_robot_scene(&d, "wide", &chain_urdf(MAX_BODIES, false));
+    assert!(e.contains(&format!("{} bodies", MAX_BODIES + 1)) && e.contains(&format!("limit of {MAX_BODIES}")), "{e}");
+    let e = contact_sim::model_check::check_file(&d.join("wide.urdf"), &Default::default()).unwrap_err().to_string();
+    assert!(e.contains("wide.urdf: size:") && e.contains(&format!("limit of {MAX_BODIES}")), "{e}");
+    // one coordinate more than the longest chain
+    let e = load_robot_scene(&d, "long", &chain_urdf(MAX_CHAIN_DOF + 1, false));
+    assert!(e.contains(&format!("link 'l{}' ends a chain of {} joint coordinates", MAX_CHAIN_DOF + 1, MAX_CHAIN_DOF + 1)), "{e}");
+    // the longest chain allowed loads and steps
+    assert_eq!(load_robot_scene(&d, "longest", &chain_urdf(MAX_CHAIN_DOF, false)), "");
+    let mut sim = contact_sim::sim::Simulation::from_scene(&contact_sim::config::load_scene(&d.join("longest.yaml")).unwrap(), None);
+    sim.step();
+    assert!(sim.state.q.iter().all(|q| q.is_finite()));
+    // the most contacts per step on a pendulum: the Delassus matrix alone is 8·16 387² bytes
+    let f = d.join("contacts.yaml");
+    std::fs::write(&f, format!("robots:\n  - {{urdf: {}, base: {{mode: fixed}}}}\ncontact: {{max_contacts: 4096}}\n", repo("urdf/pendulum.urdf").display())).unwrap();
+    let e = contact_sim::config::load_scene(&f).unwrap_err().to_string();
+    assert!(e.contains("contacts.yaml: size: the step's dense buffers would take") && e.contains("lower contact.max_contacts (4096)"), "{e}");
+    std::fs::write(&f, format!("robots:\n  - {{urdf: {}, base: {{mode: fixed}}}}\ncontact: {{max_contacts: 4000}}\n", repo("urdf/pendulum.urdf").display())).unwrap();
+    contact_sim::config::load_scene(&f).unwrap();
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Inputs that used to take tens of seconds (quadratic work) are refused at once: 100 000
+/// attributes on one element, a 3 000-joint mimic chain (17 s and 60 MB of warnings before); a
+/// second root element (silently dropped before) is refused.
+#[test]
+fn quadratic_and_malformed_urdfs_are_refused_quickly() {
+    let d = tmp("quadratic");
+    let attributes: String = (0..100_000).map(|i| format!(" a{i}=\"1\"")).collect();
+    std::fs::write(d.join("attributes.urdf"), format!("<robot name=\"r\"{attributes}><link name=\"l0\"/></robot>")).unwrap();
+    std::fs::write(d.join("mimic.urdf"), chain_urdf(3000, true)).unwrap();
+    std::fs::write(d.join("two.urdf"), "<robot name=\"a\"><link name=\"l0\"/></robot>\n<robot name=\"b\"><link name=\"m0\"/></robot>\n").unwrap();
+    for (file, needle) in [
+        ("attributes.urdf", "an element with 100001 attributes (line 1), more than the limit of 256"),
+        ("mimic.urdf", "mimic chain of more than 64 joints"),
+        ("two.urdf", "a second root element (line 2)"),
+    ] {
+        let t = std::time::Instant::now();
+        let e = contact_sim::config::load_urdf_model(&d.join(file), false, &Default::default()).map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains(file) && e.contains(needle), "{e}");
+        // a generous bound (the old behaviour was > 17 s); not a benchmark
+        assert!(t.elapsed().as_secs_f64() < 5.0, "{file}: {:?}", t.elapsed());
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Physical values with no physical meaning are refused naming the key and the range: a
+/// deformable's Young's modulus or density of 1e300 (it fell through the ground before),
+/// friction 1e300, an attachment box at ±∞; names that are YAML null or blank.
+#[test]
+fn absurd_physical_values_and_names_are_refused() {
+    let d = tmp("absurd");
+    let ball = format!("solver: {{kind: vfpi}}\ndeformables:\n  - name: ball\n    mesh: {}\n    position: [0, 0, 0.05]\n    friction: FRICTION\n    material: {{density_kg_m3: RHO, youngs_modulus_pa: E, poisson_ratio: 0.3}}\n", repo("assets/meshes/soft_ball.msh").display());
+    let box_ = "materials: {default: {friction: MU}}\nobjects:\n  - {name: NAME, shape: {type: box, size: [0.2, 0.2, 0.2]}, mass_kg: 1.0, position: [0, 0, 0.1]}\n";
+    let pin = format!("{}    attachments: [{{to: world, box_min: [-.inf, -1, -1], box_max: [1, 1, 1]}}]\n", ball.replace("FRICTION", "0.5").replace("RHO", "1000").replace("E", "1e6"));
+    for (name, text, needle) in [
+        ("young", ball.replace("FRICTION", "0.5").replace("RHO", "1000").replace("E", "1e300"), "deformables[0] ('ball').material.youngs_modulus_pa: E = 1e300 Pa is outside the accepted range"),
+        ("density", ball.replace("FRICTION", "0.5").replace("RHO", "1e300").replace("E", "1e6"), "material.density_kg_m3: ρ = 1e300 kg/m³ is outside"),
+        ("soft_friction", ball.replace("FRICTION", "1e300").replace("RHO", "1000").replace("E", "1e6"), "friction: μ = 1e300 is outside the accepted range [0, 10]"),
+        ("friction", box_.replace("MU", "1e300").replace("NAME", "b"), "materials.default.friction: μ = 1e300 is outside the accepted range [0, 10]"),
+        ("pin", pin, "box_min: box_min[0] is negative infinite"),
+        ("null_name", box_.replace("MU", "0.5").replace("NAME", "null"), "a name is required here, got null"),
+        ("blank_name", box_.replace("MU", "0.5").replace("NAME", "' '"), "a name must not be empty or blank"),
+    ] {
+        let f = d.join(format!("{name}.yaml"));
+        std::fs::write(&f, &text).unwrap();
+        let e = contact_sim::config::load_scene(&f).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains(&format!("{name}.yaml")) && e.contains(needle), "{name}: {e}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Mesh vertices that are NaN or beyond any physical size (3·10³⁸ fits an STL's f32) are
+/// refused naming the vertex, not called "degenerate" or carried as NaN into the report.
+#[test]
+fn non_finite_and_huge_mesh_vertices_are_refused() {
+    let d = tmp("vertices");
+    for (name, bad) in [("nan", f32::NAN), ("huge", 3e38f32)] {
+        let mut stl = vec![0u8; 80];
+        stl.extend(4u32.to_le_bytes());
+        let p = [[0.0f32, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, bad]];
+        for t in [[0, 2, 1], [0, 1, 3], [1, 2, 3], [0, 3, 2]] {
+            stl.extend([0u8; 12]);
+            for &v in &t {
+                for c in p[v] {
+                    stl.extend(c.to_le_bytes());
+                }
+            }
+            stl.extend([0u8; 2]);
+        }
+        let file = d.join(format!("{name}.stl"));
+        std::fs::write(&file, &stl).unwrap();
+        let e = contact_sim::config::read_mesh_points(&file).unwrap_err();
+        assert!(e.contains(&format!("{name}.stl")) && e.contains("vertex") && e.contains("before any scale"), "{e}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A hardware bag whose log times jump by 4·10⁹ s is refused by replay naming the jump (it
+/// simulated all of it before); a quiet stretch of 100 s is replayed with a warning.
+#[test]
+fn replay_of_time_jumps_is_bounded_and_said() {
+    let d = tmp("jumps");
+    let scene = contact_sim::config::load_scene_str("robots:\n  - urdf: ../../urdf/pendulum.urdf\n    control: {default: {mode: position, kp: 10.0, kd: 1.0}}\n", &repo("config/examples/x.yaml")).unwrap();
+    for (name, jump_s) in [("jump", 4e9), ("quiet", 100.0)] {
+        let dir = d.join(name);
+        let mut w = BagWriter::create(&dir, &WriterOptions::default()).unwrap();
+        let t = w.add_topic("/joint_commands", MsgType::JointState).unwrap();
+        for (i, at) in [0u64, 1_000_000, (jump_s * 1e9) as u64].iter().enumerate() {
+            let m = JointState { header: Header::new(0, ""), name: vec!["pendulum_joint".into()], position: vec![0.1 * i as f64], velocity: vec![], effort: vec![] };
+            w.write(t, *at, &Msg::JointState(m)).unwrap();
+        }
+        w.finish().unwrap();
+        let bag = read_bag(&dir).unwrap();
+        let plan = contact_sim::bag::replay::ReplayPlan::prepare(&bag, &scene, &Default::default());
+        if name == "jump" {
+            let e = plan.err().unwrap().to_string();
+            assert!(e.contains("jump by 4.000e9 s after 0.0010 s") && e.contains("4.000e12 steps of 0.001 s, more than the 10000000000 steps a replay may take"), "{e}");
+        } else {
+            let w = plan.unwrap().warnings;
+            assert!(w.iter().any(|w| w.contains("no message for 99.9990 s after 0.0010 s")), "{w:?}");
+        }
+    }
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -85,6 +85,14 @@ impl Bag {
         self.messages.iter().map(|m| m.log_time_ns).max()
     }
 
+    /// The longest stretch of log time with no message (ns) and the log time it starts at: the
+    /// largest gap between consecutive log times over all messages (`None` with fewer than two).
+    pub fn largest_gap_ns(&self) -> Option<(u64, u64)> {
+        let mut times: Vec<u64> = self.messages.iter().map(|m| m.log_time_ns).collect();
+        times.sort_unstable();
+        times.windows(2).map(|w| (w[1] - w[0], w[0])).max_by_key(|&(gap, _)| gap)
+    }
+
     /// Checks that topic `name` exists with type `ty`: `Ok(Some(index))`; `Ok(None)` when absent;
     /// `Err(message)` naming the topic when it has another type.
     pub fn expect_topic(&self, name: &str, ty: MsgType) -> Result<Option<usize>, String> {
@@ -335,6 +343,7 @@ fn read_file(
     let mut n = 0u64;
     let mut bad: Option<BadChunk> = None;
     let mut chunks = 0u64;
+    let mut decompressed_bytes = 0u64;
     let reader = match mcap::read::LinearReader::new_with_options(data, mcap::read::Options::IgnoreEndMagic.into()) {
         Ok(r) => r,
         Err(e) => {
@@ -371,18 +380,24 @@ fn read_file(
             }
             mcap::records::Record::Chunk { header, data: body } => {
                 chunks += 1;
-                let bad_crc = header.compression.is_empty() && header.uncompressed_crc != 0 && crc32fast::hash(&body) != header.uncompressed_crc;
-                if bad_crc {
-                    bad = Some(BadChunk { ordinal: chunks, start_ns: header.message_start_time, end_ns: header.message_end_time, reason: format!("CRC mismatch (recorded {:08x}, content {:08x})", header.uncompressed_crc, crc32fast::hash(&body)), channels: Vec::new() });
+                let (start_ns, end_ns) = (header.message_start_time, header.message_end_time);
+                let records = decompress_chunk(&header, &body, &mut decompressed_bytes);
+                let bad_crc = records.as_ref().ok().filter(|r| header.uncompressed_crc != 0 && crc32fast::hash(r) != header.uncompressed_crc).map(|r| crc32fast::hash(r));
+                if let Some(content) = bad_crc {
+                    bad = Some(BadChunk { ordinal: chunks, start_ns, end_ns, reason: format!("CRC mismatch (recorded {:08x}, content {:08x})", header.uncompressed_crc, content), channels: Vec::new() });
                 } else {
-                    let (start_ns, end_ns) = (header.message_start_time, header.message_end_time);
                     let mut chunk_schemas = schemas.clone();
                     let mut chunk_channels = channels.clone();
                     // a record length running past the chunk makes the mcap crate's record reader
-                    // panic (a length field corrupted before the CRC was computed): checked first
-                    let mut failed = if header.compression.is_empty() { record_overrun(&body) } else { None };
-                    if failed.is_none() {
-                        match mcap::read::ChunkReader::new(header, &body) {
+                    // panic (a length field corrupted before the CRC was computed): checked first,
+                    // on the decompressed records
+                    let mut failed = match &records {
+                        Ok(r) => record_overrun(r),
+                        Err(reason) => Some(reason.clone()),
+                    };
+                    if let (None, Ok(records)) = (&failed, &records) {
+                        let plain = mcap::records::ChunkHeader { compression: String::new(), compressed_size: records.len() as u64, ..header };
+                        match mcap::read::ChunkReader::new(plain, records) {
                             Err(e) => failed = Some(e.to_string()),
                             Ok(records) => {
                                 for r in records {
@@ -459,6 +474,40 @@ fn read_file(
     } else if !complete {
         bag.warnings.push(format!("{}: file is incomplete (no MCAP footer)", file.display()));
     }
+}
+
+/// Most bytes the compressed chunks of one bag file may expand to, all chunks together (the
+/// messages are held in memory): 16 GiB, as [`crate::validate::MAX_BAG_FILE_BYTES`].
+pub const MAX_DECOMPRESSED_BYTES: u64 = crate::validate::MAX_BAG_FILE_BYTES;
+
+/// A chunk's records: its body when uncompressed, else the body decompressed (`zstd` or `lz4`,
+/// the compressions MCAP defines), checked to be exactly the header's `uncompressed_size`, and
+/// `total` (bytes decompressed so far in this file) kept within [`MAX_DECOMPRESSED_BYTES`]. The
+/// error is the reason the chunk is unreadable.
+fn decompress_chunk<'a>(header: &mcap::records::ChunkHeader, body: &'a [u8], total: &mut u64) -> Result<std::borrow::Cow<'a, [u8]>, String> {
+    use std::io::Read;
+    if header.compression.is_empty() {
+        return Ok(std::borrow::Cow::Borrowed(body));
+    }
+    let size = header.uncompressed_size;
+    if total.saturating_add(size) > MAX_DECOMPRESSED_BYTES {
+        return Err(format!("its uncompressed size of {size} bytes takes the file's decompressed messages past the limit of {MAX_DECOMPRESSED_BYTES} bytes"));
+    }
+    let mut out = Vec::new();
+    let read = match header.compression.as_str() {
+        "zstd" => match ruzstd::decoding::StreamingDecoder::new(body) {
+            Ok(d) => d.take(size + 1).read_to_end(&mut out),
+            Err(e) => return Err(format!("zstd: {e}")),
+        },
+        "lz4" => lz4_flex::frame::FrameDecoder::new(body).take(size + 1).read_to_end(&mut out),
+        other => return Err(format!("compression '{other}' is not supported (zstd, lz4 or none)")),
+    };
+    read.map_err(|e| format!("{}: {e}", header.compression))?;
+    if out.len() as u64 != size {
+        return Err(format!("{} data of {} bytes where the header says {size}", header.compression, if out.len() as u64 > size { format!("more than {size}") } else { out.len().to_string() }));
+    }
+    *total += size;
+    Ok(std::borrow::Cow::Owned(out))
 }
 
 /// The first record of an uncompressed chunk's records whose length field runs past their end,

@@ -220,6 +220,13 @@ impl ReplayPlan {
         let events = read_commands(&input, &setup, layout.len(), &mut unknown, &mut warnings);
         let (initial_joint_state, initial_odometry) = if cfg.initial_state { initial_state_from_bag(&layout, &input, &mut warnings) } else { (None, None) };
         let timing = replay_timing(&input, scene.model.timestep_s, hw_start, hw_end)?;
+        if let Some((gap, at)) = hw.largest_gap_ns().filter(|&(gap, _)| gap as f64 * 1e-9 > MAX_QUIET_GAP_S) {
+            warnings.push(format!(
+                "{hw_name}: no message for {} s after {} s of log time (more than {MAX_QUIET_GAP_S} s: a clock jump or a paused recording?); the replay simulates the gap with the last commands held",
+                short_secs(gap),
+                short_secs(at.saturating_sub(hw_start))
+            ));
+        }
         Ok(ReplayPlan { layout, events, interpolation, hw_start, timing, initial_joint_state, initial_odometry, unknown_joints: unknown.into_iter().collect(), warnings })
     }
 
@@ -554,6 +561,24 @@ fn initial_state_from_bag(layout: &JointLayout, input: &HwInput, warnings: &mut 
     (joint_state, odometry)
 }
 
+/// Longest stretch without any message (s) that a hardware bag may have without a warning: a
+/// longer one is more likely a clock jump or a paused recording than a quiet robot.
+pub const MAX_QUIET_GAP_S: f64 = 60.0;
+
+/// A duration of `ns` nanoseconds in seconds for messages (`4.000e9`, `99.9990`).
+fn short_secs(ns: u64) -> String {
+    short_seconds(ns as f64 * 1e-9)
+}
+
+/// A duration `s` (s) for messages: 4 significant digits when large, 4 decimals otherwise.
+fn short_seconds(s: f64) -> String {
+    if s >= 1e6 {
+        format!("{s:.3e}")
+    } else {
+        format!("{s:.4}")
+    }
+}
+
 /// Replay's time step, recording period and length.
 struct ReplayTiming {
     /// The scene's timestep (s).
@@ -581,8 +606,19 @@ fn replay_timing(input: &HwInput, dt: f64, hw_start: u64, hw_end: u64) -> Result
     let rate_hz = cfg.rate_hz.or_else(|| hw_rate(hw, &cfg.joint_states_topic)).unwrap_or(1000.0).clamp(0.01, 1.0 / dt);
     let every = ((1.0 / (rate_hz * dt)).round() as u64).max(1);
     let duration = cfg.duration_s.unwrap_or((hw_end - hw_start) as f64 * 1e-9);
-    let steps = (duration / dt).round().max(0.0) as u64;
-    Ok(ReplayTiming { dt, every, steps })
+    let steps = (duration / dt).round().max(0.0);
+    if steps > crate::validate::MAX_RUN_STEPS as f64 {
+        let why = match (cfg.duration_s, hw.largest_gap_ns()) {
+            (None, Some((gap, at))) if gap as f64 * 1e-9 > MAX_QUIET_GAP_S => format!(" (its log times jump by {} s after {} s: a clock jump?)", short_secs(gap), short_secs(at.saturating_sub(hw_start))),
+            _ => String::new(),
+        };
+        let what = if cfg.duration_s.is_some() { "duration_s (--duration)".to_string() } else { format!("{}: the bag spans", input.hw_name) };
+        return Err(BagError::Invalid {
+            path: "replay".into(),
+            reason: format!("{what} {} s{why}: {steps:.3e} steps of {dt} s, more than the {} steps a replay may take; give --duration to replay a part", short_seconds(duration), crate::validate::MAX_RUN_STEPS),
+        });
+    }
+    Ok(ReplayTiming { dt, every, steps: steps as u64 })
 }
 
 /// What [`ReplayPlan::run`] did.

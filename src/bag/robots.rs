@@ -61,7 +61,7 @@ impl RobotDescription {
             } else {
                 BaseFrame::Fixed(root.joint.x_parent_joint)
             };
-            let urdf = std::fs::read_to_string(&r.source).map_err(|e| format!("robot '{}': reading its URDF {} for robot_description: {e}", r.name, r.source))?;
+            let urdf = crate::validate::read_text_bounded(std::path::Path::new(&r.source), crate::validate::MAX_TEXT_FILE_BYTES).map_err(|e| format!("robot '{}': reading its URDF {} for robot_description: {e}", r.name, r.source))?;
             out.push(RobotDescription { robot: r.name.clone(), urdf, root_link: root.name.clone(), base });
         }
         Ok(out)

@@ -32,7 +32,7 @@ impl UpAxis {
 
 /// The `<asset><up_axis>` of Collada text (Y up when absent, as the COLLADA specification says).
 pub fn collada_up_axis(text: &str) -> Result<UpAxis, String> {
-    crate::validate::xml_depth_within(text, crate::validate::MAX_XML_DEPTH)?;
+    crate::validate::xml_shape_within(text, crate::validate::MAX_XML_DEPTH)?;
     let doc = roxmltree::Document::parse(text).map_err(|e| format!("not well-formed XML: {e}"))?;
     let asset = doc.root_element().children().find(|n| n.is_element() && n.tag_name().name() == "asset");
     let up = asset.and_then(|a| a.children().find(|n| n.is_element() && n.tag_name().name() == "up_axis")).and_then(|n| n.text()).map(str::trim);
@@ -71,6 +71,12 @@ pub fn read_mesh_vertices(path: &Path) -> Result<(Vec<Vec3>, Option<UpAxis>), St
         }
         other => return Err(format!("unsupported mesh format '.{other}' of {} (use STL, OBJ or Collada .dae)", path.display())),
     };
+    // NaN, ∞ and absurd coordinates (3·10³⁸ fits an STL's f32) would poison the hull and the
+    // inertia: refused naming the vertex
+    for (i, v) in scene.meshes.iter().flat_map(|m| m.vertices.iter()).enumerate() {
+        let v = [v[0] as f64, v[1] as f64, v[2] as f64];
+        crate::validate::finite3_in(v, crate::validate::POSITION_M, &format!("vertex {i}")).map_err(|e| format!("invalid mesh {}: {e} (file units, before any scale)", path.display()))?;
+    }
     let r = up.map(UpAxis::to_z_up).unwrap_or_else(Mat3::identity);
     let pts = scene.meshes.iter().flat_map(|m| m.vertices.iter()).map(|v| r * Vec3::new(v[0] as f64, v[1] as f64, v[2] as f64)).collect();
     Ok((pts, up))

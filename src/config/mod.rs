@@ -5,7 +5,7 @@
 //! fault (see [`InputError`]). Unknown keys are rejected.
 
 pub mod mesh;
-mod scene;
+pub(crate) mod scene;
 mod simulation;
 mod tetmesh;
 
@@ -109,6 +109,7 @@ fn build_scene(cfg: SceneFile, file: &str, base_dir: &Path, path: &Path, opts: &
     b.midpoint_bias = cfg.midpoint_bias;
     b.contact = cfg.contact.clone();
     for (name, m) in &cfg.materials {
+        scene::check_name(name).map_err(|r| InputError::invalid(file, format!("materials.{name:?}"), r))?;
         b.material(name, m.friction)?;
         b.material_compliance(name, m.compliance())?;
     }
@@ -221,6 +222,7 @@ fn build_scene(cfg: SceneFile, file: &str, base_dir: &Path, path: &Path, opts: &
     }
     validate_solver(&cfg.solver, file)?;
     build_deformables(&cfg, &mut model, file, base_dir)?;
+    model.check_sizes().map_err(|reason| InputError::invalid(file, "size", reason))?;
     model.fem_integrator = cfg.deformable_integrator;
     Ok(Scene {
         name: cfg.name.clone().unwrap_or_else(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()),
@@ -734,9 +736,7 @@ fn build_deformables(cfg: &SceneFile, model: &mut Model, file: &str, base_dir: &
             return Err(InputError::invalid(file, &el, format!("name '{}' is already used", d.name)));
         }
         d.material.check().map_err(|(key, reason)| InputError::invalid(file, format!("{el}.material.{key}"), reason))?;
-        if !(d.friction >= 0.0 && d.friction.is_finite()) {
-            return Err(InputError::invalid(file, format!("{el}.friction"), format!("must be ≥ 0, got {}", d.friction)));
-        }
+        crate::validate::finite_in(d.friction, crate::validate::FRICTION, "μ").map_err(|r| InputError::invalid(file, format!("{el}.friction"), r))?;
         if !(d.scale > 0.0 && d.scale.is_finite()) {
             return Err(InputError::invalid(file, format!("{el}.scale"), format!("must be > 0, got {}", d.scale)));
         }
@@ -763,6 +763,9 @@ fn build_deformables(cfg: &SceneFile, model: &mut Model, file: &str, base_dir: &
             }
             match (a.box_min, a.box_max) {
                 (Some(lo), Some(hi)) => {
+                    for (key, v) in [("box_min", lo), ("box_max", hi)] {
+                        crate::validate::finite3_in(v, crate::validate::POSITION_M, key).map_err(|r| InputError::invalid(file, format!("{ael}.{key}"), r))?;
+                    }
                     for (i, p) in body.rest.iter().enumerate() {
                         if (0..3).all(|k| p[k] >= lo[k] && p[k] <= hi[k]) {
                             selected.push(i);

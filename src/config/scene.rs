@@ -38,8 +38,8 @@ fn default_scale() -> [f64; 3] {
 #[derive(Clone, Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SceneFile {
-    /// Scene name (defaults to the file stem).
-    #[serde(default)]
+    /// Scene name (defaults to the file stem; `""` is refused).
+    #[serde(default, deserialize_with = "optional_name")]
     pub name: Option<String>,
     /// Time step (s).
     #[serde(default = "default_timestep")]
@@ -311,8 +311,8 @@ pub struct ControlConfig {
 pub struct RobotConfig {
     /// URDF path (relative to the scene file).
     pub urdf: String,
-    /// Name override.
-    #[serde(default)]
+    /// Name override (`""` is refused; null or absent: the URDF's robot name).
+    #[serde(default, deserialize_with = "optional_name")]
     pub name: Option<String>,
     /// Base attachment.
     #[serde(default)]
@@ -427,7 +427,8 @@ pub enum ShapeConfig {
 #[derive(Clone, Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ObjectConfig {
-    /// Unique name.
+    /// Unique name (a non-empty string: YAML `null` and `""` are refused).
+    #[serde(deserialize_with = "name")]
     pub name: String,
     /// Shape.
     pub shape: ShapeConfig,
@@ -479,7 +480,8 @@ fn default_fem_friction() -> f64 {
 #[derive(Clone, Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeformableConfig {
-    /// Unique name.
+    /// Unique name (a non-empty string: YAML `null` and `""` are refused).
+    #[serde(deserialize_with = "name")]
     pub name: String,
     /// Mesh file (relative to the scene): `.msh` (Gmsh ASCII 2.2 / 4.1), `.node` or `.ele`
     /// (TetGen).
@@ -554,4 +556,35 @@ pub struct AttachmentConfig {
     /// point's, the link feels nothing; cheaper for stiff servos).
     #[serde(default = "default_true")]
     pub two_way: bool,
+}
+
+/// Checks a name given in a scene file: not empty or blank, no control characters (names become
+/// topic, frame and column names).
+pub fn check_name(name: &str) -> Result<(), String> {
+    if name.trim().is_empty() {
+        return Err(format!("a name must not be empty or blank, got {name:?}"));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(format!("a name must not contain control characters, got {name:?}"));
+    }
+    Ok(())
+}
+
+/// Deserializes a required name: a string that passes [`check_name`] (YAML `null` is refused,
+/// not read as the text "null").
+pub fn name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    use serde::de::Error;
+    match <Option<String> as serde::Deserialize>::deserialize(d)? {
+        None => Err(D::Error::custom("a name is required here, got null")),
+        Some(n) => check_name(&n).map(|()| n).map_err(D::Error::custom),
+    }
+}
+
+/// Deserializes an optional name: null or a string that passes [`check_name`].
+pub fn optional_name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    use serde::de::Error;
+    match <Option<String> as serde::Deserialize>::deserialize(d)? {
+        None => Ok(None),
+        Some(n) => check_name(&n).map(|()| Some(n)).map_err(D::Error::custom),
+    }
 }

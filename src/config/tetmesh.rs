@@ -38,6 +38,14 @@ pub fn read_tet_mesh(path: &Path) -> Result<TetMesh, InputError> {
             ))
         }
     };
+    use crate::validate::{MAX_FEM_NODES, MAX_FEM_TETS};
+    if mesh.nodes.len() > MAX_FEM_NODES || mesh.tets.len() > MAX_FEM_TETS {
+        return Err(InputError::invalid(
+            &file,
+            "size",
+            format!("{} nodes and {} tetrahedra, more than the limits of {MAX_FEM_NODES} nodes and {MAX_FEM_TETS} tetrahedra per mesh", mesh.nodes.len(), mesh.tets.len()),
+        ));
+    }
     mesh.validate().map_err(|d| {
         let element = if d.element == usize::MAX { "nodes".to_string() } else { format!("tetrahedron {} (element {} in file order)", d.element + 1, d.element + 1) };
         InputError::invalid(&elem_file, element, d.reason)

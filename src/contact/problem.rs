@@ -193,3 +193,7 @@ impl ContactRows {
         c * self.rows.len()
     }
 }
+
+// the model sizes the step's buffers (and bounds them at load) with at most this many rows per
+// contact
+const _: () = assert!(ContactRows::POINT.len() <= crate::model::MAX_ROWS_PER_CONTACT && ContactRows::POINT_TORSION.len() <= crate::model::MAX_ROWS_PER_CONTACT);

@@ -58,24 +58,22 @@ impl FemMaterial {
 
     /// Checks the ranges; on failure returns `(key, reason)`.
     pub fn check(&self) -> Result<(), (&'static str, String)> {
-        let finite = |x: f64| x.is_finite();
-        if !(self.density_kg_m3 > 0.0 && finite(self.density_kg_m3)) {
+        use crate::validate::{finite_in, DENSITY_KG_M3, RAYLEIGH_MASS_1_S, RAYLEIGH_STIFFNESS_S, YOUNGS_MODULUS_PA};
+        if !(self.density_kg_m3 > 0.0) {
             return Err(("density_kg_m3", format!("must be > 0, got {}", self.density_kg_m3)));
         }
-        if !(self.youngs_modulus_pa > 0.0 && finite(self.youngs_modulus_pa)) {
+        finite_in(self.density_kg_m3, DENSITY_KG_M3, "ρ").map_err(|r| ("density_kg_m3", r))?;
+        if !(self.youngs_modulus_pa > 0.0) {
             return Err(("youngs_modulus_pa", format!("must be > 0 (E ≤ 0 has no elastic energy minimum), got {}", self.youngs_modulus_pa)));
         }
+        finite_in(self.youngs_modulus_pa, YOUNGS_MODULUS_PA, "E").map_err(|r| ("youngs_modulus_pa", r))?;
+        finite_in(self.rayleigh_mass_1_s, RAYLEIGH_MASS_1_S, "α").map_err(|r| ("rayleigh_mass_1_s", r))?;
+        finite_in(self.rayleigh_stiffness_s, RAYLEIGH_STIFFNESS_S, "β").map_err(|r| ("rayleigh_stiffness_s", r))?;
         if !(self.poisson_ratio > -1.0 && self.poisson_ratio < 0.5) {
             return Err((
                 "poisson_ratio",
                 format!("must be in (−1, 0.5) (ν ≥ 0.5 is incompressible: λ is infinite or negative), got {}", self.poisson_ratio),
             ));
-        }
-        if !(self.rayleigh_mass_1_s >= 0.0 && finite(self.rayleigh_mass_1_s)) {
-            return Err(("rayleigh_mass_1_s", format!("must be ≥ 0, got {}", self.rayleigh_mass_1_s)));
-        }
-        if !(self.rayleigh_stiffness_s >= 0.0 && finite(self.rayleigh_stiffness_s)) {
-            return Err(("rayleigh_stiffness_s", format!("must be ≥ 0, got {}", self.rayleigh_stiffness_s)));
         }
         Ok(())
     }

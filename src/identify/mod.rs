@@ -291,11 +291,14 @@ fn check_outputs(opts: &IdentifyOptions) -> Result<(), IdentifyError> {
             }
         }
     }
-    if opts.threads == 0 {
-        return err("--threads: must be at least 1");
+    if opts.threads == 0 || opts.threads > MAX_THREADS {
+        return err(format!("--threads: {} is outside [1, {MAX_THREADS}]", opts.threads));
     }
     Ok(())
 }
+
+/// Most worker threads `--threads` may ask for (each holds a simulation and a rollout's samples).
+pub const MAX_THREADS: usize = 256;
 
 /// Loads the scene and resolves and checks the parameter file.
 fn load_problem(opts: &IdentifyOptions) -> Result<Problem, IdentifyError> {

@@ -189,6 +189,15 @@ pub fn data_set(paths: &[PathBuf], scene: &Scene, replay: &ReplayConfig) -> Resu
         let name = path.display().to_string();
         let bag = crate::bag::read_bag(path).map_err(|e| e.to_string())?;
         let plan = ReplayPlan::prepare(&bag, scene, replay).map_err(|e| e.to_string())?;
+        let sink_bytes = MemorySink::bytes(&plan);
+        if sink_bytes > MAX_ROLLOUT_BYTES {
+            return Err(format!(
+                "{name}: a rollout would hold {} samples of {} values ({:.3e} bytes), more than the limit of {MAX_ROLLOUT_BYTES} bytes per rollout: use a shorter bag, --duration in the replay config or a lower rate_hz",
+                plan.sample_count(),
+                sink_bytes / 8 / plan.sample_count().max(1) as u64,
+                sink_bytes as f64
+            ));
+        }
         let before = set.channels.len();
         let mut constant = vec![];
         channels_of(&bag, b, &plan, replay, &mut set.channels, &mut constant)?;
@@ -329,12 +338,27 @@ pub struct MemorySink {
     samples: usize,
 }
 
+/// Largest memory one rollout's samples may take (bytes): 512 MiB. Rollouts run in parallel,
+/// one per thread.
+pub const MAX_ROLLOUT_BYTES: u64 = 512 << 20;
+
 impl MemorySink {
+    /// Values per sample of `plan`'s layout.
+    fn stride(plan: &ReplayPlan) -> usize {
+        let l = plan.layout();
+        3 * l.joints.len() + 6 * l.sensors.len() + 6 * l.wrench_links.len() + 6 * l.bases.len()
+    }
+
+    /// Bytes [`MemorySink::new`] allocates for `plan`.
+    pub fn bytes(plan: &ReplayPlan) -> u64 {
+        (Self::stride(plan) as u64).saturating_mul(plan.sample_count() as u64).saturating_mul(8)
+    }
+
     /// A sink for `plan`'s samples.
     pub fn new(plan: &ReplayPlan) -> MemorySink {
         let l = plan.layout();
         let (joints, sensors, wrenches) = (l.joints.len(), l.sensors.len(), l.wrench_links.len());
-        let stride = 3 * joints + 6 * sensors + 6 * wrenches + 6 * l.bases.len();
+        let stride = Self::stride(plan);
         MemorySink { stride, joints, sensors, wrenches, period_s: 1.0 / plan.rate_hz(), start_ns: plan.hw_start_ns() as i64, data: vec![0.0; stride * plan.sample_count()], samples: 0 }
     }
 

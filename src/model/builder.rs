@@ -447,9 +447,7 @@ impl ModelBuilder {
 
     /// Adds or updates a material.
     pub fn material(&mut self, name: &str, friction: f64) -> Result<usize, InputError> {
-        if !(friction >= 0.0 && friction.is_finite()) {
-            return Err(self.err(format!("materials.{name}.friction"), format!("must be ≥ 0 and finite, got {friction}")));
-        }
+        crate::validate::finite_in(friction, crate::validate::FRICTION, "μ").map_err(|r| self.err(format!("materials.{name}.friction"), r))?;
         if let Some(i) = self.materials.iter().position(|m| m.name == name) {
             self.materials[i].friction = friction;
             Ok(i)
@@ -477,9 +475,7 @@ impl ModelBuilder {
     pub fn material_pair(&mut self, a: &str, b: &str, friction: f64) -> Result<(), InputError> {
         let ia = self.material_id(a, "material_pairs")?;
         let ib = self.material_id(b, "material_pairs")?;
-        if !(friction >= 0.0 && friction.is_finite()) {
-            return Err(self.err(format!("material_pairs[{a}, {b}].friction"), format!("must be ≥ 0, got {friction}")));
-        }
+        crate::validate::finite_in(friction, crate::validate::FRICTION, "μ").map_err(|r| self.err(format!("material_pairs[{a}, {b}].friction"), r))?;
         self.pair_friction.insert((ia.min(ib), ia.max(ib)), friction);
         Ok(())
     }
@@ -987,9 +983,14 @@ impl ModelBuilder {
                 }
             }
         }
+        let object_dof = self.objects.iter().map(|o| self.bodies[o.body].joint.kind.nv()).sum();
+        Model::check_counts(self.bodies.len(), self.nv, object_dof).map_err(|r| self.err("size", r))?;
         // candidate collision pairs
         let mut pairs = vec![];
         for a in 0..self.geoms.len() {
+            if pairs.len() > crate::validate::MAX_COLLISION_PAIRS {
+                return Err(self.err("size", format!("more than {} candidate collision pairs (pairs of shapes on different moving bodies), the limit: turn off self_collision, list collision_links or use fewer objects", crate::validate::MAX_COLLISION_PAIRS)));
+            }
             for b in a + 1..self.geoms.len() {
                 let (ga, gb) = (&self.geoms[a], &self.geoms[b]);
                 if self.is_static_body(ga.body) && self.is_static_body(gb.body) {
@@ -1022,7 +1023,8 @@ impl ModelBuilder {
                 });
             }
         }
-        Ok(Model {
+        let file = self.file.clone();
+        let model = Model {
             bodies: self.bodies,
             trees: self.trees,
             robots: self.robots,
@@ -1048,6 +1050,8 @@ impl ModelBuilder {
             contact_wrench_bodies: vec![],
             deformables: vec![],
             fem_integrator: Default::default(),
-        })
+        };
+        model.check_sizes().map_err(|reason| InputError::invalid(file, "size", reason))?;
+        Ok(model)
     }
 }

@@ -491,6 +491,10 @@ pub struct Model {
     pub fem_integrator: crate::fem::FemIntegrator,
 }
 
+/// Most scalar constraint rows one contact takes under any method (normal, two tangents,
+/// torsion); the contact layer checks its layouts against it at compile time.
+pub const MAX_ROWS_PER_CONTACT: usize = 4;
+
 impl Model {
     /// Finds a body by name.
     pub fn body_id(&self, name: &str) -> Option<BodyId> {
@@ -523,6 +527,63 @@ impl Model {
     pub fn max_joint_rows(&self) -> usize {
         3 * self.one_dof_joint_count() + self.mimics.len()
     }
+    /// Bytes of the step's dense buffers, estimated before they are allocated: the Delassus
+    /// matrix (rows²), the constraint Jacobian and its factor-solved copy (2·rows·nv), the
+    /// coupled rigid–deformable Jacobian (rows·nv) and the dense mass matrix (nv²), with rows
+    /// the most constraint rows a step can have under any method ([`MAX_ROWS_PER_CONTACT`] per
+    /// contact, joint rows, 3 per deformable surface and welded node).
+    /// [`crate::validate::MAX_STEP_MATRIX_BYTES`] bounds it at load.
+    pub fn dense_step_bytes(&self) -> u128 {
+        let surface: usize = self.deformables.iter().map(|d| d.surface_nodes.len()).sum();
+        let welded = crate::fem::welded_node_count(&self.deformables);
+        let rows = (MAX_ROWS_PER_CONTACT * self.contact.max_contacts + self.max_joint_rows() + 3 * surface + 3 * welded) as u128;
+        let nv = self.nv as u128;
+        8 * (rows * rows + 3 * rows * nv + nv * nv)
+    }
+
+    /// Checks the counts of bodies (`bodies`, with the world) and velocity coordinates (`nv`, of
+    /// which `object_dof` belong to free objects) against [`crate::validate::MAX_BODIES`] and
+    /// [`crate::validate::MAX_DOF`].
+    pub fn check_counts(bodies: usize, nv: usize, object_dof: usize) -> Result<(), String> {
+        use crate::validate::{MAX_BODIES, MAX_DOF};
+        if bodies > MAX_BODIES {
+            return Err(format!("{bodies} bodies (links and objects), more than the limit of {MAX_BODIES}"));
+        }
+        if nv > MAX_DOF {
+            return Err(format!("{nv} velocity coordinates ({} of robots, {object_dof} of objects: 6 per free object), more than the limit of {MAX_DOF}", nv - object_dof));
+        }
+        Ok(())
+    }
+
+    /// Checks the model's sizes against the limits of [`crate::validate`] (bodies, velocity
+    /// coordinates, chain length, collision pairs, dense step buffers) before any step buffer
+    /// is allocated. The error is the reason, naming the limit and what to change.
+    pub fn check_sizes(&self) -> Result<(), String> {
+        use crate::validate::{MAX_CHAIN_DOF, MAX_COLLISION_PAIRS, MAX_STEP_MATRIX_BYTES};
+        Self::check_counts(self.bodies.len(), self.nv, self.objects.iter().map(|o| self.bodies[o.body].joint.kind.nv()).sum())?;
+        let mut chain = vec![0usize; self.bodies.len()];
+        for (b, body) in self.bodies.iter().enumerate() {
+            chain[b] = body.parent.map_or(0, |p| chain[p]) + body.joint.kind.nv();
+            if chain[b] > MAX_CHAIN_DOF {
+                return Err(format!(
+                    "link '{}' ends a chain of {} joint coordinates from its root, more than the limit of {MAX_CHAIN_DOF} (the mass matrix's factorization costs the chain's length cubed every step)",
+                    body.name, chain[b]
+                ));
+            }
+        }
+        if self.collision_pairs.len() > MAX_COLLISION_PAIRS {
+            return Err(format!("{} candidate collision pairs, more than the limit of {MAX_COLLISION_PAIRS}: turn off self_collision, list collision_links or use fewer objects", self.collision_pairs.len()));
+        }
+        let bytes = self.dense_step_bytes();
+        if bytes > MAX_STEP_MATRIX_BYTES as u128 {
+            return Err(format!(
+                "the step's dense buffers would take {:.3e} bytes, more than the limit of {MAX_STEP_MATRIX_BYTES} (2 GiB): lower contact.max_contacts ({}), or use fewer joints, objects or deformable surface nodes",
+                bytes as f64, self.contact.max_contacts
+            ));
+        }
+        Ok(())
+    }
+
     /// Total number of deformable nodes.
     pub fn fem_nodes(&self) -> usize {
         self.deformables.iter().map(|d| d.num_nodes()).sum()

@@ -92,7 +92,8 @@ impl Default for FtEmulation {
 #[derive(Clone, Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FtSensorConfig {
-    /// Sensor name (topics: `<name>/wrench`).
+    /// Sensor name (topics: `<name>/wrench`; a non-empty string).
+    #[serde(deserialize_with = "crate::config::scene::name")]
     pub name: String,
     /// The fixed URDF joint it sits on.
     pub joint: String,

@@ -9,6 +9,7 @@ use contact_sim::sim::Simulation;
 use std::path::{Path, PathBuf};
 
 pub mod arm_problem;
+pub mod mcap_bytes;
 
 /// Repository root.
 pub fn repo() -> PathBuf {

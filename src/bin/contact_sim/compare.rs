@@ -36,7 +36,7 @@ pub fn compare(sim_bag: &Path, hw_bag: &Path, report: Option<PathBuf>, json: Opt
     }
     print!("{}", contact_sim::compare::format_table(&rep));
     if rep.joints.is_empty() && rep.wrenches.is_empty() {
-        bail!("nothing to compare: no joint or wrench topic in both bags");
+        bail!("nothing to compare: no joint or wrench topic in both bags (joint states read from '{}', --joint-states-topic)", opts.joint_states_topic);
     }
     let json_text = serde_json::to_string_pretty(&rep)?;
     if let Some(dir) = &report {

@@ -44,7 +44,7 @@ pub fn replay(hw_bag: &Path, scene: &Path, out: &Path, config: Option<PathBuf>, 
 pub fn replay_config(config: Option<&Path>) -> Result<bag::replay::ReplayConfig> {
     Ok(match config {
         Some(p) => {
-            let text = std::fs::read_to_string(p).with_context(|| format!("--config: cannot read {}", p.display()))?;
+            let text = contact_sim::validate::read_text_bounded(p, contact_sim::validate::MAX_TEXT_FILE_BYTES).map_err(|e| anyhow::anyhow!("--config {}: {e}", p.display()))?;
             serde_yaml::from_str(&text).with_context(|| format!("{}", p.display()))?
         }
         None => Default::default(),

@@ -1,7 +1,6 @@
 //! `contact_sim run`: a scene headless, with a summary, CSV time series and bag recording.
 
-/// Most steps one `run` may simulate (10¹⁰: about 115 days of simulated time at 1 kHz).
-const MAX_RUN_STEPS: u64 = 10_000_000_000;
+use contact_sim::validate::MAX_RUN_STEPS;
 
 use super::*;
 
@@ -50,6 +49,8 @@ pub struct CsvOptions {
 /// Writes the sensor / contact-wrench time series.
 struct CsvWriter {
     out: std::io::BufWriter<std::fs::File>,
+    /// The file, for errors.
+    path: std::path::PathBuf,
     bodies: Vec<usize>,
     pub every: u64,
 }
@@ -81,8 +82,8 @@ impl CsvWriter {
                 header.push(format!("{}.contact.{a}", sim.model.bodies[b].name));
             }
         }
-        writeln!(out, "{}", header.join(","))?;
-        Ok(Some(CsvWriter { out, bodies, every: opts.every }))
+        writeln!(out, "{}", header.join(",")).with_context(|| format!("--csv: cannot write {}", path.display()))?;
+        Ok(Some(CsvWriter { out, path: path.clone(), bodies, every: opts.every }))
     }
 
     fn row(&mut self, sim: &Simulation) -> Result<()> {
@@ -99,7 +100,7 @@ impl CsvWriter {
             let w = contact_sim::sensors::body_contact_wrench(&sim.model, &sim.workspace, b);
             row.extend(w.world.iter().map(|x| format!("{x:.6}")));
         }
-        writeln!(self.out, "{}", row.join(","))?;
+        writeln!(self.out, "{}", row.join(",")).with_context(|| format!("--csv: cannot write {}", self.path.display()))?;
         Ok(())
     }
 }
@@ -270,7 +271,7 @@ pub fn run(scene: Option<PathBuf>, duration: Option<f64>, solver: Option<SolverK
         println!("bag written to {} ({} messages on {} topics, {} dropped)", dir.display(), summary.bag.messages, summary.bag.topics.len(), summary.dropped);
     }
     if let Some(mut w) = csv_writer {
-        w.out.flush()?;
+        w.out.flush().with_context(|| format!("--csv: cannot write {}", w.path.display()))?;
         println!("time series written to {}", csv.path.as_ref().unwrap().display());
     }
     if let Some(out) = summary {

@@ -17,6 +17,9 @@ use rand_chacha::ChaCha8Rng;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+mod cli;
+mod structures;
+
 fn repo(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
@@ -137,19 +140,28 @@ fn minimize(f: &dyn Fn(&[u8]) -> bool, input: &[u8]) -> Vec<u8> {
 /// Fuzzes one target: `iters` mutations of the seeds; returns (inputs run, findings).
 fn fuzz(name: &str, seeds: &[Vec<u8>], iters: usize, f: &dyn Fn(&[u8]) -> bool) -> (usize, Vec<String>) {
     assert!(!seeds.is_empty(), "{name}: no seed inputs");
-    let mut rng = ChaCha8Rng::seed_from_u64(seed() ^ name.bytes().fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64)));
     // the seeds themselves must pass
     for s in seeds {
         let o = run_one(f, s);
         assert!(matches!(o, Outcome::Fine(_)), "{name}: a seed input fails: {o}");
     }
+    let mut mutated = |rng: &mut ChaCha8Rng| {
+        let k = rng.random_range(0..seeds.len());
+        mutate(rng, &seeds[k])
+    };
+    fuzz_with(name, iters, &mut mutated, f)
+}
+
+/// Fuzzes one target with `iters` inputs from `make` (a generator or a mutator, given the
+/// target's random stream); returns (inputs run, findings).
+fn fuzz_with(name: &str, iters: usize, make: &mut dyn FnMut(&mut ChaCha8Rng) -> Vec<u8>, f: &dyn Fn(&[u8]) -> bool) -> (usize, Vec<String>) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed() ^ name.bytes().fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64)));
     let quiet = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     let mut findings = vec![];
     let (mut runs, mut accepted) = (0, 0);
     for i in 0..iters {
-        let base = &seeds[rng.random_range(0..seeds.len())];
-        let input = mutate(&mut rng, base);
+        let input = make(&mut rng);
         runs += 1;
         let outcome = run_one(f, &input);
         accepted += matches!(outcome, Outcome::Fine(true)) as usize;
