@@ -13,69 +13,29 @@ namespace (the node's namespace: its topics, services, robot_description and tf 
 robot_state_publisher (true: start one per robot of the scene, when the package is installed).
 The launch arguments override the parameter file. When the node exits (e.g. on a bad scene or
 parameter) the launch shuts down; when launch is killed the node stops too (it asks the kernel for
-SIGTERM on its parent's death).
+SIGTERM on its parent's death). A params_file that does not exist stops the node with an error
+naming it (launch_ros itself only warns and leaves it out: the node gets it again as
+--require-params-file).
 
-robot_state_publisher gets each robot's URDF from `contact_sim_node --print-robot-description`
-and publishes the links' TF from the node's joint_states; the node itself publishes odom → base
-(tf, tf_static) and robot_description. With one robot it runs in the node's namespace; with
-several, one per robot in `<namespace>/<robot>`. Its own copy of robot_description is moved to
-`robot_state_publisher/robot_description` (the node's is the one to use) and its /tf and
-/tf_static follow the namespace like the node's.
+robot_state_publisher:=true (the default) includes robot_state_publishers.launch.py: one
+robot_state_publisher per robot of the scene, each with its URDF from
+`contact_sim_node --print-robot-description ROBOT` (a string parameter), publishing the links' TF
+from the node's joint_states; the node itself publishes odom -> base (tf, tf_static) and
+robot_description. With one robot it runs in the node's namespace; with several, one per robot in
+`<namespace>/<robot>` (the default scene has two: quadruped and arm7). Its own copy of
+robot_description is moved to `robot_state_publisher/robot_description` (the node's is the one to
+use) and its /tf and /tf_static follow the namespace like the node's. When the package is not
+installed it says so and goes on without it.
 """
 
-import subprocess
-
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, Shutdown
+from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, Shutdown
+from launch.conditions import IfCondition
+from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
-from launch_ros.substitutions import ExecutableInPackage, FindPackageShare
-
-
-def _robot_state_publishers(context):
-    """One robot_state_publisher per robot of the scene (when asked for and installed)."""
-    if LaunchConfiguration("robot_state_publisher").perform(context) != "true":
-        return []
-    try:
-        from ament_index_python.packages import get_package_share_directory
-
-        get_package_share_directory("robot_state_publisher")
-    except Exception:  # noqa: BLE001 - not installed (or no ament index)
-        return [LogInfo(msg="robot_state_publisher is not installed: not started (the links have no TF; install ros-$ROS_DISTRO-robot-state-publisher)")]
-    exe = ExecutableInPackage("contact_sim_node", "contact_sim").perform(context)
-    scene = LaunchConfiguration("scene").perform(context)
-    ns = LaunchConfiguration("namespace").perform(context).strip("/")
-    sim_time = LaunchConfiguration("use_sim_time").perform(context) == "true"
-
-    def run(*args):
-        r = subprocess.run([exe, "--scene", scene, *args], capture_output=True, text=True)
-        if r.returncode != 0:
-            raise RuntimeError(f"contact_sim_node {' '.join(args)}: {r.stderr.strip()}")
-        return r.stdout
-
-    robots = run("--list-robots").split()
-    joint_states = f"/{ns}/joint_states" if ns else "/joint_states"
-    actions = []
-    for robot in robots:
-        robot_ns = ns if len(robots) == 1 else f"{ns}/{robot}".strip("/")
-        actions.append(
-            Node(
-                package="robot_state_publisher",
-                executable="robot_state_publisher",
-                name="robot_state_publisher",
-                namespace=robot_ns,
-                output="screen",
-                parameters=[{"robot_description": ParameterValue(run("--print-robot-description", robot), value_type=str), "use_sim_time": sim_time}],
-                remappings=[
-                    ("robot_description", "robot_state_publisher/robot_description"),
-                    ("joint_states", joint_states),
-                    ("/tf", "tf" if len(robots) == 1 else f"/{ns}/tf" if ns else "/tf"),
-                    ("/tf_static", "tf_static" if len(robots) == 1 else f"/{ns}/tf_static" if ns else "/tf_static"),
-                ],
-            )
-        )
-    return actions
+from launch_ros.substitutions import FindPackageShare
 
 
 def generate_launch_description():
@@ -133,6 +93,8 @@ def generate_launch_description():
         namespace=LaunchConfiguration("namespace"),
         output="screen",
         emulate_tty=True,
+        # launch_ros drops a params_file that does not exist with only a warning: the node checks it
+        arguments=["--require-params-file", LaunchConfiguration("params_file")],
         # the node failing (bad scene, bad parameters) ends the launch instead of leaving it idle
         on_exit=Shutdown(reason="contact_sim_node exited"),
         parameters=[
@@ -146,4 +108,14 @@ def generate_launch_description():
             },
         ],
     )
-    return LaunchDescription(arguments + [node, OpaqueFunction(function=_robot_state_publishers)])
+    # one robot_state_publisher per robot (shared with sim.launch.xml)
+    robot_state_publishers = IncludeLaunchDescription(
+        PythonLaunchDescriptionSource(PathJoinSubstitution([share, "launch", "robot_state_publishers.launch.py"])),
+        condition=IfCondition(LaunchConfiguration("robot_state_publisher")),
+        launch_arguments={
+            "scene": LaunchConfiguration("scene"),
+            "namespace": LaunchConfiguration("namespace"),
+            "use_sim_time": LaunchConfiguration("use_sim_time"),
+        }.items(),
+    )
+    return LaunchDescription(arguments + [node, robot_state_publishers])

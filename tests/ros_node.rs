@@ -445,22 +445,24 @@ fn launch_and_parameter_files_name_only_declared_parameters() {
     let is_declared = |n: &str| declared.iter().any(|d| d == n);
 
     let mut dummy = NodeProc { child: None, log: PathBuf::from("/nonexistent") };
-    let r = run_python(&mut dummy, &["tests/ros/check_launch.py", repo().to_str().unwrap()], "0", Duration::from_secs(60));
+    let r = run_python(&mut dummy, &["tests/ros/check_launch.py", repo().to_str().unwrap(), env!("CARGO_BIN_EXE_contact_sim_node")], "0", Duration::from_secs(120));
     // Python launch file
     let py = &r["py"];
     let args: Vec<&str> = py["arguments"].as_object().unwrap().keys().map(|s| s.as_str()).collect();
     for a in ["scene", "solver", "time_mode", "use_sim_time", "params_file", "namespace", "robot_state_publisher"] {
         assert!(args.contains(&a), "launch argument {a}: {args:?}");
     }
-    // the node follows the namespace argument; robot_state_publisher is started by a function
+    // the node follows the namespace argument; both files include the same robot_state_publishers
     assert_eq!(py["node"]["namespace"], "LaunchConfiguration('namespace',)");
-    assert_eq!(py["opaque_functions"], serde_json::json!(["_robot_state_publishers"]));
+    let py_inc = &py["includes"][0];
+    assert!(py_inc["file"].as_str().unwrap().contains("robot_state_publishers.launch.py"), "{py_inc}");
+    assert_eq!(py_inc["condition"], "LaunchConfiguration('robot_state_publisher',)");
     assert_eq!(r["xml"]["node"]["namespace"], "$(var namespace)");
-    let rsp = &r["xml"]["robot_state_publisher"][0];
-    assert_eq!(rsp["if"], "$(var robot_state_publisher)");
-    assert_eq!(rsp["namespace"], "$(var namespace)");
-    assert!(rsp["params"]["robot_description"].as_str().unwrap().contains("--print-robot-description"), "{rsp}");
-    assert_eq!(rsp["remaps"][0], serde_json::json!(["robot_description", "robot_state_publisher/robot_description"]));
+    let xml_inc = &r["xml"]["includes"][0];
+    assert_eq!(xml_inc["file"], "$(find-pkg-share contact_sim)/launch/robot_state_publishers.launch.py");
+    assert_eq!(xml_inc["if"], "$(var robot_state_publisher)");
+    assert_eq!(xml_inc["arguments"], py_inc["arguments"], "the same arguments to robot_state_publishers.launch.py");
+    assert_eq!(r["xml"]["other_nodes"], serde_json::json!([]), "no robot_state_publisher of the XML's own");
     assert_eq!(py["node"]["package"], "contact_sim");
     assert_eq!(py["node"]["executable"], "contact_sim_node");
     assert_eq!(py["node"]["name"], "contact_sim_node");
@@ -489,6 +491,60 @@ fn launch_and_parameter_files_name_only_declared_parameters() {
     pyp.sort();
     assert_eq!(xml_params, pyp, "the XML launch file sets the same parameters");
     assert_eq!(xml["parameter_files"].as_array().unwrap().len(), 1);
+
+    // both launch files evaluated as launch / launch_ros do (the $(command) / --print-robot-description
+    // run with the built node), the programs they start given their command lines
+    let default_scene = repo().join("config/default.yaml");
+    let one_robot_scene = repo().join("tests/data/ros_arm.yaml");
+    for kind in ["py", "xml"] {
+        let runs = &r["runs"][kind];
+        for (case, scene, use_sim_time, ns, robots) in [
+            ("default", &default_scene, false, "/", vec![("quadruped", "/quadruped"), ("arm7", "/arm7")]),
+            ("one_robot", &one_robot_scene, true, "/sim_a", vec![("arm7", "/sim_a")]),
+            ("no_rsp_package", &default_scene, false, "/", vec![]),
+            ("rsp_off", &default_scene, false, "/", vec![]),
+        ] {
+            let run = &runs[case];
+            assert_eq!(run["error"], Value::Null, "sim.launch.{kind} ({case}) fails as `ros2 launch` would: {}", run["error"]);
+            let procs = run["processes"].as_array().unwrap();
+            // the node: its launch parameters reach it with their types
+            let node = &procs[0];
+            assert_eq!((node["package"].as_str(), node["node"].as_str(), node["namespace"].as_str()), (Some("contact_sim"), Some("contact_sim_node"), Some(ns)), "{kind} {case}: {node}");
+            let p = &node["parameters"];
+            assert_eq!(p["scene"].as_str(), Some(scene.to_str().unwrap()), "{kind} {case}: scene");
+            assert_eq!((&p["solver"], &p["time_mode"], &p["record_bag"]), (&Value::from("scene"), &Value::from("realtime"), &Value::from("")), "{kind} {case}: string parameters {p}");
+            assert_eq!(p["use_sim_time"], Value::from(use_sim_time), "{kind} {case}: use_sim_time is a bool");
+            // one robot_state_publisher per robot, each with a URDF string of its robot
+            let rsp: Vec<&Value> = procs[1..].iter().collect();
+            assert!(rsp.iter().all(|p| p["package"] == "robot_state_publisher"), "{kind} {case}: {procs:?}");
+            let got: Vec<(&str, &str)> = rsp.iter().map(|p| (p["urdf_robot"].as_str().unwrap(), p["namespace"].as_str().unwrap())).collect();
+            assert_eq!(got, robots, "{kind} {case}: robot_state_publishers (robot, namespace)");
+            for p in &rsp {
+                assert_eq!(p["parameter_types"]["robot_description"], "str", "{kind} {case}: {p}");
+                assert!(p["urdf_links"].as_u64().unwrap() >= 2, "{kind} {case}: a whole URDF: {p}");
+                assert_eq!(p["use_sim_time"], Value::from(use_sim_time), "{kind} {case}");
+                let tf = if ns == "/" { "/tf".to_string() } else { format!("{ns}/tf") };
+                let joint_states = if ns == "/" { "/joint_states".to_string() } else { format!("{ns}/joint_states") };
+                let remaps = p["remaps"].as_array().unwrap();
+                assert!(remaps.contains(&serde_json::json!(["/tf", tf])) && remaps.contains(&serde_json::json!(["joint_states", joint_states])), "{kind} {case}: {remaps:?}");
+                assert!(remaps.contains(&serde_json::json!(["robot_description", "robot_state_publisher/robot_description"])));
+            }
+        }
+        assert!(runs["no_rsp_package"]["log"][0].as_str().unwrap().contains("robot_state_publisher is not installed"), "{kind}: {}", runs["no_rsp_package"]);
+        // params_file:=/nonexistent/...: launch_ros only warns and leaves the file out; the real
+        // node, started with the command line launch builds, stops with one line naming the file
+        let run = &runs["missing_params_file"];
+        assert_eq!(run["error"], Value::Null, "{kind}: {run}");
+        assert!(run["log"][0].as_str().unwrap().contains("Parameter file path is not a file: /nonexistent/contact_sim.params.yaml"), "{kind}: {run}");
+        let node = &run["processes"][0];
+        assert_eq!(node["exit"], Value::from(2), "{kind}: the node stops (not on its defaults): {node}");
+        let err = node["stderr"].as_str().unwrap();
+        assert_eq!(
+            err.trim_end(),
+            "contact_sim_node: error: parameter file /nonexistent/contact_sim.params.yaml (--require-params-file, the launch argument params_file): No such file or directory (os error 2)",
+            "{kind}: one line naming the file"
+        );
+    }
     // parameter file: only declared names, values the node accepts (checked live in the first test)
     for (k, _) in r["params_file"].as_object().unwrap() {
         assert!(is_declared(k), "config/contact_sim_node.params.yaml sets undeclared parameter {k}");
@@ -506,6 +562,69 @@ fn launch_and_parameter_files_name_only_declared_parameters() {
     // the crate version and package version agree
     assert_eq!(pkg["version"], env!("CARGO_PKG_VERSION"));
     assert!(Path::new(&repo().join("launch/sim.launch.py")).exists());
+}
+
+/// `--ros-args --params-file` naming a file that does not exist: the node stops at once (exit 2)
+/// with one line naming the file and the option, before rcl prints its own error.
+#[test]
+fn a_missing_parameter_file_stops_the_node_with_one_line_naming_it() {
+    let _g = lock();
+    let d = domain();
+    let mut node = NodeProc::start("tests/data/ros_pendulum_position.yaml", &["--params-file", "/nonexistent/params.yaml"], &d);
+    let st = node.child.as_mut().map(|c| {
+        let t0 = Instant::now();
+        loop {
+            if let Ok(Some(st)) = c.try_wait() {
+                break Some(st);
+            }
+            if t0.elapsed() > Duration::from_secs(20) {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+    let st = st.flatten().unwrap_or_else(|| panic!("the node runs with a missing parameter file:\n{}", node.log()));
+    assert_eq!(st.code(), Some(2), "{}", node.log());
+    assert_eq!(node.log().trim_end(), "contact_sim_node: error: parameter file /nonexistent/params.yaml (--ros-args --params-file): No such file or directory (os error 2)");
+    node.child = None;
+}
+
+/// Mimic followers take no commands (ros_arm: finger_right_joint mimics finger_left_joint): a
+/// command naming only the follower is rejected and not applied, with a warning naming the joint
+/// it follows; named with its leader (as `joint_states` lists them) the follower's value is
+/// ignored, with one warning per joint. The default group `arm7/commands` leaves the follower out
+/// and publishes its joint order as the read-only parameter `groups.arm7.joints`; an array of
+/// that length is applied, a longer one rejected with the order in the warning.
+#[test]
+fn mimic_followers_take_no_commands_and_the_group_order_is_a_parameter() {
+    let _g = lock();
+    let d = domain();
+    let mut node = NodeProc::start("tests/data/ros_arm.yaml", &["watchdog_timeout_s:=0.0", "publish_rate_hz:=100.0", "limit_policy:=reject"], &d);
+    let r = peer(&mut node, "mimic_groups", &d);
+    let names: Vec<&str> = r["names"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+    assert!(names.contains(&"finger_right_joint"), "joint_states still has the follower: {names:?}");
+    let expected: Vec<&str> = names.iter().copied().filter(|n| *n != "finger_right_joint").collect();
+    let joints: Vec<&str> = r["group_joints"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+    assert_eq!(joints, expected, "groups.arm7.joints: the arm's joints in order, without the mimic follower");
+    assert_eq!(r["group_interface"], "position");
+    assert_eq!(r["group_joints_read_only"], true);
+    let c = |k: &str, i: usize| r[k][i].as_i64().unwrap();
+    // received, applied, rejected, trajectories rejected
+    assert_eq!(c("after_alone", 1), c("before", 1), "a command naming only the follower is not applied: {r}");
+    assert_eq!(c("after_alone", 2) - c("before", 2), 1, "it is rejected: {r}");
+    assert_eq!(c("after_alone", 3) - c("before", 3), 1, "a trajectory of the follower only is rejected: {r}");
+    assert_eq!(c("after_pair", 1) - c("after_alone", 1), 2, "follower + leader: applied");
+    assert_eq!(c("after_pair", 2), c("after_alone", 2), "follower + leader: not rejected");
+    let (ql, qr) = (r["q_left_pair"].as_f64().unwrap(), r["q_right_pair"].as_f64().unwrap());
+    assert!((ql - 0.02).abs() < 0.003 && (qr - ql).abs() < 0.001, "the leader at its target, the follower with it (its 0.0 ignored): {ql} {qr}");
+    assert!(c("after_group", 1) - c("after_pair", 1) >= 3 && c("after_group", 2) - c("after_pair", 2) == 1, "group: 3 applied, the long one rejected: {r}");
+    assert!((r["q_left_group"].as_f64().unwrap() - 0.01).abs() < 0.003, "the group's finger value applied: {}", r["q_left_group"]);
+    let log = node.log();
+    assert!(log.contains("rejected command on joint_commands: joint 'finger_right_joint' mimics 'finger_left_joint' (URDF <mimic>) and takes no commands: command 'finger_left_joint'"), "{log}");
+    assert_eq!(log.matches("joint_commands: joint 'finger_right_joint' mimics 'finger_left_joint' (URDF <mimic>) and takes no commands: its values are ignored").count(), 1, "warned once:\n{log}");
+    let order = format!("position has {} entries, expected {}: the {} values are, in order: {} (parameter groups.arm7.joints)", joints.len() + 1, joints.len(), joints.len(), joints.join(", "));
+    assert!(log.contains(&order), "the rejection says the order ({order}):\n{log}");
+    assert!(log.contains(&format!("arm7/commands ({} position values: groups.arm7.joints)", joints.len())), "start-up line:\n{log}");
 }
 
 /// `record_bag`: the node records everything it publishes and every command it receives into a

@@ -36,7 +36,7 @@ use crate::contact::SolverConfig;
 use crate::model::ControlMode;
 use crate::rt::clock::{monotonic_ns, realtime_ns};
 use crate::rt::messages::*;
-use crate::rt::validate::{CommandGroup, CommandValidator, GroupInterface, LimitPolicy, TrajectoryPointView};
+use crate::rt::validate::{CommandGroup, CommandValidator, GroupInterface, LimitPolicy, Rejection, TrajectoryPointView};
 use crate::rt::*;
 use crate::sim::{FailurePolicy, Simulation};
 use anyhow::{anyhow, bail, Context as _, Result};
@@ -79,12 +79,21 @@ pub struct CliArgs {
     pub print_description: Option<String>,
     /// `--list-robots`: print the scene's robot names, one a line, and exit (without ROS).
     pub list_robots: bool,
+    /// `--require-params-file FILE`: stop with an error naming FILE unless it is a readable
+    /// file. The launch files pass their `params_file` here as well as to ROS: launch_ros leaves
+    /// a parameter file that does not exist out of the node's command line with only a warning,
+    /// and the node would run on its defaults.
+    pub require_params_file: Option<PathBuf>,
 }
 
 /// Usage text.
 pub const USAGE: &str = "contact_sim_node: the contact_sim ROS 2 node
 
-usage: contact_sim_node [--scene PATH] [--list-parameters] [--print-robot-description [ROBOT]] [--list-robots] [--ros-args -p scene:=PATH -p time_mode:=realtime|sim_time|lockstep ... --params-file FILE]
+usage: contact_sim_node [--scene PATH] [--list-parameters] [--print-robot-description [ROBOT]] [--list-robots] [--require-params-file FILE] [--ros-args -p scene:=PATH -p time_mode:=realtime|sim_time|lockstep ... --params-file FILE]
+
+A parameter file that cannot be read stops the node with an error naming it: a --params-file of
+--ros-args, and --require-params-file FILE (what the launch files pass with their params_file,
+which launch_ros drops from the command line with only a warning when it does not exist).
 
 Topics (in the node's namespace): joint_commands (sensor_msgs/JointState), <group>/commands
 (std_msgs/Float64MultiArray), joint_trajectory (trajectory_msgs/JointTrajectory) in; joint_states,
@@ -122,6 +131,11 @@ pub fn parse_cli(args: &[String]) -> Result<CliArgs> {
                 i += 1;
                 let p = args.get(i).ok_or_else(|| anyhow!("--scene needs a path"))?;
                 out.scene = Some(PathBuf::from(p));
+            }
+            "--require-params-file" => {
+                i += 1;
+                let p = args.get(i).ok_or_else(|| anyhow!("--require-params-file needs a path"))?;
+                out.require_params_file = Some(PathBuf::from(p));
             }
             _ if a.starts_with("--scene=") => out.scene = Some(PathBuf::from(&a["--scene=".len()..])),
             _ => bail!("unknown argument '{a}' (see --help)"),
@@ -215,6 +229,10 @@ struct Frontend {
     store: Arc<Mutex<ParamStore>>,
     /// Recording of received commands (`record_bag`).
     bag: Option<CommandRecording>,
+    /// Per slot: a command naming this mimic follower has been warned about (once per joint).
+    mimic_warned: Vec<bool>,
+    /// Per group: its joints in array order, for the length-mismatch message.
+    group_joints: Vec<String>,
 }
 
 /// Where the ROS thread records the commands it receives.
@@ -271,6 +289,16 @@ impl Frontend {
         }
     }
 
+    /// Warns, once per joint, that the mimic followers among `names` take no commands (their
+    /// values in an accepted command are ignored).
+    fn warn_mimic_followers(&mut self, topic: &str, names: &[String]) {
+        for (slot, joint, leader) in self.validator.mimic_followers(names) {
+            if !std::mem::replace(&mut self.mimic_warned[slot], true) {
+                crate::ros_warn!(&self.logger, "{topic}: joint '{joint}' mimics '{leader}' (URDF <mimic>) and takes no commands: its values are ignored, command '{leader}' (warned once per joint)");
+            }
+        }
+    }
+
     fn send_command(&mut self) {
         self.command_seq += 1;
         self.scratch_cmd.seq = self.command_seq;
@@ -290,6 +318,7 @@ impl Frontend {
         match self.validator.joint_state(&msg.name, &msg.position, &msg.velocity, &msg.effort, &mut self.scratch_cmd) {
             Ok(a) => {
                 self.counters.clamped.fetch_add(a.clamped as u64, Ordering::Relaxed);
+                self.warn_mimic_followers("joint_commands", &msg.name);
                 self.send_command();
             }
             Err(e) => {
@@ -313,7 +342,13 @@ impl Frontend {
             Err(e) => {
                 self.counters.rejected.fetch_add(1, Ordering::Relaxed);
                 let topic = format!("{}/commands", self.groups[g].name);
-                self.reject(&topic, &e);
+                if matches!(e, Rejection::LengthMismatch { .. }) {
+                    // say what the array is (also in the read-only parameter groups.<g>.joints)
+                    let why = format!("{e}: {} (parameter groups.{}.joints)", self.group_joints[g], self.groups[g].name);
+                    self.reject(&topic, &why);
+                } else {
+                    self.reject(&topic, &e);
+                }
             }
         }
     }
@@ -341,6 +376,7 @@ impl Frontend {
         match self.validator.trajectory(&msg.joint_names, &points, delay, &mut self.scratch_traj) {
             Ok(a) => {
                 self.counters.clamped.fetch_add(a.clamped as u64, Ordering::Relaxed);
+                self.warn_mimic_followers("joint_trajectory", &msg.joint_names);
                 self.command_seq += 1;
                 self.scratch_traj.seq = self.command_seq;
                 self.scratch_traj.received_ns = monotonic_ns();
@@ -737,6 +773,10 @@ pub fn run() -> i32 {
         println!("{USAGE}");
         return 0;
     }
+    if let Err(e) = check_params_files(&args, cli.require_params_file.as_deref()) {
+        eprintln!("contact_sim_node: error: {e}");
+        return 2;
+    }
     if cli.list_robots {
         let scene = cli.scene.clone().unwrap_or_else(default_scene_path);
         return match load_scene(&scene) {
@@ -770,6 +810,32 @@ pub fn run() -> i32 {
             1
         }
     }
+}
+
+/// Every parameter file of the command line can be read: `required` (`--require-params-file`)
+/// and each `--params-file FILE` of `--ros-args`. The error names the file and the option
+/// (rcl's own error would come after a line of its own and a source location).
+fn check_params_files(args: &[String], required: Option<&Path>) -> Result<()> {
+    let mut files: Vec<(&Path, &str)> = required.map(|p| (p, "--require-params-file, the launch argument params_file")).into_iter().collect();
+    let mut in_ros = false;
+    for (a, next) in args.iter().zip(args.iter().skip(1).map(Some).chain([None])) {
+        match a.as_str() {
+            "--ros-args" => in_ros = true,
+            "--" => in_ros = false,
+            "--params-file" if in_ros => {
+                let p = next.ok_or_else(|| anyhow!("--params-file needs a path"))?;
+                files.push((Path::new(p), "--ros-args --params-file"));
+            }
+            _ => {}
+        }
+    }
+    for (path, option) in files {
+        let open = std::fs::metadata(path).and_then(|m| if m.is_file() { std::fs::File::open(path).map(|_| ()) } else { Err(std::io::Error::other("not a file")) });
+        if let Err(e) = open {
+            bail!("parameter file {} ({option}): {e}", path.display());
+        }
+    }
+    Ok(())
 }
 
 /// `--print-robot-description [ROBOT]`: writes the URDF of `robot` (empty: the scene's only
@@ -900,7 +966,14 @@ fn setup(cli: &CliArgs, mut node: r2r::Node, logger: String) -> Result<Option<(N
 
     // ---- parameters ---------------------------------------------------------------------
     let group_names = param_strings(&node, "command_groups");
-    let store = Arc::new(Mutex::new(ParamStore::new(&layout, iters, tol, &group_names)));
+    let mut params = ParamStore::new(&layout, iters, tol, &group_names);
+    // without command_groups: one group per robot, its joint order published as read-only
+    // groups.<robot>.joints (forward_command_controller's `joints`) and groups.<robot>.interface
+    let default_groups = if group_names.is_empty() { default_command_groups(&layout) } else { vec![] };
+    for g in &default_groups {
+        params.declare_default_group(&g.name, group_joint_names(&layout, g), g.interface.name());
+    }
+    let store = Arc::new(Mutex::new(params));
     if cli.list_parameters {
         for n in store.lock().map_err(|_| anyhow!("poisoned"))?.names() {
             println!("{n}");
@@ -921,7 +994,7 @@ fn setup(cli: &CliArgs, mut node: r2r::Node, logger: String) -> Result<Option<(N
 
     // ---- command groups -----------------------------------------------------------------
     let validator = CommandValidator::new(&layout, cfg.limit_policy);
-    let groups = command_groups(&layout, &store, &group_names, &validator)?;
+    let groups = command_groups(&layout, &store, &group_names, default_groups, &validator)?;
 
     // ---- the RT loop --------------------------------------------------------------------
     let rt_cfg = cfg.rt.clone();
@@ -954,34 +1027,59 @@ fn initial_gains(sim: &mut Simulation, layout: &JointLayout, store: &Mutex<Param
     Ok(())
 }
 
-/// The command groups: the `command_groups` parameter's (`groups.<g>.joints`,
-/// `groups.<g>.interface`), or without it one per robot with joints (the interface its joints'
-/// common control mode, else position).
-fn command_groups(layout: &JointLayout, store: &Mutex<ParamStore>, group_names: &[String], validator: &CommandValidator) -> Result<Vec<CommandGroup>> {
+/// The joint names of a group, in the order of its array.
+fn group_joint_names(layout: &JointLayout, g: &CommandGroup) -> Vec<String> {
+    g.slots.iter().map(|&s| layout.joints[s].name.clone()).collect()
+}
+
+/// The default command groups: one per robot with commanded joints (mimic followers left out),
+/// named after it; the interface its joints' common control mode, else position.
+fn default_command_groups(layout: &JointLayout) -> Vec<CommandGroup> {
     let mut groups = Vec::new();
+    for r in &layout.robots {
+        if r.slots.is_empty() {
+            continue;
+        }
+        let modes: Vec<ControlMode> = r.slots.iter().map(|&s| layout.joints[s].mode).collect();
+        let interface = if modes.iter().all(|m| matches!(m, ControlMode::Effort)) {
+            GroupInterface::Effort
+        } else if modes.iter().all(|m| matches!(m, ControlMode::Velocity { .. })) {
+            GroupInterface::Velocity
+        } else {
+            GroupInterface::Position
+        };
+        groups.push(CommandGroup { name: r.robot.clone(), slots: r.slots.clone(), interface });
+    }
+    groups
+}
+
+/// The command groups: the `command_groups` parameter's (`groups.<g>.joints`,
+/// `groups.<g>.interface`), or without it `default_groups` (one per robot), whose
+/// `groups.<robot>.*` parameters only report them: setting them is an error naming the way to
+/// configure a group.
+fn command_groups(layout: &JointLayout, store: &Mutex<ParamStore>, group_names: &[String], default_groups: Vec<CommandGroup>, validator: &CommandValidator) -> Result<Vec<CommandGroup>> {
+    let s = store.lock().map_err(|_| anyhow!("poisoned"))?;
     if group_names.is_empty() {
-        for r in &layout.robots {
-            if r.slots.is_empty() {
-                continue;
+        for g in &default_groups {
+            let (joints, interface) = (group_joint_names(layout, g), g.interface.name());
+            let (pj, pi) = (format!("groups.{}.joints", g.name), format!("groups.{}.interface", g.name));
+            if s.strings(&pj) != joints || s.str(&pi) != interface {
+                bail!(
+                    "parameters {pj} / {pi}: read-only, they report the default group '{}' ({interface}: {}); to configure a group list it in command_groups (command_groups: [{}])",
+                    g.name,
+                    joints.join(", "),
+                    g.name
+                );
             }
-            let modes: Vec<ControlMode> = r.slots.iter().map(|&s| layout.joints[s].mode).collect();
-            let interface = if modes.iter().all(|m| matches!(m, ControlMode::Effort)) {
-                GroupInterface::Effort
-            } else if modes.iter().all(|m| matches!(m, ControlMode::Velocity { .. })) {
-                GroupInterface::Velocity
-            } else {
-                GroupInterface::Position
-            };
-            groups.push(CommandGroup { name: r.robot.clone(), slots: r.slots.clone(), interface });
         }
-    } else {
-        let s = store.lock().map_err(|_| anyhow!("poisoned"))?;
-        for g in group_names {
-            let joints = s.strings(&format!("groups.{g}.joints"));
-            let interface = GroupInterface::parse(s.str(&format!("groups.{g}.interface"))).unwrap_or(GroupInterface::Position);
-            let grp = validator.make_group(g, &joints, interface).map_err(|e| anyhow!("command group '{g}' (groups.{g}.joints): {e}"))?;
-            groups.push(grp);
-        }
+        return Ok(default_groups);
+    }
+    let mut groups = Vec::new();
+    for g in group_names {
+        let joints = s.strings(&format!("groups.{g}.joints"));
+        let interface = GroupInterface::parse(s.str(&format!("groups.{g}.interface"))).unwrap_or(GroupInterface::Position);
+        let grp = validator.make_group(g, &joints, interface).map_err(|e| anyhow!("command group '{g}' (groups.{g}.joints): {e}"))?;
+        groups.push(grp);
     }
     Ok(groups)
 }
@@ -1191,6 +1289,8 @@ fn start_frontend(s: &mut NodeSetup, inputs: FrontendInputs, bag_commands: Optio
         logger: logger.clone(),
         store: store.clone(),
         bag: bag_commands,
+        mimic_warned: vec![false; n],
+        group_joints: groups.iter().map(|g| format!("the {} values are, in order: {}", g.slots.len(), g.slots.iter().map(|&s| layout.joints[s].name.as_str()).collect::<Vec<_>>().join(", "))).collect(),
     }));
 
     let pool = LocalPool::new();
@@ -1415,7 +1515,7 @@ fn log_startup(s: &NodeSetup, steps_per_cycle: u64, period_ns: i64) {
         cfg.rt.time_mode.name(),
         rate,
         cfg.rt.publish_rate_hz,
-        if groups.is_empty() { "none".to_string() } else { groups.iter().map(|g| format!("{}/commands", g.name)).collect::<Vec<_>>().join(", ") }
+        if groups.is_empty() { "none".to_string() } else { groups.iter().map(|g| format!("{}/commands ({} {} values: groups.{}.joints)", g.name, g.slots.len(), g.interface.name(), g.name)).collect::<Vec<_>>().join(", ") }
     );
 
     let use_sim_time = store.lock().map(|s| s.bool("use_sim_time")).unwrap_or(false);
@@ -1568,6 +1668,25 @@ mod tests {
         assert_eq!(c.scene, Some(PathBuf::from("t.yaml")));
         assert!(parse_cli(&a(&["x", "--bogus"])).is_err());
         assert!(parse_cli(&a(&["x", "--scene"])).is_err());
+        let c = parse_cli(&a(&["x", "--require-params-file", "p.yaml", "--ros-args", "--params-file", "p.yaml"])).unwrap();
+        assert_eq!(c.require_params_file, Some(PathBuf::from("p.yaml")));
+        assert!(parse_cli(&a(&["x", "--require-params-file"])).is_err());
+    }
+
+    /// A parameter file that cannot be read is an error naming the file and the option; one
+    /// outside `--ros-args` is not rcl's (only `--require-params-file` is checked there).
+    #[test]
+    fn parameter_files_are_checked() {
+        let good = concat!(env!("CARGO_MANIFEST_DIR"), "/config/contact_sim_node.params.yaml");
+        assert!(check_params_files(&a(&["x", "--ros-args", "--params-file", good]), Some(Path::new(good))).is_ok());
+        let e = check_params_files(&a(&["x", "--ros-args", "-p", "a:=b", "--params-file", "/no/such.yaml"]), None).unwrap_err().to_string();
+        assert!(e.starts_with("parameter file /no/such.yaml (--ros-args --params-file): "), "{e}");
+        let e = check_params_files(&a(&["x"]), Some(Path::new("/no/such.yaml"))).unwrap_err().to_string();
+        assert!(e.starts_with("parameter file /no/such.yaml (--require-params-file, the launch argument params_file): "), "{e}");
+        let e = check_params_files(&a(&["x"]), Some(Path::new(env!("CARGO_MANIFEST_DIR")))).unwrap_err().to_string();
+        assert!(e.ends_with("not a file"), "a directory: {e}");
+        assert!(check_params_files(&a(&["x", "--params-file", "/no/such.yaml", "--ros-args", "--", "--params-file", "/no/such.yaml"]), None).is_ok());
+        assert!(check_params_files(&a(&["x", "--ros-args", "--params-file"]), None).is_err());
     }
 
     /// The failure line of the log and of `/diagnostics`: the count since the last report, the

@@ -283,6 +283,21 @@ impl ParamStore {
         ParamStore { specs, values, locked: false, unknown: vec![], invalid: vec![] }
     }
 
+    /// Declares the read-only `groups.<name>.joints` and `groups.<name>.interface` of a default
+    /// command group (one per robot, without `command_groups`), with the group's joints in
+    /// array order and its interface as their values: they report the group (the
+    /// forward_command_controller convention), and the node refuses a start-up value that differs.
+    pub fn declare_default_group(&mut self, name: &str, joints: Vec<String>, interface: &str) {
+        let n = format!("groups.{name}.joints");
+        let joints = ParameterValue::StringArray(joints);
+        self.specs.insert(n.clone(), Spec { name: n.clone(), kind: Kind::StrArray, read_only: true, description: "Joints of the command group <name>/commands, in the order of its array (without command_groups: the robot's joints that take commands, mimic followers left out; reported, not settable)", default: joints.clone() });
+        self.values.insert(n, joints);
+        let n = format!("groups.{name}.interface");
+        let interface = ParameterValue::String(interface.to_string());
+        self.specs.insert(n.clone(), Spec { name: n.clone(), kind: Kind::Str { choices: &["position", "velocity", "effort"] }, read_only: true, description: "What the group's values command: position, velocity or effort (without command_groups: reported, not settable)", default: interface.clone() });
+        self.values.insert(n, interface);
+    }
+
     /// Refuse changes of read-only parameters from now on.
     pub fn lock(&mut self) {
         self.locked = true;

@@ -23,6 +23,9 @@ pub struct JointInfo {
     pub effort_limit: f64,
     /// The configured command mode and gains.
     pub mode: ControlMode,
+    /// The joint this one follows (its URDF `<mimic joint=...>`): a mimic follower is driven by
+    /// the coupling, is passive and takes no commands. `None` for an independent joint.
+    pub mimic_of: Option<String>,
 }
 
 /// A robot whose base floats (published as odometry).
@@ -38,12 +41,13 @@ pub struct FloatingBase {
     pub v_index: usize,
 }
 
-/// A robot's actuated joints (for the default command groups).
+/// A robot's commanded joints (for the default command groups).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RobotJoints {
     /// Robot name.
     pub robot: String,
-    /// Slots of its actuated joints, in URDF order.
+    /// Slots of its one-DOF joints that take commands, in URDF order: mimic followers
+    /// ([`JointInfo::mimic_of`]) are left out, as ros2_control gives them no command interface.
     pub slots: Vec<usize>,
 }
 
@@ -89,9 +93,10 @@ impl JointLayout {
     /// The layout of `model` (one-DOF joints in velocity order).
     pub fn new(model: &Model) -> Self {
         let mut joints = Vec::new();
-        for b in &model.bodies {
+        for (bi, b) in model.bodies.iter().enumerate() {
             let j = &b.joint;
             if j.kind.nv() == 1 {
+                let mimic_of = model.mimics.iter().find(|m| m.follower == bi).map(|m| model.bodies[m.leader].joint.name.clone());
                 joints.push(JointInfo {
                     name: j.name.clone(),
                     q_index: j.q_index,
@@ -100,6 +105,7 @@ impl JointLayout {
                     velocity_limit: j.velocity_limit,
                     effort_limit: j.effort_limit,
                     mode: model.default_control[j.v_index],
+                    mimic_of,
                 });
             }
         }
@@ -111,7 +117,7 @@ impl JointLayout {
                 if root.joint.kind == JointKind::Free {
                     bases.push(FloatingBase { robot: model.robots[r].name.clone(), root_link: root.name.clone(), q_index: root.joint.q_index, v_index: root.joint.v_index });
                 }
-                let slots = joints.iter().enumerate().filter(|(_, j)| j.v_index >= t.v_start && j.v_index < t.v_end).map(|(i, _)| i).collect();
+                let slots = joints.iter().enumerate().filter(|(_, j)| j.v_index >= t.v_start && j.v_index < t.v_end && j.mimic_of.is_none()).map(|(i, _)| i).collect();
                 robots.push(RobotJoints { robot: model.robots[r].name.clone(), slots });
             }
         }

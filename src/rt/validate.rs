@@ -6,6 +6,12 @@
 //! range, velocity limit, effort limit) are rejected or clamped according to [`LimitPolicy`].
 //! Callers count rejections and warn (throttled); the simulation never sees a bad value.
 //!
+//! Mimic followers (URDF `<mimic>`, [`JointInfo::mimic_of`]) are driven by their coupling and
+//! take no commands: a name-indexed command or a trajectory that names one besides other joints
+//! is applied without the follower's values ([`CommandValidator::mimic_followers`] lists them, for
+//! a warning); one that names only followers is rejected ([`Rejection::MimicJoint`], naming the
+//! joint each follows); a command group cannot contain one.
+//!
 //! Field semantics (`sensor_msgs/JointState` on `joint_commands`, the contract of ros2_control's
 //! topic-based hardware interface): each of `position`, `velocity`, `effort` is either empty (not
 //! commanded) or has one entry per name. How a field acts depends on the joint's mode: position
@@ -57,6 +63,14 @@ impl GroupInterface {
             "velocity" => Some(GroupInterface::Velocity),
             "effort" => Some(GroupInterface::Effort),
             _ => None,
+        }
+    }
+    /// `position`, `velocity` or `effort` (the `groups.<g>.interface` value).
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupInterface::Position => "position",
+            GroupInterface::Velocity => "velocity",
+            GroupInterface::Effort => "effort",
         }
     }
     fn field(self) -> Field {
@@ -157,6 +171,14 @@ pub enum Rejection {
     UnsupportedMode(String),
     /// No such command group.
     UnknownGroup(String),
+    /// A mimic follower, which takes no commands: named alone (nothing else to apply), or in a
+    /// command group.
+    MimicJoint {
+        /// The follower.
+        joint: String,
+        /// The joint it follows (the one to command).
+        leader: String,
+    },
 }
 
 impl std::fmt::Display for Rejection {
@@ -172,6 +194,7 @@ impl std::fmt::Display for Rejection {
             Rejection::NotMonotonic { point } => write!(f, "trajectory time_from_start must be finite, non-negative and strictly increasing (point {point})"),
             Rejection::UnsupportedMode(j) => write!(f, "joint '{j}' is in effort or passive mode and cannot follow a trajectory"),
             Rejection::UnknownGroup(g) => write!(f, "unknown command group '{g}'"),
+            Rejection::MimicJoint { joint, leader } => write!(f, "joint '{joint}' mimics '{leader}' (URDF <mimic>) and takes no commands: command '{leader}'"),
         }
     }
 }
@@ -229,6 +252,24 @@ impl CommandValidator {
         self.by_name.get(name).copied()
     }
 
+    /// The joint a slot's joint follows, if it is a mimic follower.
+    fn leader(&self, slot: usize) -> Option<&str> {
+        self.layout.joints[slot].mimic_of.as_deref()
+    }
+
+    fn mimic_rejection(&self, slot: usize) -> Rejection {
+        Rejection::MimicJoint { joint: self.layout.joints[slot].name.clone(), leader: self.leader(slot).unwrap_or_default().to_string() }
+    }
+
+    /// The mimic followers among `names` (known joints only), with their slots and the joint
+    /// each follows: their values in an accepted command are ignored.
+    pub fn mimic_followers<'a>(&'a self, names: &'a [String]) -> impl Iterator<Item = (usize, &'a str, &'a str)> + 'a {
+        names.iter().filter_map(move |n| {
+            let s = self.slot(n)?;
+            self.leader(s).map(|l| (s, n.as_str(), l))
+        })
+    }
+
     fn check(&self, slot: usize, field: Field, value: f64, acc: &mut Accepted) -> Result<f64, Rejection> {
         let j = &self.layout.joints[slot];
         if !value.is_finite() {
@@ -272,9 +313,18 @@ impl CommandValidator {
         }
         let mut seen = vec![false; self.layout.len()];
         self.slots_of(names, &mut seen)?;
+        if let Some(s) = names.iter().map(|n| self.by_name[n]).find(|&s| self.leader(s).is_some()) {
+            if names.iter().all(|n| self.leader(self.by_name[n]).is_some()) {
+                return Err(self.mimic_rejection(s));
+            }
+        }
         let mut acc = Accepted::default();
         for (i, n) in names.iter().enumerate() {
             let s = self.by_name[n];
+            if self.leader(s).is_some() {
+                // a mimic follower: driven by its coupling, its values are ignored
+                continue;
+            }
             if !position.is_empty() {
                 out.position[s] = self.check(s, Field::Position, position[i], &mut acc)?;
                 out.mask[s] |= HAS_POSITION;
@@ -328,6 +378,9 @@ impl CommandValidator {
         }
         let mut seen = vec![false; self.layout.len()];
         self.slots_of(joints, &mut seen)?;
+        if let Some(s) = joints.iter().map(|j| self.by_name[j]).find(|&s| self.leader(s).is_some()) {
+            return Err(self.mimic_rejection(s));
+        }
         Ok(CommandGroup { name: name.to_string(), slots: joints.iter().map(|j| self.by_name[j]).collect(), interface })
     }
 
@@ -344,10 +397,15 @@ impl CommandValidator {
         }
         let mut seen = vec![false; self.layout.len()];
         self.slots_of(names, &mut seen)?;
-        for n in names {
-            let j = &self.layout.joints[self.by_name[n]];
+        // the joints followed: all but the mimic followers (whose columns are ignored)
+        let followed = |k: &usize| self.leader(self.by_name[&names[*k]]).is_none();
+        let Some(first) = (0..names.len()).find(followed) else {
+            return Err(self.mimic_rejection(self.by_name[&names[0]]));
+        };
+        for k in (first..names.len()).filter(followed) {
+            let j = &self.layout.joints[self.by_name[&names[k]]];
             if !matches!(j.mode, ControlMode::Position { .. } | ControlMode::Velocity { .. }) {
-                return Err(Rejection::UnsupportedMode(n.clone()));
+                return Err(Rejection::UnsupportedMode(names[k].clone()));
             }
         }
         let nj = names.len();
@@ -368,16 +426,17 @@ impl CommandValidator {
             last_t = t;
         }
         let mut acc = Accepted::default();
-        out.num_joints = nj;
-        for (k, n) in names.iter().enumerate() {
-            out.slots[k] = self.by_name[n];
+        let nf = (first..nj).filter(followed).count();
+        out.num_joints = nf;
+        for (i, k) in (first..nj).filter(followed).enumerate() {
+            out.slots[i] = self.by_name[&names[k]];
         }
         for (p, pt) in points.iter().enumerate() {
             out.times[p] = pt.time_from_start_s;
-            for k in 0..nj {
-                let s = out.slots[k];
-                out.positions[p * nj + k] = self.check(s, Field::Position, pt.positions[k], &mut acc)?;
-                out.velocities[p * nj + k] = if has_vel { self.check(s, Field::Velocity, pt.velocities[k], &mut acc)? } else { 0.0 };
+            for (i, k) in (first..nj).filter(followed).enumerate() {
+                let s = out.slots[i];
+                out.positions[p * nf + i] = self.check(s, Field::Position, pt.positions[k], &mut acc)?;
+                out.velocities[p * nf + i] = if has_vel { self.check(s, Field::Velocity, pt.velocities[k], &mut acc)? } else { 0.0 };
             }
         }
         out.num_points = points.len();
@@ -393,7 +452,7 @@ mod tests {
     use crate::model::ControlMode;
 
     fn layout() -> JointLayout {
-        let j = |name: &str, q: usize, lim: Option<(f64, f64)>, mode| JointInfo { name: name.into(), q_index: q, v_index: q, position_limits: lim, velocity_limit: 2.0, effort_limit: 10.0, mode };
+        let j = |name: &str, q: usize, lim: Option<(f64, f64)>, mode| JointInfo { name: name.into(), q_index: q, v_index: q, position_limits: lim, velocity_limit: 2.0, effort_limit: 10.0, mode, mimic_of: None };
         JointLayout {
             joints: vec![
                 j("a", 0, Some((-1.0, 1.0)), ControlMode::Position { kp: 100.0, kd: 1.0 }),
@@ -468,6 +527,39 @@ mod tests {
         assert!(matches!(v.group(&g, &[1.0], &mut out), Err(Rejection::LengthMismatch { .. })));
         assert!(matches!(v.group(&g, &[1.0, f64::NAN], &mut out), Err(Rejection::NonFinite { .. })));
         assert!(v.make_group("x", &s(&["nope"]), GroupInterface::Position).is_err());
+    }
+
+    /// `layout()` plus `d`, a mimic follower of `a` (passive, as the model builder makes it).
+    fn layout_with_mimic() -> JointLayout {
+        let mut l = layout();
+        l.joints.push(JointInfo { name: "d".into(), q_index: 3, v_index: 3, position_limits: Some((-1.0, 1.0)), velocity_limit: 2.0, effort_limit: 10.0, mode: ControlMode::Passive, mimic_of: Some("a".into()) });
+        l
+    }
+
+    #[test]
+    fn mimic_followers_take_no_commands() {
+        let v = CommandValidator::new(&layout_with_mimic(), LimitPolicy::Reject);
+        let mimic = Rejection::MimicJoint { joint: "d".into(), leader: "a".into() };
+        assert_eq!(mimic.to_string(), "joint 'd' mimics 'a' (URDF <mimic>) and takes no commands: command 'a'");
+        let mut out = JointCommand::new(4);
+        // alone: rejected, naming the joint it follows
+        assert_eq!(v.joint_state(&s(&["d"]), &[0.5], &[], &[], &mut out), Err(mimic.clone()));
+        // with others: applied without the follower's value (even a NaN there is not looked at)
+        v.joint_state(&s(&["d", "a"]), &[f64::NAN, 0.5], &[], &[], &mut out).unwrap();
+        assert_eq!(out.mask, vec![HAS_POSITION, 0, 0, 0]);
+        assert_eq!(out.position[0], 0.5);
+        let names = s(&["d", "a", "c"]);
+        assert_eq!(v.mimic_followers(&names).collect::<Vec<_>>(), vec![(3, "d", "a")]);
+        // never in a group
+        assert_eq!(v.make_group("g", &s(&["a", "d"]), GroupInterface::Position), Err(mimic.clone()));
+        // trajectories: the follower's column is dropped; alone, rejected
+        let mut t = TrajectoryCommand::new(4, 4);
+        let pts = [TrajectoryPointView { time_from_start_s: 0.5, positions: &[0.3, 0.1], velocities: &[9.0, 0.2] }];
+        v.trajectory(&s(&["d", "a"]), &pts, 0.0, &mut t).unwrap();
+        assert_eq!((t.num_joints, t.num_points, t.slots[0]), (1, 1, 0));
+        assert_eq!((t.position(0, 0), t.velocities[0]), (0.1, 0.2));
+        let one = [TrajectoryPointView { time_from_start_s: 0.5, positions: &[0.3], velocities: &[] }];
+        assert_eq!(v.trajectory(&s(&["d"]), &one, 0.0, &mut t), Err(mimic));
     }
 
     #[test]

@@ -497,6 +497,67 @@ def scenario_params(p):
     return {"results": results, "rate_after_hz": rate, "q_kp200": q}
 
 
+def scenario_mimic_groups(p):
+    """Node: the arm (tests/data/ros_arm.yaml: finger_right_joint mimics finger_left_joint), realtime,
+    watchdog off. Commands naming the mimic follower, the default group's joint order as a
+    parameter, a group command of that length and one of a wrong length."""
+    p.discover()
+    names = p.states[-1][2]
+    pc = p.params_client()
+    f = pc.get_parameters(["groups.arm7.joints", "groups.arm7.interface"])
+    p.spin_until(f.done, 20.0, "get_parameters")
+    values = f.result().values
+    joints, interface = list(values[0].string_array_value), values[1].string_value
+    f = pc.describe_parameters(["groups.arm7.joints"])
+    p.spin_until(f.done, 20.0, "describe_parameters")
+    read_only = f.result().descriptors[0].read_only
+
+    def counts():
+        return (p.diag_int("commands_received"), p.diag_int("commands_applied"), p.diag_int("commands_rejected"), p.diag_int("trajectories_rejected"))
+
+    p.wait_diag(lambda: p.diag_int("commands_applied") >= 0, 20.0, "a first /diagnostics")
+    p.spin_for(0.5)
+    before = counts()
+    # only the mimic follower: rejected, not applied
+    p.command(["finger_right_joint"], position=[0.03])
+    p.trajectory(["finger_right_joint"], [(0.5, [0.03], None)])
+    p.wait_diag(lambda: p.diag_int("commands_received") >= before[0] + 1 and p.diag_int("commands_rejected") >= before[2] + 1 and p.diag_int("trajectories_rejected") >= before[3] + 1, 20.0, "the rejections")
+    p.spin_for(0.5)
+    after_alone = counts()
+    # the follower with its leader (as joint_states lists them): applied, the follower's value ignored (twice: one warning)
+    for _ in range(2):
+        p.command(["finger_left_joint", "finger_right_joint"], position=[0.02, 0.0])
+        p.spin_for(0.2)
+    p.wait_diag(lambda: p.diag_int("commands_applied") >= after_alone[1] + 2, 20.0, "the two commands applied")
+    p.spin_for(1.5)
+    k_left, k_right = names.index("finger_left_joint"), names.index("finger_right_joint")
+    q = p.states[-1][3]
+    after_pair = counts()
+    # the default group: as long as groups.arm7.joints says
+    gpub = p.group_pub("arm7/commands")
+    target = [0.0] * len(joints)
+    target[joints.index("finger_left_joint")] = 0.01
+    for _ in range(3):
+        gpub.publish(Float64MultiArray(data=target))
+        p.spin_for(0.2)
+    gpub.publish(Float64MultiArray(data=target + [0.0]))  # one too many
+    p.wait_diag(lambda: p.diag_int("commands_rejected") >= after_pair[2] + 1 and p.diag_int("commands_applied") >= after_pair[1] + 3, 20.0, "the group commands")
+    p.spin_for(1.5)
+    return {
+        "names": names,
+        "group_joints": joints,
+        "group_interface": interface,
+        "group_joints_read_only": read_only,
+        "before": before,
+        "after_alone": after_alone,
+        "after_pair": after_pair,
+        "after_group": counts(),
+        "q_left_pair": q[k_left],
+        "q_right_pair": q[k_right],
+        "q_left_group": p.states[-1][3][k_left],
+    }
+
+
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
@@ -671,6 +732,7 @@ SCENARIOS = {
     "watchdog": scenario_watchdog,
     "reset": scenario_reset,
     "params": scenario_params,
+    "mimic_groups": scenario_mimic_groups,
     "wrench": scenario_wrench,
 }
 
