@@ -29,6 +29,13 @@ fn iterations(default: usize) -> usize {
     std::env::var("CONTACT_SIM_FUZZ_ITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
+/// When a target stops at the latest: `CONTACT_SIM_FUZZ_MINUTES` (per target) after `start`,
+/// else never (the iteration count decides).
+fn deadline(start: Instant) -> Option<Instant> {
+    let minutes: f64 = std::env::var("CONTACT_SIM_FUZZ_MINUTES").ok()?.parse().ok()?;
+    Some(start + Duration::from_secs_f64(minutes * 60.0))
+}
+
 fn seed() -> u64 {
     std::env::var("CONTACT_SIM_FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(18)
 }
@@ -160,7 +167,11 @@ fn fuzz_with(name: &str, iters: usize, make: &mut dyn FnMut(&mut ChaCha8Rng) -> 
     std::panic::set_hook(Box::new(|_| {}));
     let mut findings = vec![];
     let (mut runs, mut accepted) = (0, 0);
+    let stop = deadline(Instant::now());
     for i in 0..iters {
+        if stop.is_some_and(|t| Instant::now() > t) {
+            break;
+        }
         let input = make(&mut rng);
         runs += 1;
         let outcome = run_one(f, &input);
@@ -352,11 +363,18 @@ fn fuzz_commands() {
     let mut findings = vec![];
     let quiet = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
-    for policy in [LimitPolicy::Reject, LimitPolicy::Clamp] {
+    // with a time limit, each policy gets half of it
+    let start = Instant::now();
+    let halves = deadline(start).map(|t| [start + (t - start) / 2, t]);
+    for (half, policy) in [LimitPolicy::Reject, LimitPolicy::Clamp].into_iter().enumerate() {
+        let stop = halves.map(|h| h[half]);
         let v = CommandValidator::new(&layout, policy);
         let mut out = JointCommand::new(names.len());
         let mut traj = TrajectoryCommand::new(names.len(), 8);
         for i in 0..n / 2 {
+            if stop.is_some_and(|t| Instant::now() > t) {
+                break;
+            }
             let k = rng.random_range(0..=names.len() + 2);
             let pick = |rng: &mut ChaCha8Rng| -> String {
                 match rng.random_range(0..6) {
