@@ -235,3 +235,30 @@ fn bad_input_gets_one_clear_error_each() {
     assert!(e.contains("already holds result.json") && e.contains("--force"), "{e}");
 }
 
+
+/// A bag whose replay would hold more samples than a rollout may (a day of joint states,
+/// one a minute, replayed at 1 kHz: 8.6·10⁷ samples of 3 values) is refused before any rollout
+/// allocates them, naming the bag and the limit; at 1 Hz the same bag is accepted.
+#[test]
+fn a_rollout_larger_than_its_memory_limit_is_refused_before_allocation() {
+    use contact_sim::bag::msgs::{Header, JointState, Msg, MsgType};
+    let dir = fresh_dir("rollout_limit");
+    let bag = dir.join("day");
+    let mut w = contact_sim::bag::BagWriter::create(&bag, &Default::default()).unwrap();
+    let t = w.add_topic("/joint_states", MsgType::JointState).unwrap();
+    for (at_s, q) in (0..=1440u64).map(|k| (60 * k, (k as f64 * 0.1).sin())) {
+        let m = JointState { header: Header::new(at_s as i64 * 1_000_000_000, ""), name: vec!["pendulum_joint".into()], position: vec![q], velocity: vec![0.0], effort: vec![0.0] };
+        w.write(t, at_s * 1_000_000_000, &Msg::JointState(m)).unwrap();
+    }
+    w.finish().unwrap();
+    let scene = contact_sim::config::load_scene_str("robots:\n  - urdf: ../../urdf/pendulum.urdf\n", &repo().join("config/examples/x.yaml")).unwrap();
+    let replay = contact_sim::bag::replay::ReplayConfig { rate_hz: Some(1000.0), ..Default::default() };
+    let e = contact_sim::identify::problem::data_set(&[bag.clone()], &scene, &replay).err().expect("refused");
+    assert!(e.contains(&bag.display().to_string()) && e.contains("86400001 samples of 3 values") && e.contains(&format!("limit of {} bytes per rollout", contact_sim::identify::problem::MAX_ROLLOUT_BYTES)), "{e}");
+    // the same day at 1 Hz fits
+    let replay = contact_sim::bag::replay::ReplayConfig { rate_hz: Some(1.0), ..Default::default() };
+    if let Err(e) = contact_sim::identify::problem::data_set(&[bag], &scene, &replay) {
+        panic!("{e}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -226,7 +226,7 @@ impl RobotLinks {
         let mut stats = SolveStats { iterations: 0, residual: 0.0, converged: true };
         let mut sweeps = 0;
         let mut settled = false;
-        while sweeps < params.max_sweeps && !settled {
+        while sweeps < params.max_sweeps && !settled && stats.iterations < params.max_step_iterations {
             let (iterations, change) = self.sweep(params, velocity, plane, &gravity, h, sweeps);
             stats.iterations += iterations;
             sweeps += 1;

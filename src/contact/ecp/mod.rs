@@ -76,11 +76,16 @@ pub struct EcpParams {
     /// The sweeps stop when no contact's impulse changed by more than this, relative to the
     /// lighter body's weight impulse m g h (dimensionless).
     pub sweep_tolerance: f64,
+    /// Most Newton iterations of one step, all contacts, sweeps and initial guesses together:
+    /// past it the step ends unconverged. It bounds the time of a step whose contacts converge
+    /// from no guess (every sweep then tries every guess of every contact): the shipped scenes
+    /// need at most about 2 000.
+    pub max_step_iterations: u32,
 }
 
 impl Default for EcpParams {
     fn default() -> Self {
-        EcpParams { max_iterations: 60, tolerance: 1e-10, gap_mode: GapMode::SignedGap, e_t: 1.0, e_o: 1.0, e_r_m: 1.0, max_sweeps: 200, sweep_tolerance: 1e-9 }
+        EcpParams { max_iterations: 60, tolerance: 1e-10, gap_mode: GapMode::SignedGap, e_t: 1.0, e_o: 1.0, e_r_m: 1.0, max_sweeps: 200, sweep_tolerance: 1e-9, max_step_iterations: 50_000 }
     }
 }
 
@@ -106,6 +111,7 @@ impl MethodParams for EcpParams {
             (self.e_r_m > 0.0 && self.e_r_m.is_finite(), "e_r_m", "must be > 0 (m)"),
             (self.max_sweeps >= 1, "max_sweeps", "must be ≥ 1"),
             (self.sweep_tolerance > 0.0 && self.sweep_tolerance.is_finite(), "sweep_tolerance", "must be > 0"),
+            (self.max_step_iterations >= self.max_iterations, "max_step_iterations", "must be ≥ max_iterations"),
         ])
     }
     tolerance_and_iterations!(tolerance, "1 (scaled residual)", max_iterations);

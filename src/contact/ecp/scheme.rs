@@ -592,6 +592,11 @@ impl WholeStepScheme for EcpScheme {
                 break;
             }
             stats.converged &= sweep + 1 < sweeps || !coupled;
+            // the step's Newton budget spent: the step ends here, unconverged
+            if self.step_iterations + link_iterations >= self.params.max_step_iterations {
+                stats.converged = false;
+                break;
+            }
         }
         self.last_sweeps = sweeps_done;
         stats.iterations = self.step_iterations + link_iterations;
