@@ -687,8 +687,8 @@ fn a_huge_record_length_inside_a_valid_chunk_is_skipped() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-/// Bags whose chunks are compressed (MCAP's `zstd` and `lz4`, as `ros2 bag record -s mcap`
-/// writes by default) read message for message as their uncompressed originals; inside a
+/// Bags whose chunks are compressed (MCAP's `zstd`, the MCAP C++ writer's default, and `lz4`)
+/// read message for message as their uncompressed originals; inside a
 /// compressed chunk, a record length running past the chunk, a wrong uncompressed size and
 /// damaged compressed data each cost that chunk only, with a warning.
 #[test]
