@@ -223,6 +223,30 @@ impl BranchMatrix {
         }
     }
 
+    /// [`BranchMatrix::solve_lt`] on three vectors at once (the three rows of a point contact):
+    /// their dependency chains interleave. A coordinate is skipped where all three entries are
+    /// zero; where only some are, the others take `x − l·0`, which leaves every value as the
+    /// one-vector solve does (up to the sign of a zero).
+    #[inline]
+    pub fn solve_lt3(&self, s: usize, e: usize, x0: &mut [f64], x1: &mut [f64], x2: &mut [f64]) {
+        for i in (s..e).rev() {
+            if x0[i] == 0.0 && x1[i] == 0.0 && x2[i] == 0.0 {
+                continue;
+            }
+            let (cols, vals) = self.row(i);
+            let d = vals[0];
+            let (y0, y1, y2) = (x0[i] / d, x1[i] / d, x2[i] / d);
+            x0[i] = y0;
+            x1[i] = y1;
+            x2[i] = y2;
+            for (&j, &l) in cols[1..].iter().zip(&vals[1..]) {
+                x0[j] -= l * y0;
+                x1[j] -= l * y1;
+                x2[j] -= l * y2;
+            }
+        }
+    }
+
     /// `x ← L⁻¹ x` on the coordinate range `[s, e)` (one tree): forward substitution along each
     /// coordinate's ancestors.
     #[inline]

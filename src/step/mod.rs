@@ -42,11 +42,13 @@ use crate::model::{ControlMode, Model};
 use crate::state::State;
 use crate::workspace::Workspace;
 
+mod delassus;
 mod rows;
 
 pub use crate::state::Commands;
 pub use crate::model::tree::integrate_joint_position;
-pub use rows::{build_delassus, build_jacobian, build_joint_rows, save_warm_start, warm_start};
+pub use delassus::build_delassus;
+pub use rows::{build_jacobian, build_joint_rows, save_warm_start, warm_start};
 
 /// What happened during a step. Physics never fails mid-run; problems are reported here.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]

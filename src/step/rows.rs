@@ -131,41 +131,10 @@ pub fn build_jacobian(model: &Model, state: &State, ws: &mut Workspace, dt: f64)
         ws.free_constraint_velocity[i] = u + bias;
         ws.row_lower[r] = lo;
         ws.row_upper[r] = hi;
-        ws.row_trees[i] = (model.bodies[body].tree, NO_TREE);
-    }
-}
-
-/// Z = L⁻ᵀ Jᵀ (row by row, only over the trees a row touches) and G = J M̃⁻¹ Jᵀ = Zᵀ Z
-/// (M̃ = Lᵀ L, see [`crate::dynamics::factorize`]).
-pub fn build_delassus(model: &Model, ws: &mut Workspace, m: usize) {
-    let nv = model.nv;
-    for i in 0..m {
-        let (t0, t1) = ws.row_trees[i];
-        let (jac, z) = (&ws.jacobian[i * nv..(i + 1) * nv], &mut ws.factor_jt[i * nv..(i + 1) * nv]);
-        z.copy_from_slice(jac);
-        for t in [t0, t1] {
-            if t != NO_TREE {
-                let tr = &model.trees[t];
-                ws.mass_factor.solve_lt(tr.v_start, tr.v_end, z);
-            }
-        }
-    }
-    for i in 0..m {
-        let (a0, a1) = ws.row_trees[i];
-        let zi = &ws.factor_jt[i * nv..(i + 1) * nv];
-        for j in i..m {
-            let (b0, b1) = ws.row_trees[j];
-            let zj = &ws.factor_jt[j * nv..(j + 1) * nv];
-            let mut g = 0.0;
-            for t in [a0, a1] {
-                if t != NO_TREE && (t == b0 || t == b1) {
-                    let tr = &model.trees[t];
-                    g += zi[tr.v_start..tr.v_end].iter().zip(&zj[tr.v_start..tr.v_end]).map(|(a, b)| a * b).sum::<f64>();
-                }
-            }
-            ws.delassus[i * m + j] = g;
-            ws.delassus[j * m + i] = g;
-        }
+        // a mimic row also touches its leader's tree when that is another one
+        let tree = model.bodies[body].tree;
+        let leader_tree = row_def.dof2.map_or(NO_TREE, |(k2, _)| model.bodies[model.dof_body[k2]].tree);
+        ws.row_trees[i] = (tree, if leader_tree == tree { NO_TREE } else { leader_tree });
     }
 }
 
