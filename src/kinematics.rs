@@ -8,7 +8,7 @@ use crate::math::{spatial, Pose, Vec3, Vec6};
 use crate::model::{JointKind, Model};
 use crate::workspace::Workspace;
 
-pub use crate::model::tree::{add_angular_jacobian_row, add_point_jacobian_row, for_each_ancestor_dof};
+pub use crate::model::tree::{add_angular_jacobian_row, add_point_jacobian_row, add_point_jacobian_rows3, for_each_ancestor_dof};
 use nalgebra::{Quaternion, Translation3, UnitQuaternion};
 
 /// Pose of a free joint from its 7 coordinates `[x, y, z, qx, qy, qz, qw]`.

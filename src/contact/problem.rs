@@ -159,7 +159,8 @@ pub enum ContactRow {
 }
 
 /// The rows of one contact, in order. Row `r` of contact `c` is scalar row
-/// `c * len() + r` of the problem; joint rows follow all contact rows.
+/// `c * len() + r` of the problem; joint rows follow all contact rows. Every layout starts with
+/// the normal and the two tangents (the step builds those three rows together).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ContactRows {
     rows: &'static [ContactRow],

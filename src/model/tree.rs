@@ -33,6 +33,22 @@ pub fn add_point_jacobian_row(model: &Model, ws_axis: &[Vec6], body: usize, p: &
     });
 }
 
+/// [`add_point_jacobian_row`] for three directions at once (a contact's normal and tangents),
+/// into three rows: the point's velocity per coordinate is formed once.
+#[inline]
+pub fn add_point_jacobian_rows3(model: &Model, ws_axis: &[Vec6], body: usize, p: &Vec3, d: [&Vec3; 3], scale: f64, rows: [&mut [f64]; 3]) {
+    let [r0, r1, r2] = rows;
+    for_each_ancestor_dof(model, body, |k| {
+        let s = &ws_axis[k];
+        let w = Vec3::new(s[0], s[1], s[2]);
+        let vo = Vec3::new(s[3], s[4], s[5]);
+        let pv = vo + w.cross(p);
+        r0[k] += scale * d[0].dot(&pv);
+        r1[k] += scale * d[1].dot(&pv);
+        r2[k] += scale * d[2].dot(&pv);
+    });
+}
+
 /// Adds `scale · dᵀ J_ω` to `row` (length nv): the Jacobian of `body`'s angular velocity
 /// projected on world direction `d` (torsional friction rows: `d` the contact normal).
 #[inline]

@@ -31,94 +31,112 @@ fn build(model: &Model, ws: &mut Workspace, m: usize) {
     let group = |g: usize| if g < nc { (g * per_contact, per_contact) } else { (first_joint_row + g - nc, 1) };
     let groups = nc + (m - first_joint_row);
     let Workspace { jacobian, factor_jt, delassus, row_trees, mass_factor, .. } = ws;
-    for g in 0..groups {
-        let (i0, rows) = group(g);
-        factor_jt[i0 * nv..(i0 + rows) * nv].copy_from_slice(&jacobian[i0 * nv..(i0 + rows) * nv]);
-        let (t0, t1) = row_trees[i0];
-        for t in [t0, t1] {
+    factor_jt[..m * nv].copy_from_slice(&jacobian[..m * nv]);
+    // triples of rows that touch the same trees: a point contact's rows, then consecutive joint
+    // rows (a robot's limits and friction rows); the rest one by one
+    let mut i = 0;
+    while i < m {
+        let trees = row_trees[i];
+        let triple = if i < first_joint_row { per_contact == 3 } else { i + 3 <= m && row_trees[i + 1] == trees && row_trees[i + 2] == trees };
+        let rows = if triple { 3 } else if i < first_joint_row { per_contact } else { 1 };
+        for t in [trees.0, trees.1] {
             if t == NO_TREE {
                 continue;
             }
             let tr = &model.trees[t];
-            if rows == 3 {
-                let (z0, rest) = factor_jt[i0 * nv..(i0 + 3) * nv].split_at_mut(nv);
+            if triple {
+                let (z0, rest) = factor_jt[i * nv..(i + 3) * nv].split_at_mut(nv);
                 let (z1, z2) = rest.split_at_mut(nv);
                 mass_factor.solve_lt3(tr.v_start, tr.v_end, z0, z1, z2);
             } else {
-                for i in i0..i0 + rows {
-                    mass_factor.solve_lt(tr.v_start, tr.v_end, &mut factor_jt[i * nv..(i + 1) * nv]);
+                for r in i..i + rows {
+                    mass_factor.solve_lt(tr.v_start, tr.v_end, &mut factor_jt[r * nv..(r + 1) * nv]);
                 }
             }
         }
+        i += rows;
     }
     let z = &*factor_jt;
     for a in 0..groups {
         let (ia, ra) = group(a);
-        let (a0, a1) = row_trees[ia];
         for b in a..groups {
             let (ib, rb) = group(b);
-            let (b0, b1) = row_trees[ib];
-            let mut block = [[0.0f64; 3]; 3];
-            let general = !(ra == 3 && rb == 3);
-            for r in 0..ra {
-                for s in 0..rb {
-                    let (i, j) = (ia + r, ib + s);
-                    if general {
-                        // row by row: the torsion rows of a 4-row layout, joint rows
-                        let mut g = 0.0;
-                        for t in [a0, a1] {
-                            if t != NO_TREE && (t == b0 || t == b1) {
-                                let tr = &model.trees[t];
-                                let (zi, zj) = (&z[i * nv + tr.v_start..i * nv + tr.v_end], &z[j * nv + tr.v_start..j * nv + tr.v_end]);
-                                g += zi.iter().zip(zj).map(|(x, y)| x * y).sum::<f64>();
-                            }
-                        }
-                        delassus[i * m + j] = g;
-                        delassus[j * m + i] = g;
-                    }
-                }
-            }
-            if general {
-                continue;
-            }
-            for t in [a0, a1] {
-                if t != NO_TREE && (t == b0 || t == b1) {
-                    let tr = &model.trees[t];
-                    let sums = dot3x3(z, nv, ia, ib, tr.v_start, tr.v_end);
-                    for r in 0..3 {
-                        for s in 0..3 {
-                            block[r][s] += sums[r][s];
-                        }
-                    }
-                }
-            }
-            for r in 0..3 {
-                for s in 0..3 {
-                    let (i, j) = (ia + r, ib + s);
-                    delassus[i * m + j] = block[r][s];
-                    delassus[j * m + i] = block[r][s];
-                }
+            match (ra, rb) {
+                (3, 3) => delassus_block::<3, 3>(model, z, nv, row_trees, ia, ib, m, delassus),
+                (3, 1) => delassus_block::<3, 1>(model, z, nv, row_trees, ia, ib, m, delassus),
+                (1, 3) => delassus_block::<1, 3>(model, z, nv, row_trees, ia, ib, m, delassus),
+                (1, 1) => delassus_block::<1, 1>(model, z, nv, row_trees, ia, ib, m, delassus),
+                // the 4-row layout (with torsion)
+                (4, 4) => delassus_block::<4, 4>(model, z, nv, row_trees, ia, ib, m, delassus),
+                (4, 1) => delassus_block::<4, 1>(model, z, nv, row_trees, ia, ib, m, delassus),
+                (1, 4) => delassus_block::<1, 4>(model, z, nv, row_trees, ia, ib, m, delassus),
+                _ => delassus_rows(model, z, nv, row_trees, (ia, ra), (ib, rb), m, delassus),
             }
         }
     }
 }
 
-/// `Σ_{k ∈ [s, e)} Z_{ia+r, k} Z_{ib+t, k}` for `r, t < 3`, each in ascending `k`: nine
-/// independent sums in one pass.
+/// The `R × S` block of G for the rows `ia..ia+R` and `ib..ib+S` (and its transpose): per entry,
+/// the dot product over each tree both groups touch, in ascending coordinate order, the trees'
+/// sums added in `row_trees` order; zero where they share no tree.
 #[inline(always)]
-fn dot3x3(z: &[f64], nv: usize, ia: usize, ib: usize, s: usize, e: usize) -> [[f64; 3]; 3] {
+#[allow(clippy::too_many_arguments)]
+fn delassus_block<const R: usize, const S: usize>(model: &Model, z: &[f64], nv: usize, row_trees: &[(usize, usize)], ia: usize, ib: usize, m: usize, delassus: &mut [f64]) {
+    let ((a0, a1), (b0, b1)) = (row_trees[ia], row_trees[ib]);
+    let mut block = [[0.0f64; S]; R];
+    for t in [a0, a1] {
+        if t != NO_TREE && (t == b0 || t == b1) {
+            let tr = &model.trees[t];
+            let sums = dot_block::<R, S>(z, nv, ia, ib, tr.v_start, tr.v_end);
+            for r in 0..R {
+                for s in 0..S {
+                    block[r][s] += sums[r][s];
+                }
+            }
+        }
+    }
+    for r in 0..R {
+        for s in 0..S {
+            let (i, j) = (ia + r, ib + s);
+            delassus[i * m + j] = block[r][s];
+            delassus[j * m + i] = block[r][s];
+        }
+    }
+}
+
+/// [`delassus_block`] for any group sizes, entry by entry.
+#[allow(clippy::too_many_arguments)]
+fn delassus_rows(model: &Model, z: &[f64], nv: usize, row_trees: &[(usize, usize)], (ia, ra): (usize, usize), (ib, rb): (usize, usize), m: usize, delassus: &mut [f64]) {
+    let ((a0, a1), (b0, b1)) = (row_trees[ia], row_trees[ib]);
+    for i in ia..ia + ra {
+        for j in ib..ib + rb {
+            let mut g = 0.0;
+            for t in [a0, a1] {
+                if t != NO_TREE && (t == b0 || t == b1) {
+                    let tr = &model.trees[t];
+                    g += z[i * nv + tr.v_start..i * nv + tr.v_end].iter().zip(&z[j * nv + tr.v_start..j * nv + tr.v_end]).map(|(x, y)| x * y).sum::<f64>();
+                }
+            }
+            delassus[i * m + j] = g;
+            delassus[j * m + i] = g;
+        }
+    }
+}
+
+/// `Σ_{k ∈ [s, e)} Z_{ia+r, k} Z_{ib+t, k}` for `r < R`, `t < S`, each in ascending `k`:
+/// `R·S` independent sums in one pass.
+#[inline(always)]
+fn dot_block<const R: usize, const S: usize>(z: &[f64], nv: usize, ia: usize, ib: usize, s: usize, e: usize) -> [[f64; S]; R] {
     let n = e - s;
-    let row = |i: usize| &z[i * nv + s..i * nv + s + n];
-    let (x0, x1, x2) = (row(ia), row(ia + 1), row(ia + 2));
-    let (y0, y1, y2) = (row(ib), row(ib + 1), row(ib + 2));
+    let x: [&[f64]; R] = std::array::from_fn(|r| &z[(ia + r) * nv + s..(ia + r) * nv + s + n]);
+    let y: [&[f64]; S] = std::array::from_fn(|t| &z[(ib + t) * nv + s..(ib + t) * nv + s + n]);
     // as `Iterator::sum` starts: the sums of exact zeros keep their sign out of G
-    let mut c = [[-0.0f64; 3]; 3];
+    let mut c = [[-0.0f64; S]; R];
     for k in 0..n {
-        let x = [x0[k], x1[k], x2[k]];
-        let y = [y0[k], y1[k], y2[k]];
-        for r in 0..3 {
-            for t in 0..3 {
-                c[r][t] += x[r] * y[t];
+        for r in 0..R {
+            let xr = x[r][k];
+            for t in 0..S {
+                c[r][t] += xr * y[t][k];
             }
         }
     }

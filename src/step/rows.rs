@@ -4,7 +4,7 @@
 
 use crate::contact::NO_TREE;
 use crate::contact::{ContactRow, MAX_ROWS_PER_CONTACT};
-use crate::kinematics::{add_angular_jacobian_row, add_point_jacobian_row};
+use crate::kinematics::{add_angular_jacobian_row, add_point_jacobian_rows3};
 use crate::math::Vec3;
 use crate::model::Model;
 use crate::state::{State, WarmContact};
@@ -58,30 +58,28 @@ pub fn build_jacobian(model: &Model, state: &State, ws: &mut Workspace, dt: f64)
         let tree_a = c.body_a.map(|b| model.bodies[b].tree).unwrap_or(NO_TREE);
         let tree_b = c.body_b.map(|b| model.bodies[b].tree).unwrap_or(NO_TREE);
         let (ta, tb) = if tree_a == tree_b { (tree_a, NO_TREE) } else { (tree_a, tree_b) };
+        // the normal and tangent rows (the first three of every layout) in one walk up the tree
+        {
+            let i = rows.start(ci);
+            let (r0, rest) = ws.jacobian[i * nv..(i + 3) * nv].split_at_mut(nv);
+            let (r1, r2) = rest.split_at_mut(nv);
+            let dirs = [&c.normal, &c.tangent1, &c.tangent2];
+            if let Some(b) = c.body_b {
+                add_point_jacobian_rows3(model, &ws.dof_axis, b, &c.position, dirs, 1.0, [&mut *r0, &mut *r1, &mut *r2]);
+            }
+            if let Some(a) = c.body_a {
+                add_point_jacobian_rows3(model, &ws.dof_axis, a, &c.position, dirs, -1.0, [r0, r1, r2]);
+            }
+        }
         for (r, &kind) in rows.rows().iter().enumerate() {
             let i = rows.start(ci) + r;
             let row = &mut ws.jacobian[i * nv..(i + 1) * nv];
-            match kind {
-                ContactRow::Normal | ContactRow::Tangent1 | ContactRow::Tangent2 => {
-                    let d = match kind {
-                        ContactRow::Normal => &c.normal,
-                        ContactRow::Tangent1 => &c.tangent1,
-                        _ => &c.tangent2,
-                    };
-                    if let Some(b) = c.body_b {
-                        add_point_jacobian_row(model, &ws.dof_axis, b, &c.position, d, 1.0, row);
-                    }
-                    if let Some(a) = c.body_a {
-                        add_point_jacobian_row(model, &ws.dof_axis, a, &c.position, d, -1.0, row);
-                    }
+            if kind == ContactRow::Torsion {
+                if let Some(b) = c.body_b {
+                    add_angular_jacobian_row(model, &ws.dof_axis, b, &c.normal, 1.0, row);
                 }
-                ContactRow::Torsion => {
-                    if let Some(b) = c.body_b {
-                        add_angular_jacobian_row(model, &ws.dof_axis, b, &c.normal, 1.0, row);
-                    }
-                    if let Some(a) = c.body_a {
-                        add_angular_jacobian_row(model, &ws.dof_axis, a, &c.normal, -1.0, row);
-                    }
+                if let Some(a) = c.body_a {
+                    add_angular_jacobian_row(model, &ws.dof_axis, a, &c.normal, -1.0, row);
                 }
             }
             ws.row_trees[i] = if ta == NO_TREE { (tb, NO_TREE) } else { (ta, tb) };
