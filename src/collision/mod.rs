@@ -173,8 +173,15 @@ pub fn detect(
             ground_contacts(&gb.shape, &xb, &normal, offset, margin, max_per_pair, |p, d, f| push(contacts, p, normal, d, 0, f));
             continue;
         }
-        // broad phase: bounding spheres
-        let gap = (xa.translation.vector - xb.translation.vector).norm() - ga.bounding_radius - gb.bounding_radius;
+        // broad phase: bounding spheres. Squared distances first (no square root) with a slack
+        // far above round-off, so that only pairs clearly apart are skipped there; the test
+        // that decides is the exact one below.
+        let d = xa.translation.vector - xb.translation.vector;
+        let reach = ga.bounding_radius + gb.bounding_radius + margin;
+        if reach >= 0.0 && d.norm_squared() > reach * reach * (1.0 + 1e-9) {
+            continue;
+        }
+        let gap = d.norm() - ga.bounding_radius - gb.bounding_radius;
         if gap > margin {
             continue;
         }

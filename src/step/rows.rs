@@ -153,7 +153,10 @@ pub fn warm_start(_model: &Model, state: &State, ws: &mut Workspace) {
             Some(w) => {
                 // Re-express the stored impulse in the current contact frame.
                 let n_old = Vec3::new(w.normal[0], w.normal[1], w.normal[2]);
-                let (t1_old, t2_old) = crate::math::tangent_basis(&n_old);
+                // the tangents are a function of the normal: an unchanged normal (a resting
+                // contact) has this step's, bit for bit
+                let same = n_old.iter().zip(c.normal.iter()).all(|(a, b)| a.to_bits() == b.to_bits());
+                let (t1_old, t2_old) = if same { (c.tangent1, c.tangent2) } else { crate::math::tangent_basis(&n_old) };
                 let f = n_old * w.impulse[0] + t1_old * w.impulse[1] + t2_old * w.impulse[2];
                 ws.impulse[i] = f.dot(&c.normal).max(0.0);
                 ws.impulse[i + 1] = f.dot(&c.tangent1);
