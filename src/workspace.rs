@@ -78,6 +78,9 @@ pub struct Workspace {
     pub row_upper: Vec<f64>,
     /// Trees touched by each constraint row (second is `usize::MAX` when one).
     pub row_trees: Vec<(usize, usize)>,
+    /// This step's rows in groups that touch the same trees, `(first row, count)`: each
+    /// contact's rows, then consecutive joint rows by up to three ([`crate::step::build_delassus`]).
+    pub row_groups: Vec<(usize, usize)>,
     /// One past the last body of each body's subtree (bodies are in depth-first order, so a
     /// subtree is the contiguous range `[b, subtree_end[b])`).
     pub subtree_end: Vec<usize>,
@@ -207,6 +210,7 @@ impl Workspace {
             row_lower: vec![0.0; model.max_joint_rows()],
             row_upper: vec![0.0; model.max_joint_rows()],
             row_trees: vec![(0, usize::MAX); rows],
+            row_groups: Vec::with_capacity(rows),
             collision: CollisionScratch::new(model),
             solver: Solver::new(solver, model),
             timestep_s: model.timestep_s,

@@ -177,18 +177,18 @@ fn a_method_without_deformables_is_refused_on_a_deformable_scene() {
 /// when the kind matches, and every run prints the parameters it used.
 #[test]
 fn solver_override_keeps_the_scene_parameters_and_prints_them() {
-    let scene = contact_sim::config::load_scene(&repo().join("config/default.yaml")).unwrap();
+    let scene = contact_sim::config::load_scene(&repo().join("config/examples/arm_push_box.yaml")).unwrap();
     let own = scene.solver.solver_kind();
     assert_eq!(scene.solver.overridden_by(own), scene.solver);
-    assert_ne!(scene.solver, own.default_config(), "the default scene must tune its solver for this test to mean something");
+    assert_ne!(scene.solver, own.default_config(), "the arm scene must tune its solver for this test to mean something");
     for &kind in SolverKind::ALL.iter().filter(|&&k| k != own) {
         assert_eq!(scene.solver.overridden_by(kind), kind.default_config());
     }
     let described = scene.solver.describe();
-    let (code, out, err) = cli(&["run", "config/default.yaml", "--duration", "0.01", "--quiet", "--solver", own.name()]);
+    let (code, out, err) = cli(&["run", "config/examples/arm_push_box.yaml", "--duration", "0.01", "--quiet", "--solver", own.name()]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains(&described), "run output does not show the parameters used ({described}):\n{out}");
-    let (code, out, err) = cli(&["bench", "config/default.yaml", "--steps", "3", "--warmup", "0", "--solver", own.name()]);
+    let (code, out, err) = cli(&["bench", "config/examples/arm_push_box.yaml", "--steps", "3", "--warmup", "0", "--solver", own.name()]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains(&described), "bench output does not show the parameters used ({described}):\n{out}");
 }

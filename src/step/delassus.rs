@@ -24,27 +24,17 @@ pub fn build_delassus(model: &Model, ws: &mut Workspace, m: usize) {
 #[inline(always)]
 fn build(model: &Model, ws: &mut Workspace, m: usize) {
     let nv = model.nv;
-    let per_contact = ws.contact_rows.len();
-    let first_joint_row = ws.first_joint_row();
-    // the groups of rows that share their trees: each contact's rows, then each joint row
-    let nc = ws.contacts.len();
-    let group = |g: usize| if g < nc { (g * per_contact, per_contact) } else { (first_joint_row + g - nc, 1) };
-    let groups = nc + (m - first_joint_row);
-    let Workspace { jacobian, factor_jt, delassus, row_trees, mass_factor, .. } = ws;
+    group_rows(ws, m);
+    let Workspace { jacobian, factor_jt, delassus, row_trees, mass_factor, row_groups, .. } = ws;
     factor_jt[..m * nv].copy_from_slice(&jacobian[..m * nv]);
-    // triples of rows that touch the same trees: a point contact's rows, then consecutive joint
-    // rows (a robot's limits and friction rows); the rest one by one
-    let mut i = 0;
-    while i < m {
+    for &(i, rows) in row_groups.iter() {
         let trees = row_trees[i];
-        let triple = if i < first_joint_row { per_contact == 3 } else { i + 3 <= m && row_trees[i + 1] == trees && row_trees[i + 2] == trees };
-        let rows = if triple { 3 } else if i < first_joint_row { per_contact } else { 1 };
         for t in [trees.0, trees.1] {
             if t == NO_TREE {
                 continue;
             }
             let tr = &model.trees[t];
-            if triple {
+            if rows == 3 {
                 let (z0, rest) = factor_jt[i * nv..(i + 3) * nv].split_at_mut(nv);
                 let (z1, z2) = rest.split_at_mut(nv);
                 mass_factor.solve_lt3(tr.v_start, tr.v_end, z0, z1, z2);
@@ -54,25 +44,41 @@ fn build(model: &Model, ws: &mut Workspace, m: usize) {
                 }
             }
         }
-        i += rows;
     }
     let z = &*factor_jt;
-    for a in 0..groups {
-        let (ia, ra) = group(a);
-        for b in a..groups {
-            let (ib, rb) = group(b);
-            match (ra, rb) {
-                (3, 3) => delassus_block::<3, 3>(model, z, nv, row_trees, ia, ib, m, delassus),
-                (3, 1) => delassus_block::<3, 1>(model, z, nv, row_trees, ia, ib, m, delassus),
-                (1, 3) => delassus_block::<1, 3>(model, z, nv, row_trees, ia, ib, m, delassus),
-                (1, 1) => delassus_block::<1, 1>(model, z, nv, row_trees, ia, ib, m, delassus),
-                // the 4-row layout (with torsion)
-                (4, 4) => delassus_block::<4, 4>(model, z, nv, row_trees, ia, ib, m, delassus),
-                (4, 1) => delassus_block::<4, 1>(model, z, nv, row_trees, ia, ib, m, delassus),
-                (1, 4) => delassus_block::<1, 4>(model, z, nv, row_trees, ia, ib, m, delassus),
-                _ => delassus_rows(model, z, nv, row_trees, (ia, ra), (ib, rb), m, delassus),
+    for (a, &(ia, ra)) in row_groups.iter().enumerate() {
+        for &(ib, rb) in &row_groups[a..] {
+            macro_rules! block {
+                ($($r:literal, $s:literal);*) => {
+                    match (ra, rb) {
+                        $(($r, $s) => delassus_block::<$r, $s>(model, z, nv, row_trees, ia, ib, m, delassus),)*
+                        _ => delassus_rows(model, z, nv, row_trees, (ia, ra), (ib, rb), m, delassus),
+                    }
+                };
             }
+            block!(3, 3; 3, 1; 1, 3; 1, 1; 3, 2; 2, 3; 2, 2; 2, 1; 1, 2; 4, 4; 4, 1; 1, 4; 4, 2; 2, 4; 4, 3; 3, 4);
         }
+    }
+}
+
+/// Splits the `m` rows into `ws.row_groups` (first row, count) of rows that touch the same
+/// trees: each contact's rows, then runs of consecutive joint rows on the same trees (a robot's
+/// limit and friction rows) cut into threes.
+fn group_rows(ws: &mut Workspace, m: usize) {
+    let per_contact = ws.contact_rows.len();
+    let first_joint_row = ws.first_joint_row();
+    ws.row_groups.clear();
+    for c in 0..ws.contacts.len() {
+        ws.row_groups.push((c * per_contact, per_contact));
+    }
+    let mut i = first_joint_row;
+    while i < m {
+        let mut rows = 1;
+        while rows < 3 && i + rows < m && ws.row_trees[i + rows] == ws.row_trees[i] {
+            rows += 1;
+        }
+        ws.row_groups.push((i, rows));
+        i += rows;
     }
 }
 
