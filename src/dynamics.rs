@@ -61,9 +61,23 @@ pub fn mass_matrix(model: &Model, ws: &mut Workspace) {
 /// force transmitted from body b's parent across its joint (subtree force), for joint
 /// accelerations `a` (`None` = zero). `v` must be the velocity used by forward kinematics.
 pub fn rnea_forces(model: &Model, ws: &mut Workspace, v: &[f64], a: Option<&[f64]>) {
+    rnea_pass(model, ws, v, a, 0..model.bodies.len());
+}
+
+/// [`rnea_forces`] on the listed bodies only (ascending, every listed body's parent listed too):
+/// the subtree force of a body whose whole subtree is listed comes out bit for bit as from the
+/// whole pass; the others' are partial sums (F/T sensors read their child bodies' only).
+pub fn rnea_forces_of(model: &Model, ws: &mut Workspace, v: &[f64], a: Option<&[f64]>, bodies: &[usize]) {
+    rnea_pass(model, ws, v, a, bodies.iter().copied());
+}
+
+/// The two passes of [`rnea_forces`] over `bodies` (ascending).
+#[inline(always)]
+fn rnea_pass(model: &Model, ws: &mut Workspace, v: &[f64], a: Option<&[f64]>, bodies: impl DoubleEndedIterator<Item = usize> + Clone) {
     // The base accelerates upward at -g (Featherstone's gravity trick).
     let a_base = spatial(&crate::math::Vec3::zeros(), &(-model.gravity));
-    for (b, body) in model.bodies.iter().enumerate() {
+    for b in bodies.clone() {
+        let body = &model.bodies[b];
         let j = &body.joint;
         let mut acc = match body.parent {
             Some(p) => ws.body_acc[p],
@@ -82,7 +96,7 @@ pub fn rnea_forces(model: &Model, ws: &mut Workspace, v: &[f64], a: Option<&[f64
         let inertia = &ws.body_inertia[b];
         ws.body_force[b] = inertia.apply(&acc) + cross_force(&vel, &inertia.apply(&vel));
     }
-    for b in (0..model.bodies.len()).rev() {
+    for b in bodies.rev() {
         if let Some(p) = model.bodies[b].parent {
             let f = ws.body_force[b];
             ws.body_force[p] += f;

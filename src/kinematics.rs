@@ -96,6 +96,23 @@ pub fn update_body_velocities(model: &Model, v: &[f64], ws: &mut Workspace) {
     }
 }
 
+/// [`update_body_velocities`] for the listed bodies only (ascending, every listed body's parent
+/// listed too): their velocities come out bit for bit as from the whole pass.
+pub fn update_body_velocities_of(model: &Model, v: &[f64], ws: &mut Workspace, bodies: &[usize]) {
+    for &b in bodies {
+        let body = &model.bodies[b];
+        let j = &body.joint;
+        let mut vel = match body.parent {
+            Some(p) => ws.body_velocity[p],
+            None => Vec6::zeros(),
+        };
+        for k in j.v_index..j.v_index + j.kind.nv() {
+            vel += ws.dof_axis[k] * v[k];
+        }
+        ws.body_velocity[b] = vel;
+    }
+}
+
 /// World-frame linear velocity of the material point at `p` (world) on `body`.
 #[inline]
 pub fn point_velocity(ws: &Workspace, body: Option<usize>, p: &Vec3) -> Vec3 {

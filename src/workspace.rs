@@ -84,6 +84,9 @@ pub struct Workspace {
     /// One past the last body of each body's subtree (bodies are in depth-first order, so a
     /// subtree is the contiguous range `[b, subtree_end[b])`).
     pub subtree_end: Vec<usize>,
+    /// The bodies an F/T sensor's reading depends on, ascending: each sensor's child body, its
+    /// ancestors and its subtree (the sensors' dynamics pass runs on these only).
+    pub sensor_bodies: Vec<usize>,
     /// Contact force on each body from the last step (spatial force about the world origin, N).
     pub body_contact_force: Vec<Vec6>,
     /// Parent of each velocity coordinate (Featherstone's λ, RBDA §6.5): the previous
@@ -175,7 +178,18 @@ impl Workspace {
             }
             last_dof[b] = if nj > 0 { v0 + nj - 1 } else { inherited };
         }
+        let mut on_sensor_path = vec![false; nb];
+        for sensor in &model.sensors {
+            let mut b = Some(sensor.body);
+            while let Some(x) = b {
+                on_sensor_path[x] = true;
+                b = model.bodies[x].parent;
+            }
+            on_sensor_path[sensor.body..subtree_end[sensor.body]].fill(true);
+        }
+        let sensor_bodies = (0..nb).filter(|&b| on_sensor_path[b]).collect();
         Workspace {
+            sensor_bodies,
             subtree_end,
             mass_matrix: BranchMatrix::new(&dof_parent),
             delayed_commands: crate::state::Commands::new(model),

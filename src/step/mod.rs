@@ -556,10 +556,13 @@ fn update_sensors(model: &Model, state: &mut State, ws: &mut Workspace, dt: f64)
     for k in 0..nv {
         ws.scratch_nv[k] = state.v[k] - 0.5 * dt * ws.acceleration[k];
     }
-    let v_mid = std::mem::take(&mut ws.scratch_nv); // moves the buffer, no allocation
+    // moved out and back (no allocation); only the sensors' bodies, their ancestors and
+    // subtrees, take part (`ws.sensor_bodies`)
+    let v_mid = std::mem::take(&mut ws.scratch_nv);
     let acc = std::mem::take(&mut ws.acceleration);
-    kinematics::update_body_velocities(model, v_mid.as_slice(), ws);
-    dynamics::rnea_forces(model, ws, v_mid.as_slice(), Some(acc.as_slice()));
+    let bodies = std::mem::take(&mut ws.sensor_bodies);
+    kinematics::update_body_velocities_of(model, v_mid.as_slice(), ws, &bodies);
+    dynamics::rnea_forces_of(model, ws, v_mid.as_slice(), Some(acc.as_slice()), &bodies);
     ws.scratch_nv = v_mid;
     ws.acceleration = acc;
     ws.scratch_nv.fill(0.0);
@@ -576,7 +579,8 @@ fn update_sensors(model: &Model, state: &mut State, ws: &mut Workspace, dt: f64)
             st.sample(&sensor.emulation, &ideal, dt * sensor.steps_per_sample as f64);
         }
     }
-    kinematics::update_body_velocities(model, &state.v, ws);
+    kinematics::update_body_velocities_of(model, &state.v, ws, &bodies);
+    ws.sensor_bodies = bodies;
 }
 
 /// v* = v + M̃⁻¹ dt f, with `f` in `ws.generalized_force`.
