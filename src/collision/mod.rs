@@ -62,6 +62,10 @@ pub struct CollisionScratch {
     pub geom_pose: Vec<Pose>,
     /// Bound on the speed of any point of each geometry (m/s).
     pub geom_speed: Vec<f64>,
+    /// Each geometry's bounding sphere and speed bound, `[x, y, z, radius, speed]` (m, m, m, m,
+    /// m/s; centre in the world): what the broad phase reads, packed so that a pair that is
+    /// clearly apart costs two small loads.
+    geom_sphere: Vec<[f64; 5]>,
     manifolds: Vec<ContactManifold<(), ()>>,
     /// GJK simplex and EPA polytope for the overlap test of [`separate_overlap`], reused by
     /// every pair (their buffers keep their capacity).
@@ -84,6 +88,7 @@ impl CollisionScratch {
         CollisionScratch {
             geom_pose: vec![Pose::identity(); model.geoms.len()],
             geom_speed: vec![0.0; model.geoms.len()],
+            geom_sphere: vec![[0.0; 5]; model.geoms.len()],
             manifolds,
             simplex: VoronoiSimplex::new(),
             epa: EPA::new(),
@@ -137,13 +142,26 @@ pub fn detect(
             }
             None => 0.0,
         };
+        let c = scratch.geom_pose[g].translation.vector;
+        scratch.geom_sphere[g] = [c.x, c.y, c.z, geom.bounding_radius, scratch.geom_speed[g]];
     }
     let dt = model.timestep_s;
     let max_per_pair = model.contact.max_points_per_pair;
     for (pi, pair) in model.collision_pairs.iter().enumerate() {
+        let (sa, sb) = (&scratch.geom_sphere[pair.geom_a], &scratch.geom_sphere[pair.geom_b]);
+        let margin = model.contact.margin_m + dt * (sa[4] + sb[4]);
+        if !pair.with_ground {
+            // broad phase: bounding spheres. Squared distances first (no square root) with a
+            // slack far above round-off, so that only pairs clearly apart are skipped there; the
+            // test that decides is the exact one below.
+            let d = Vec3::new(sa[0] - sb[0], sa[1] - sb[1], sa[2] - sb[2]);
+            let reach = sa[3] + sb[3] + margin;
+            if reach >= 0.0 && d.norm_squared() > reach * reach * (1.0 + 1e-9) {
+                continue;
+            }
+        }
         let (ga, gb) = (&model.geoms[pair.geom_a], &model.geoms[pair.geom_b]);
         let (xa, xb) = (scratch.geom_pose[pair.geom_a], scratch.geom_pose[pair.geom_b]);
-        let margin = model.contact.margin_m + dt * (scratch.geom_speed[pair.geom_a] + scratch.geom_speed[pair.geom_b]);
         let mut push = |contacts: &mut Vec<Contact>, position: Vec3, normal: Vec3, distance: f64, fa: u32, fb: u32| {
             if contacts.len() == contacts.capacity() {
                 report.dropped_contacts += 1;
@@ -173,14 +191,7 @@ pub fn detect(
             ground_contacts(&gb.shape, &xb, &normal, offset, margin, max_per_pair, |p, d, f| push(contacts, p, normal, d, 0, f));
             continue;
         }
-        // broad phase: bounding spheres. Squared distances first (no square root) with a slack
-        // far above round-off, so that only pairs clearly apart are skipped there; the test
-        // that decides is the exact one below.
         let d = xa.translation.vector - xb.translation.vector;
-        let reach = ga.bounding_radius + gb.bounding_radius + margin;
-        if reach >= 0.0 && d.norm_squared() > reach * reach * (1.0 + 1e-9) {
-            continue;
-        }
         let gap = d.norm() - ga.bounding_radius - gb.bounding_radius;
         if gap > margin {
             continue;
