@@ -83,23 +83,19 @@ pub fn forward_kinematics(model: &Model, q: &[f64], v: &[f64], ws: &mut Workspac
 
 /// Recomputes only the body velocities for a new `v` (poses and motion subspaces unchanged).
 pub fn update_body_velocities(model: &Model, v: &[f64], ws: &mut Workspace) {
-    for (b, body) in model.bodies.iter().enumerate() {
-        let j = &body.joint;
-        let mut vel = match body.parent {
-            Some(p) => ws.body_velocity[p],
-            None => Vec6::zeros(),
-        };
-        for k in j.v_index..j.v_index + j.kind.nv() {
-            vel += ws.dof_axis[k] * v[k];
-        }
-        ws.body_velocity[b] = vel;
-    }
+    velocity_pass(model, v, ws, 0..model.bodies.len());
 }
 
 /// [`update_body_velocities`] for the listed bodies only (ascending, every listed body's parent
 /// listed too): their velocities come out bit for bit as from the whole pass.
 pub fn update_body_velocities_of(model: &Model, v: &[f64], ws: &mut Workspace, bodies: &[usize]) {
-    for &b in bodies {
+    velocity_pass(model, v, ws, bodies.iter().copied());
+}
+
+/// Body velocities, parent first, over `bodies` (ascending).
+#[inline(always)]
+fn velocity_pass(model: &Model, v: &[f64], ws: &mut Workspace, bodies: impl Iterator<Item = usize>) {
+    for b in bodies {
         let body = &model.bodies[b];
         let j = &body.joint;
         let mut vel = match body.parent {
