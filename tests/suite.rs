@@ -7,6 +7,7 @@
 mod common;
 
 mod bad_input;
+mod benchmark_tables;
 mod bisection_experiments;
 mod conformance;
 mod docs_links;
