@@ -3,7 +3,9 @@
 //!
 //! A contact's rows (normal, tangents, perhaps torsion) touch the same trees and share the
 //! factor's entries, so they are solved together and their block of G is summed in one pass:
-//! the rows' dependency chains run side by side instead of one after the other. Each entry of
+//! the rows' dependency chains run side by side instead of one after the other. Consecutive
+//! joint rows on the same trees (a robot's limit and friction rows) are grouped by three the
+//! same way ([`Workspace::row_groups`]). Each entry of
 //! G is still the dot product over each shared tree's coordinates in ascending order, the trees'
 //! sums added in [`Workspace::row_trees`] order, so G is bit for bit that of the row-by-row
 //! assembly; Z differs at most in the sign of a zero (a row whose entry is zero at a coordinate
