@@ -91,6 +91,14 @@ pub struct VfpiParams {
     /// nothing; with more threads rayon allocates internally (each solve enters the pool from
     /// outside through its injector queue, a list of 63-slot blocks: one block per 63 solves).
     pub threads: usize,
+    /// Rigid-body correction between iterations (`docs/vfpi.md`, "Why the grasp needed more
+    /// iterations than the paper"): each iteration first moves every rigid body together with
+    /// its virtual nodes by the momentum step of the body's mass plus the surrogate stiffness
+    /// of its active contacts with deformable nodes. It removes the slow mode of a light body
+    /// carrying many virtual nodes and leaves the fixed point unchanged. Applied on steps whose
+    /// virtual nodes all touch deformable nodes (no rigid–rigid contact, no joint row); other
+    /// steps run the plain iteration. Off by default.
+    pub rigid_correction: bool,
 }
 
 impl Default for VfpiParams {
@@ -105,6 +113,7 @@ impl Default for VfpiParams {
             under_relaxation: 0.9,
             operator: ContactOperator::Strict,
             threads: 1,
+            rigid_correction: false,
         }
     }
 }
@@ -192,6 +201,11 @@ pub struct VfpiScratch {
     lambda_offset: Vec<usize>,
     partial: Vec<f64>,
     a_tilde: Vec<f64>,
+    /// Rigid correction: its `nv × nv` matrix (row-major, then its Cholesky factor), right-hand
+    /// side and one constraint row mapped to the rigid coordinates.
+    correction: Vec<f64>,
+    correction_rhs: Vec<f64>,
+    correction_row: Vec<f64>,
 }
 
 impl VfpiScratch {
@@ -207,6 +221,9 @@ impl VfpiScratch {
             lambda_offset: vec![0; rows + 1],
             partial: vec![0.0; 2 * (n / CHUNK + 2)],
             a_tilde: vec![0.0; nv * nv],
+            correction: vec![0.0; nv * nv],
+            correction_rhs: vec![0.0; nv],
+            correction_row: vec![0.0; nv],
         }
     }
 }
@@ -323,7 +340,12 @@ fn solve_nodal_inner(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &
     let mut rho_max = 0.0f64;
     let (mut theta_best, mut since) = (f64::INFINITY, 0u32);
     let mut res_best = f64::INFINITY;
+    let correct = params.rigid_correction && rigid_correction_applies(sys);
     for l in 0..params.max_iterations {
+        // from the second iteration on, λ holds the previous iteration's contact impulses
+        if correct && l > 0 {
+            rigid_correction(s, sys);
+        }
         jacobi_step(pool, s, sys);
         // strict → proximal fallback for the second half of the budget (the strict operator's
         // convergence is only guaranteed for small steps and μ)
@@ -497,6 +519,92 @@ fn diagonal_preconditioner(s: &mut VfpiScratch, sys: &NodalSystem) {
             let w = d as f64 / (kt * (d as f64 + jn));
             s.w[slot..slot + d].fill(w);
         }
+    }
+}
+
+/// Whether the rigid correction applies to this step: there are rigid coordinates and virtual
+/// nodes, and every virtual node is the rigid side of a contact with a deformable node. (On
+/// rigid–rigid contacts and joint rows, whose virtual nodes meet static geometry or each other,
+/// the correction was measured to stall or diverge the iteration: `docs/vfpi.md`.)
+fn rigid_correction_applies(sys: &NodalSystem) -> bool {
+    sys.nv > 0 && sys.num_virtual > 0 && sys.constraints.iter().all(|k| k.i_is_fem)
+}
+
+/// The rigid correction \[N\] (`docs/vfpi.md`, "Why the grasp needed more iterations than
+/// the paper"): a two-level step on the subspace where each rigid body moves together with its
+/// virtual nodes (`x_r += δ`, `x_v += J_v δ`). On that subspace `A` reduces to the rigid `M̃`
+/// (the dampers do not stretch), so the body's momentum residual
+/// `g = b_r − M̃ x_r + Σ J_vᵀ λ_v` (with the previous iteration's contact impulses) is solved
+/// with `C δ = g`, `C = M̃ + Σ_active J_vᵀ J_v / γ`: the mass plus the surrogate stiffness
+/// `1/γ` of each contact component that is active (normal with `λ_n > 0`; both tangents when
+/// sticking inside the cone). At a fixed point `g = 0`, so the solution is unchanged.
+/// Allocation-free: `C` is factored in place in the scratch.
+fn rigid_correction(s: &mut VfpiScratch, sys: &NodalSystem) {
+    let nv = sys.nv;
+    let nf = sys.n_fem();
+    let nr0 = nf; // first rigid index
+    let nv0 = nf + nv; // first virtual index
+    let c = &mut s.correction[..nv * nv];
+    c.copy_from_slice(&sys.mass[..nv * nv]); // symmetric: column- and row-major agree
+    let g = &mut s.correction_rhs[..nv];
+    for (i, gi) in g.iter_mut().enumerate() {
+        let mut r = sys.rigid_b[i];
+        for j in 0..nv {
+            r -= sys.mass[j * nv + i] * s.x[nr0 + j];
+        }
+        *gi = r;
+    }
+    let row = &mut s.correction_row[..nv];
+    for (ci, k) in sys.constraints.iter().enumerate() {
+        // rigid_correction_applies: side i is a FEM node; only a virtual side j reaches M̃
+        let Some(j) = k.j.filter(|_| !k.j_is_fem) else {
+            continue;
+        };
+        let gamma = s.w[k.i] + s.w[j];
+        if !(gamma > 0.0) {
+            continue;
+        }
+        let o = s.lambda_offset[ci];
+        let d = k.dim as usize;
+        let lam = &s.lambda[o..o + d];
+        let active = if k.bilateral {
+            [true; 3]
+        } else {
+            let normal = lam[0] > 0.0;
+            let sticking = normal && lam[1].hypot(lam[2]) < k.mu * lam[0] * (1.0 - 1e-9);
+            [normal, sticking, sticking]
+        };
+        for t in 0..d {
+            // side j enters η with a minus sign and receives −λ
+            let r = j - nv0 + t;
+            for (a, b) in row.iter_mut().zip(&sys.jv[r * nv..(r + 1) * nv]) {
+                *a = -b;
+            }
+            for (gi, ri) in g.iter_mut().zip(row.iter()) {
+                *gi += ri * lam[t];
+            }
+            if active[t] {
+                for a in 0..nv {
+                    if row[a] == 0.0 {
+                        continue;
+                    }
+                    for b in 0..nv {
+                        c[a * nv + b] += row[a] * row[b] / gamma;
+                    }
+                }
+            }
+        }
+    }
+    if !crate::math::dense::cholesky_in_place(c, nv) {
+        return;
+    }
+    crate::math::dense::cholesky_solve(c, nv, g);
+    for (i, gi) in g.iter().enumerate() {
+        s.x[nr0 + i] += gi;
+    }
+    for r in 0..sys.num_virtual {
+        let jd: f64 = sys.jv[r * nv..(r + 1) * nv].iter().zip(g.iter()).map(|(a, b)| a * b).sum();
+        s.x[nv0 + r] += jd;
     }
 }
 
