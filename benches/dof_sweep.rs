@@ -87,7 +87,7 @@ fn dof_sweep(steps: usize, pgs_max_dof: usize, threads: usize, json: bool) -> Re
         let path = dir.join(format!("sheet_{cells}.msh"));
         config::write_gmsh41(&mesh, &path)?;
         let yaml = format!(
-            "timestep_s: 0.01\nground: {{incline_deg: 20}}\nsolver: {{kind: vfpi, tolerance: 1.0e-5, residual_tolerance: 1.0e-3, max_iterations: 3000, threads: {threads}}}\ndeformables:\n  - name: sheet\n    mesh: {}\n    rpy: [0, 0.3490658503988659, 0]\n    material: {{density_kg_m3: 1000, youngs_modulus_pa: 1.0e5, poisson_ratio: 0.35, rayleigh_stiffness_s: 0.005}}\n    friction: 0.3\n",
+            "timestep_s: 0.01\nground: {{incline_deg: 20}}\nsolver: {{kind: vfpi, tolerance: 1.0e-3, residual_tolerance: 1.0e-3, max_iterations: 3000, threads: {threads}}}\ndeformables:\n  - name: sheet\n    mesh: {}\n    rpy: [0, 0.3490658503988659, 0]\n    material: {{density_kg_m3: 1000, youngs_modulus_pa: 1.0e5, poisson_ratio: 0.35, rayleigh_stiffness_s: 0.005}}\n    friction: 0.3\n",
             path.display()
         );
         let scene = config::load_scene_str(&yaml, &dir.join("sweep.yaml"))?;

@@ -527,18 +527,25 @@ impl Model {
     pub fn max_joint_rows(&self) -> usize {
         3 * self.one_dof_joint_count() + self.mimics.len()
     }
-    /// Bytes of the step's dense buffers, estimated before they are allocated: the Delassus
-    /// matrix (rows²), the constraint Jacobian and its factor-solved copy (2·rows·nv), the
-    /// coupled rigid–deformable Jacobian (rows·nv) and the dense mass matrix (nv²), with rows
-    /// the most constraint rows a step can have under any method ([`MAX_ROWS_PER_CONTACT`] per
-    /// contact, joint rows, 3 per deformable surface and welded node).
+    /// Bytes of the step's dense buffers, estimated before they are allocated: the rigid
+    /// Delassus matrix (rows², with rows the most rigid constraint rows a step can have under
+    /// any method: [`MAX_ROWS_PER_CONTACT`] per contact plus the joint rows), the constraint
+    /// Jacobian and its factor-solved copy (2·rows·nv), the dense mass matrix (nv²) and, with
+    /// deformables, the coupled rigid–deformable Jacobian (3 rows per rigid contact and the joint rows,
+    /// 3 per deformable surface and welded node, times nv). The deformable rows enter no dense
+    /// square matrix: the nodal solvers and Newton's FEM forms keep them sparse or per node.
     /// [`crate::validate::MAX_STEP_MATRIX_BYTES`] bounds it at load.
     pub fn dense_step_bytes(&self) -> u128 {
-        let surface: usize = self.deformables.iter().map(|d| d.surface_nodes.len()).sum();
-        let welded = crate::fem::welded_node_count(&self.deformables);
-        let rows = (MAX_ROWS_PER_CONTACT * self.contact.max_contacts + self.max_joint_rows() + 3 * surface + 3 * welded) as u128;
+        let rows = (MAX_ROWS_PER_CONTACT * self.contact.max_contacts + self.max_joint_rows()) as u128;
         let nv = self.nv as u128;
-        8 * (rows * rows + 3 * rows * nv + nv * nv)
+        let coupled_rows = if self.deformables.is_empty() {
+            0
+        } else {
+            let surface: usize = self.deformables.iter().map(|d| d.surface_nodes.len()).sum();
+            let welded = crate::fem::welded_node_count(&self.deformables);
+            (self.max_constraint_rows(3) + 3 * surface + 3 * welded) as u128
+        };
+        8 * (rows * rows + 2 * rows * nv + coupled_rows * nv + nv * nv)
     }
 
     /// Checks the counts of bodies (`bodies`, with the world) and velocity coordinates (`nv`, of
