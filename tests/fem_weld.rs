@@ -138,12 +138,15 @@ fn spinning_free_body_carries_a_welded_block_with_momentum_conserved() {
     // welds are internal forces: the total momentum stays at its initial value, the centre of
     // mass of the pair moves in a straight line at P / M, and the pair turns at the rate its
     // angular momentum gives (the point Jacobian's angular part: the welds torque the hub).
+    // The momentum error per step is bounded by the dynamics residual the solve stops at
+    // (residual_tolerance · ‖b‖), so that is set well below the 1e-3 asked of 60 steps: at 1e-5
+    // the iteration with the rigid correction stops at 2.5e-3 (docs/vfpi.md).
     let dir = repo().join("target/test-scenes");
     std::fs::create_dir_all(&dir).unwrap();
     let mesh = dir.join("weld_cube_spin.msh");
     contact_sim::config::write_gmsh41(&contact_sim::fem::TetMesh::box_grid([EDGE; 3], [3, 3, 3]), &mesh).unwrap();
     let yaml = format!(
-        "timestep_s: 0.01\ngravity: [0, 0, 0]\nground: {{enabled: false}}\nsolver: {{kind: vfpi, tolerance: 1.0e-7, residual_tolerance: 1.0e-5, max_iterations: 20000, virtual_node_gain: 1000}}\nobjects:\n  - {{name: hub, shape: {{type: box, size: [0.1, 0.1, 0.1]}}, mass_kg: 1.0, position: [0, 0, 0], linear_velocity: [0, 0.1, 0], angular_velocity: [0, 0, 2.0]}}\ndeformables:\n  - name: block\n    mesh: {}\n    position: [0.05, {h}, {h}]\n    material: {{density_kg_m3: {RHO}, youngs_modulus_pa: 1.0e6, poisson_ratio: 0.3, rayleigh_stiffness_s: 0.01}}\n    attachments: [{{box_min: [-1, -1, -1], box_max: [0.0501, 1, 1], to: {{link: hub}}}}]\n",
+        "timestep_s: 0.01\ngravity: [0, 0, 0]\nground: {{enabled: false}}\nsolver: {{kind: vfpi, tolerance: 1.0e-7, residual_tolerance: 1.0e-7, max_iterations: 20000, virtual_node_gain: 1000}}\nobjects:\n  - {{name: hub, shape: {{type: box, size: [0.1, 0.1, 0.1]}}, mass_kg: 1.0, position: [0, 0, 0], linear_velocity: [0, 0.1, 0], angular_velocity: [0, 0, 2.0]}}\ndeformables:\n  - name: block\n    mesh: {}\n    position: [0.05, {h}, {h}]\n    material: {{density_kg_m3: {RHO}, youngs_modulus_pa: 1.0e6, poisson_ratio: 0.3, rayleigh_stiffness_s: 0.01}}\n    attachments: [{{box_min: [-1, -1, -1], box_max: [0.0501, 1, 1], to: {{link: hub}}}}]\n",
         mesh.display(),
         h = -EDGE / 2.0,
     );

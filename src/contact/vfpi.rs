@@ -92,12 +92,10 @@ pub struct VfpiParams {
     /// outside through its injector queue, a list of 63-slot blocks: one block per 63 solves).
     pub threads: usize,
     /// Rigid-body correction between iterations (`docs/vfpi.md`, "Why the grasp needed more
-    /// iterations than the paper"): each iteration first moves every rigid body together with
-    /// its virtual nodes by the momentum step of the body's mass plus the surrogate stiffness
-    /// of its active contacts with deformable nodes. It removes the slow mode of a light body
-    /// carrying many virtual nodes and leaves the fixed point unchanged. Applied on steps whose
-    /// virtual nodes all touch deformable nodes (no rigid–rigid contact, no joint row); other
-    /// steps run the plain iteration. Off by default.
+    /// iterations than the paper"): each iteration first moves every rigid body, with the
+    /// virtual nodes that its constraints do not hold, by its momentum step (the body's mass
+    /// plus the stiffness of its held contacts). It removes the slow mode of a light body
+    /// carrying many stiff virtual nodes and leaves the fixed point unchanged. On by default.
     pub rigid_correction: bool,
 }
 
@@ -113,7 +111,7 @@ impl Default for VfpiParams {
             under_relaxation: 0.9,
             operator: ContactOperator::Strict,
             threads: 1,
-            rigid_correction: false,
+            rigid_correction: true,
         }
     }
 }
@@ -202,10 +200,10 @@ pub struct VfpiScratch {
     partial: Vec<f64>,
     a_tilde: Vec<f64>,
     /// Rigid correction: its `nv × nv` matrix (row-major, then its Cholesky factor), right-hand
-    /// side and one constraint row mapped to the rigid coordinates.
+    /// side and which virtual rows stay put.
     correction: Vec<f64>,
     correction_rhs: Vec<f64>,
-    correction_row: Vec<f64>,
+    correction_pinned: Vec<bool>,
 }
 
 impl VfpiScratch {
@@ -223,7 +221,7 @@ impl VfpiScratch {
             a_tilde: vec![0.0; nv * nv],
             correction: vec![0.0; nv * nv],
             correction_rhs: vec![0.0; nv],
-            correction_row: vec![0.0; nv],
+            correction_pinned: vec![false; rows],
         }
     }
 }
@@ -340,7 +338,9 @@ fn solve_nodal_inner(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &
     let mut rho_max = 0.0f64;
     let (mut theta_best, mut since) = (f64::INFINITY, 0u32);
     let mut res_best = f64::INFINITY;
-    let correct = params.rigid_correction && rigid_correction_applies(sys);
+    let mut correct = params.rigid_correction && rigid_correction_applies(sys);
+    // the correction is switched off for the rest of the solve when θ stops falling under it
+    // (a stick–slip flip-flop of a contact between iterations) or the iteration diverges
     for l in 0..params.max_iterations {
         // from the second iteration on, λ holds the previous iteration's contact impulses
         if correct && l > 0 {
@@ -371,6 +371,7 @@ fn solve_nodal_inner(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &
                 break;
             }
             halvings += 1;
+            correct = false;
             s.w[..n].iter_mut().for_each(|w| *w *= 0.5);
             s.x[..n].copy_from_slice(&s.x0[..n]);
             s.x_prev[..n].copy_from_slice(&s.x0[..n]);
@@ -386,6 +387,10 @@ fn solve_nodal_inner(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &
         if theta < params.tolerance && (params.residual_tolerance <= 0.0 || residual <= params.residual_tolerance * b_norm) {
             stats.converged = true;
             break;
+        }
+        if correct && l + 1 >= params.max_iterations / 2 {
+            // the proximal half of the budget runs the plain iteration
+            correct = false;
         }
         // ---- (39) spectral radius estimate and the next Chebyshev weight ----
         if params.chebyshev {
@@ -523,27 +528,38 @@ fn diagonal_preconditioner(s: &mut VfpiScratch, sys: &NodalSystem) {
 }
 
 /// Whether the rigid correction applies to this step: there are rigid coordinates and virtual
-/// nodes, and every virtual node is the rigid side of a contact with a deformable node. (On
-/// rigid–rigid contacts and joint rows, whose virtual nodes meet static geometry or each other,
-/// the correction was measured to stall or diverge the iteration: `docs/vfpi.md`.)
+/// nodes.
 fn rigid_correction_applies(sys: &NodalSystem) -> bool {
-    sys.nv > 0 && sys.num_virtual > 0 && sys.constraints.iter().all(|k| k.i_is_fem)
+    sys.nv > 0 && sys.num_virtual > 0
 }
 
 /// The rigid correction \[N\] (`docs/vfpi.md`, "Why the grasp needed more iterations than
 /// the paper"): a two-level step on the subspace where each rigid body moves together with its
-/// virtual nodes (`x_r += δ`, `x_v += J_v δ`). On that subspace `A` reduces to the rigid `M̃`
-/// (the dampers do not stretch), so the body's momentum residual
-/// `g = b_r − M̃ x_r + Σ J_vᵀ λ_v` (with the previous iteration's contact impulses) is solved
-/// with `C δ = g`, `C = M̃ + Σ_active J_vᵀ J_v / γ`: the mass plus the surrogate stiffness
-/// `1/γ` of each contact component that is active (normal with `λ_n > 0`; both tangents when
-/// sticking inside the cone). At a fixed point `g = 0`, so the solution is unchanged.
-/// Allocation-free: `C` is factored in place in the scratch.
+/// free virtual nodes (`x_r += δ`, `x_v += J_v δ`) while its *pinned* ones stay.
+///
+/// - A virtual node's component is pinned when its own constraint holds it: all three
+///   components of a contact with static geometry or another rigid body whose normal pushes
+///   (`λ_n > 0`, sticking or sliding), or a joint row strictly inside its bounds. Moving the
+///   body stretches its damper: stiffness `k̃`, force `k̃ J_v (x_v − J_v x_r)`.
+/// - A virtual node against a deformable node moves with the body; its active components (the
+///   normal with `λ_n > 0`, the tangents when sticking inside the cone) add the surrogate
+///   stiffness `1/γ` of the contact (the deformable side stays); its force is `−λ` (side j).
+/// - Other components (a separating contact, a clamped joint row) move with the body and pass
+///   their impulse `λ`.
+///
+/// The correction runs in the strict half of the iteration budget only; the proximal half and a
+/// restart after divergence run the plain iteration.
+///
+/// The body's residual on that subspace, `g = b_r − M̃ x_r + Σ (forces above)`, is solved with
+/// `C δ = g`, `C = M̃ + Σ stiffnesses J_vᵀ J_v`, with the previous iteration's impulses. At a
+/// fixed point `g = 0`, so the solution is unchanged. Allocation-free: `C` is factored in place
+/// in the scratch.
 fn rigid_correction(s: &mut VfpiScratch, sys: &NodalSystem) {
     let nv = sys.nv;
     let nf = sys.n_fem();
     let nr0 = nf; // first rigid index
     let nv0 = nf + nv; // first virtual index
+    let kt = sys.k_tilde;
     let c = &mut s.correction[..nv * nv];
     c.copy_from_slice(&sys.mass[..nv * nv]); // symmetric: column- and row-major agree
     let g = &mut s.correction_rhs[..nv];
@@ -554,42 +570,70 @@ fn rigid_correction(s: &mut VfpiScratch, sys: &NodalSystem) {
         }
         *gi = r;
     }
-    let row = &mut s.correction_row[..nv];
+    let pinned = &mut s.correction_pinned[..sys.num_virtual];
+    pinned.fill(false);
+    let add_outer = |c: &mut [f64], row: &[f64], k: f64| {
+        for a in 0..nv {
+            if row[a] == 0.0 {
+                continue;
+            }
+            for b in 0..nv {
+                c[a * nv + b] += row[a] * row[b] * k;
+            }
+        }
+    };
     for (ci, k) in sys.constraints.iter().enumerate() {
-        // rigid_correction_applies: side i is a FEM node; only a virtual side j reaches M̃
-        let Some(j) = k.j.filter(|_| !k.j_is_fem) else {
-            continue;
-        };
-        let gamma = s.w[k.i] + s.w[j];
-        if !(gamma > 0.0) {
+        let vi = !k.i_is_fem;
+        let vj = k.j.is_some() && !k.j_is_fem;
+        if !vi && !vj {
             continue;
         }
         let o = s.lambda_offset[ci];
         let d = k.dim as usize;
         let lam = &s.lambda[o..o + d];
-        let active = if k.bilateral {
+        let active = if d == 1 {
+            [lam[0] > k.lo && lam[0] < k.hi, false, false]
+        } else if k.bilateral {
             [true; 3]
         } else {
             let normal = lam[0] > 0.0;
             let sticking = normal && lam[1].hypot(lam[2]) < k.mu * lam[0] * (1.0 - 1e-9);
             [normal, sticking, sticking]
         };
-        for t in 0..d {
-            // side j enters η with a minus sign and receives −λ
-            let r = j - nv0 + t;
-            for (a, b) in row.iter_mut().zip(&sys.jv[r * nv..(r + 1) * nv]) {
-                *a = -b;
+        if k.i_is_fem {
+            // a deformable node against a virtual node (side j): it moves with the body
+            let (j, gamma) = (k.j.unwrap_or(0), s.w[k.i] + k.j.map(|j| s.w[j]).unwrap_or(0.0));
+            for t in 0..d {
+                let r = j - nv0 + t;
+                let jr = &sys.jv[r * nv..(r + 1) * nv];
+                for (gi, a) in g.iter_mut().zip(jr) {
+                    *gi -= a * lam[t];
+                }
+                if active[t] && gamma > 0.0 {
+                    add_outer(c, jr, 1.0 / gamma);
+                }
             }
-            for (gi, ri) in g.iter_mut().zip(row.iter()) {
-                *gi += ri * lam[t];
-            }
-            if active[t] {
-                for a in 0..nv {
-                    if row[a] == 0.0 {
-                        continue;
+            continue;
+        }
+        for (side, sign) in [(Some(k.i), 1.0), (k.j.filter(|_| vj), -1.0)] {
+            let Some(slot) = side else { continue };
+            for t in 0..d {
+                let r = slot - nv0 + t;
+                let jr = &sys.jv[r * nv..(r + 1) * nv];
+                // a contact whose normal pushes holds all three components (sticking or sliding:
+                // releasing the tangents of a sliding contact lets the body overshoot where it
+                // stops, and the contact then flips between stick and slip every iteration)
+                let holds = if d == 3 && !k.bilateral { active[0] } else { active[t] };
+                if holds {
+                    pinned[r] = true;
+                    let stretch = s.x[nv0 + r] - jr.iter().zip(&s.x[nr0..nr0 + nv]).map(|(a, b)| a * b).sum::<f64>();
+                    for (gi, a) in g.iter_mut().zip(jr) {
+                        *gi += kt * a * stretch;
                     }
-                    for b in 0..nv {
-                        c[a * nv + b] += row[a] * row[b] / gamma;
+                    add_outer(c, jr, kt);
+                } else {
+                    for (gi, a) in g.iter_mut().zip(jr) {
+                        *gi += sign * a * lam[t];
                     }
                 }
             }
@@ -603,8 +647,10 @@ fn rigid_correction(s: &mut VfpiScratch, sys: &NodalSystem) {
         s.x[nr0 + i] += gi;
     }
     for r in 0..sys.num_virtual {
-        let jd: f64 = sys.jv[r * nv..(r + 1) * nv].iter().zip(g.iter()).map(|(a, b)| a * b).sum();
-        s.x[nv0 + r] += jd;
+        if !pinned[r] {
+            let jd: f64 = sys.jv[r * nv..(r + 1) * nv].iter().zip(g.iter()).map(|(a, b)| a * b).sum();
+            s.x[nv0 + r] += jd;
+        }
     }
 }
 
