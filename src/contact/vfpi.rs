@@ -339,8 +339,8 @@ fn solve_nodal_inner(params: &VfpiParams, pool: Option<&rayon::ThreadPool>, s: &
     let (mut theta_best, mut since) = (f64::INFINITY, 0u32);
     let mut res_best = f64::INFINITY;
     let mut correct = params.rigid_correction && rigid_correction_applies(sys);
-    // the correction is switched off for the rest of the solve when θ stops falling under it
-    // (a stick–slip flip-flop of a contact between iterations) or the iteration diverges
+    // the correction runs in the strict half of the budget and is switched off for the rest of
+    // the solve when the divergence guard restarts the iteration
     for l in 0..params.max_iterations {
         // from the second iteration on, λ holds the previous iteration's contact impulses
         if correct && l > 0 {
