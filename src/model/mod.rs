@@ -533,7 +533,7 @@ impl Model {
     /// Jacobian and its factor-solved copy (2·rows·nv), the dense mass matrix (nv²) and, with
     /// deformables, the coupled rigid–deformable Jacobian (3 rows per rigid contact and the joint rows,
     /// 3 per deformable surface and welded node, times nv). The deformable rows enter no dense
-    /// square matrix: the nodal solvers and Newton's FEM forms keep them sparse or per node.
+    /// square matrix: no contact method keeps them in one (they stay sparse or per node).
     /// [`crate::validate::MAX_STEP_MATRIX_BYTES`] bounds it at load.
     pub fn dense_step_bytes(&self) -> u128 {
         let rows = (MAX_ROWS_PER_CONTACT * self.contact.max_contacts + self.max_joint_rows()) as u128;
