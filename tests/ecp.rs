@@ -1040,6 +1040,9 @@ fn gripper_pads_hold_a_lifted_box_on_two_ecps_carrying_its_weight_by_friction() 
         worst[0], worst[1], worst[2], worst[3]
     );
     assert_eq!(hold_checked, 300);
+    // the loop through the two pads is solved as one block (docs/ecp.md, "Closed loops: one
+    // block"): no step ends at max_sweeps (the sweeps alone: 112 of 1 500)
+    assert_eq!(unconverged, 0, "steps that stopped at max_sweeps");
     assert!(worst[0] < 1e-6 && worst[1] < 1e-6, "normal impulses: {worst:?}");
     assert!(worst[2] < 1e-8, "an ECP leaves the pad/cube overlap by {} m", worst[2]);
     assert!(worst[3] < 1e-9, "the pads carry the weight to {}", worst[3]);

@@ -202,6 +202,61 @@ impl LinkObjectPair {
         (EcpBodyState { com_m: com, rotation, velocity: v_obj, angular_velocity: w_obj }, c.solve.iterations, change)
     }
 
+    /// The link's start-of-step Jacobian `J` (6 × nv, row-major), `M̃⁻¹ Jᵀ` (stored
+    /// transposed) and its tree's velocity range: the cross-mobility of two links of one robot
+    /// is `J_l (M̃⁻¹ J_l'ᵀ)` over that range.
+    pub(super) fn link_jacobians(&self) -> (&[f64], &[f64], (usize, usize)) {
+        (&self.jac, &self.y, self.dofs)
+    }
+
+    /// The impulse on the link applied in the robot's velocity: force (N·s) and moment about its
+    /// start-of-step centre of mass (N·m·s), world.
+    pub(super) fn applied_wrench(&self) -> [f64; 6] {
+        self.wrench
+    }
+
+    /// The pair's problem as one contact of the block (docs/ecp.md, "Closed loops: one block"):
+    /// both sides as [`super::block::probe`] bodies, the last solve's unknowns (`None` before
+    /// a solve) and the impulse scale (N·s). `object`: the object's body and start state.
+    pub(super) fn block_problem(&self, params: &EcpParams, velocity: &[f64], object: (&EcpBody, &EcpBodyState), gravity: &Vec3, h: f64) -> Option<(pair::BodyPairProblem, [f64; pair::NZ_PAIR], f64)> {
+        let (z, k1) = self.stepper.warm?;
+        let (ml, _) = link_free_motion(&self.link_body, &self.start, &self.jac, &self.mobility, &self.wrench, velocity, self.dofs, h);
+        let (bo, so) = object;
+        let (mo, _, _) = mncp::moving_body(bo, so, &(Vec3::zeros(), Vec3::zeros()), gravity, h);
+        let (a, b, ma, mb) = if self.link_is_a { (ml, mo, self.link_body.mass_kg, bo.mass_kg) } else { (mo, ml, bo.mass_kg, self.link_body.mass_kg) };
+        let scale = ma.min(mb) * h * gravity.norm().max(1.0);
+        let problem = pair::BodyPairProblem {
+            h_s: h,
+            a: super::block::probe(&a),
+            b: super::block::probe(&b),
+            tangent_ref: crate::math::tangent_basis(&self.n0).0.into(),
+            friction: self.friction,
+            limit_surface: [params.e_t, params.e_o, params.e_r_m],
+            k1,
+            impulse_scale: scale,
+        };
+        Some((problem, z, scale))
+    }
+
+    /// Takes the block's solution `z` of [`Self::block_problem`]'s `problem`: the warm start,
+    /// the exchanged impulse, the link's end state, and the change of its impulse applied to the
+    /// robot's `velocity`.
+    pub(super) fn accept_block(&mut self, problem: &pair::BodyPairProblem, z: &[f64; pair::NZ_PAIR], velocity: &mut [f64], h: f64) {
+        self.stepper.warm = Some((*z, problem.k1));
+        self.stepper.warm_is_solution = true;
+        self.exchange = super::scheme::pair_exchange(problem, z);
+        let (force, twist, point) = self.on_link();
+        let moment = (point - self.start.com_m).cross(&force) + twist;
+        let wrench = [force.x, force.y, force.z, moment.x, moment.y, moment.z];
+        let delta: [f64; 6] = std::array::from_fn(|r| wrench[r] - self.wrench[r]);
+        apply_link_wrench(&delta, &self.y, velocity, self.dofs);
+        self.wrench = wrench;
+        let at = if self.link_is_a { 0 } else { 6 };
+        let (v, w) = (Vec3::new(z[at], z[at + 1], z[at + 2]), Vec3::new(z[at + 3], z[at + 4], z[at + 5]));
+        let (com, rotation) = EcpStepper::end_pose(&self.start, h, &v, &w);
+        self.end = EcpBodyState { com_m: com, rotation, velocity: v, angular_velocity: w };
+    }
+
     /// The pair's contact as the engine reports it, when in contact: the ECP as a material point
     /// of A carried to its start pose (`object` the object's start and end states), normal from
     /// B into A, impulses on A.
@@ -245,6 +300,7 @@ impl LinkObjectPair {
     /// Takes the pair's history.
     pub(super) fn set_history(&mut self, h: &PairHistory) {
         (self.stepper.warm, self.active, self.n0, self.exchange, self.last) = (h.warm, h.active, h.n0, h.exchange, h.last);
+        self.stepper.warm_is_solution = false;
         (self.start, self.end, self.wrench) = (h.start, h.end, h.wrench);
     }
 }

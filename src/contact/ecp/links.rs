@@ -285,6 +285,43 @@ impl RobotLinks {
         }
     }
 
+    /// Joints with rows (limits, friction or a mimic coupling).
+    pub(super) fn joint_count(&self) -> usize {
+        self.joints.len()
+    }
+
+    /// The active joint rows `(joint, row)`: row 0 a lower limit or a mimic coupling, 1 an
+    /// upper limit, 2 friction.
+    pub(super) fn active_rows(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.joints.iter().enumerate().flat_map(|(j, rows)| (0..3).filter(move |&r| rows.active[r] && rows.minv > 0.0).map(move |r| (j, r)))
+    }
+
+    /// Row `row` of joint `joint` as the block sees it ([`super::block::BlockRow`]): its
+    /// complementarity, its tree's first velocity coordinate (the robot), `J` as up to two
+    /// `(coordinate, coefficient)` terms, its current velocity `J v + b` (m/s or rad/s), `M̃⁻¹ Jᵀ`
+    /// as the stored `M̃⁻¹ e` times `sign`, `J M̃⁻¹ Jᵀ` and its impulse λ along `J` (N·m·s or N·s).
+    pub(super) fn block_row(&self, joint: usize, row: usize, velocity: &[f64]) -> BlockRowData<'_> {
+        use super::block::RowKind;
+        let j = &self.joints[joint];
+        let k = j.dof;
+        let (kind, terms, sign, u) = match (j.mimic, row) {
+            (Some((l, coef, ..)), _) => (RowKind::Bilateral, [(k, 1.0), (l, coef)], 1.0, velocity[k] + coef * velocity[l] + j.bias[0]),
+            (None, 0) => (RowKind::Unilateral, [(k, 1.0), (k, 0.0)], 1.0, velocity[k] + j.bias[0]),
+            (None, 1) => (RowKind::Unilateral, [(k, -1.0), (k, 0.0)], -1.0, -velocity[k] + j.bias[1]),
+            (None, _) => (RowKind::Box { bound: j.friction_bound }, [(k, 1.0), (k, 0.0)], 1.0, velocity[k]),
+        };
+        BlockRowData { kind, robot: j.dofs.0, terms, velocity: u, y: &j.y, sign, minv: j.minv, lambda: j.lambda[row] }
+    }
+
+    /// Sets the impulse of row `row` of joint `joint` to `lambda` and applies the change to
+    /// `velocity`.
+    pub(super) fn set_row_impulse(&mut self, joint: usize, row: usize, lambda: f64, velocity: &mut [f64]) {
+        let j = &mut self.joints[joint];
+        let sign = if j.mimic.is_none() && row == 1 { -1.0 } else { 1.0 };
+        axpy_range(sign * (lambda - j.lambda[row]), &j.y, velocity, j.dofs);
+        j.lambda[row] = lambda;
+    }
+
     /// Appends the last step's link contacts in contact to `solved`.
     pub(crate) fn report(&self, plane: &EcpPlane, ground_geom: usize, solved: &mut Vec<SolvedContact>) {
         for s in self.slots.iter().filter(|s| s.active && s.last.in_contact) {
@@ -315,6 +352,18 @@ impl RobotLinks {
     pub(crate) fn last_contacts(&self) -> impl Iterator<Item = (usize, usize, &EcpContact)> {
         self.slots.iter().map(|s| (s.body, s.geom, &s.last))
     }
+}
+
+/// A joint row as the block reads it ([`RobotLinks::block_row`]).
+pub(super) struct BlockRowData<'a> {
+    pub(super) kind: super::block::RowKind,
+    pub(super) robot: usize,
+    pub(super) terms: [(usize, f64); 2],
+    pub(super) velocity: f64,
+    pub(super) y: &'a [f64],
+    pub(super) sign: f64,
+    pub(super) minv: f64,
+    pub(super) lambda: f64,
 }
 
 /// `Σ_k row[k] x[k]` over the velocity range `dofs`.

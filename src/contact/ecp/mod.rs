@@ -28,10 +28,12 @@
 //! ([`ContactRows::POINT_TORSION`]); contact wrenches, F/T sensors, `contact_markers` and bags
 //! therefore show the ECP and its wrench.
 
+mod block;
 mod dual;
 mod history;
 mod link_object;
 mod links;
+mod loops;
 pub mod mncp;
 mod scheme;
 mod shape;
@@ -81,11 +83,16 @@ pub struct EcpParams {
     /// from no guess (every sweep then tries every guess of every contact): the shipped scenes
     /// need at most about 2 000.
     pub max_step_iterations: u32,
+    /// Every this many Gauss–Seidel sweeps without settling, the coupled contacts (objects
+    /// touching each other or robot links, and those links) are solved as one block by
+    /// Newton's method and the sweeps go on from its solution; 0: sweeps only (docs/ecp.md,
+    /// "Closed loops: one block").
+    pub block_after_sweeps: u32,
 }
 
 impl Default for EcpParams {
     fn default() -> Self {
-        EcpParams { max_iterations: 60, tolerance: 1e-10, gap_mode: GapMode::SignedGap, e_t: 1.0, e_o: 1.0, e_r_m: 1.0, max_sweeps: 200, sweep_tolerance: 1e-9, max_step_iterations: 50_000 }
+        EcpParams { max_iterations: 60, tolerance: 1e-10, gap_mode: GapMode::SignedGap, e_t: 1.0, e_o: 1.0, e_r_m: 1.0, max_sweeps: 200, sweep_tolerance: 1e-9, max_step_iterations: 50_000, block_after_sweeps: 3 }
     }
 }
 

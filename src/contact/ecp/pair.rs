@@ -210,12 +210,18 @@ pub struct PairContact {
 pub struct PairStepper {
     /// The last accepted unknowns and their designated inequality.
     pub(super) warm: Option<([f64; NZ_PAIR], usize)>,
+    /// The warm start solves this pair with its neighbours as they are now (a block solve
+    /// just wrote it): the next solve starts from it as it is, velocities included (reset to
+    /// the start-of-step ones otherwise, which on an ill-conditioned loop lands on another root
+    /// within the tolerance). Cleared by that solve.
+    pub(super) warm_is_solution: bool,
 }
 
 impl PairStepper {
     /// Forgets the warm start.
     pub fn reset(&mut self) {
         self.warm = None;
+        self.warm_is_solution = false;
     }
 
     /// One solve of the pair (A = `a`, B = `b`) over a step of `h` (s): `extra_*` are the
@@ -300,7 +306,9 @@ impl PairStepper {
                 match self.warm {
                     Some((w, k1)) => {
                         let mut z = w;
-                        set_velocities(&mut z);
+                        if !self.warm_is_solution {
+                            set_velocities(&mut z);
+                        }
                         (z, k1)
                     }
                     None => continue,
@@ -319,6 +327,7 @@ impl PairStepper {
                 break;
             }
         }
+        self.warm_is_solution = false;
         let Some((z, k1, outcome)) = best else {
             self.warm = None;
             return PairContact {

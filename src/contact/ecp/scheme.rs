@@ -6,7 +6,7 @@
 //! against objects"), where Xie & Chakraborty (Sec. IV) solve one MNCP with all bodies and
 //! contacts concatenated; and the solved contacts as the engine reports them.
 
-use super::{convex_shape, link_object, links, mncp, pair, EcpBody, EcpBodyState, EcpContact, EcpParams, EcpPlane, EcpStepper};
+use super::{block, convex_shape, link_object, links, mncp, pair, EcpBody, EcpBodyState, EcpContact, EcpParams, EcpPlane, EcpStepper};
 use crate::collision::Contact;
 use crate::contact::{ContactRows, SchemeInput, SchemeOutput, SolveStats, WholeStepScheme};
 use crate::math::{Pose, Vec3};
@@ -51,37 +51,37 @@ impl Exchange {
 
 /// One free object the scheme moves.
 #[derive(Clone, Debug)]
-struct Slot {
-    body: usize,
-    q_index: usize,
-    v_index: usize,
-    geom: usize,
-    ecp_body: EcpBody,
-    stepper: EcpStepper,
-    last: EcpContact,
+pub(super) struct Slot {
+    pub(super) body: usize,
+    pub(super) q_index: usize,
+    pub(super) v_index: usize,
+    pub(super) geom: usize,
+    pub(super) ecp_body: EcpBody,
+    pub(super) stepper: EcpStepper,
+    pub(super) last: EcpContact,
     /// The ground pair of its geometry: index and friction coefficient.
-    ground_pair: Option<(usize, f64)>,
+    pub(super) ground_pair: Option<(usize, f64)>,
     /// Its ground contact's impulses (previous sweep / step).
-    ground: Exchange,
+    pub(super) ground: Exchange,
     /// Start-of-step state and the current end-of-step estimate.
-    start: EcpBodyState,
-    end: EcpBodyState,
+    pub(super) start: EcpBodyState,
+    pub(super) end: EcpBodyState,
 }
 
 /// Two free objects that can touch: A is the body of the collision pair's second geometry.
 #[derive(Clone, Debug)]
-struct BodyPair {
-    pair: usize,
-    a: usize,
-    b: usize,
-    friction: f64,
-    stepper: pair::PairStepper,
+pub(super) struct BodyPair {
+    pub(super) pair: usize,
+    pub(super) a: usize,
+    pub(super) b: usize,
+    pub(super) friction: f64,
+    pub(super) stepper: pair::PairStepper,
     /// Solved this step (close enough to touch).
-    active: bool,
+    pub(super) active: bool,
     /// Expected normal from B into A.
-    n0: Vec3,
-    exchange: Exchange,
-    last: pair::PairContact,
+    pub(super) n0: Vec3,
+    pub(super) exchange: Exchange,
+    pub(super) last: pair::PairContact,
 }
 
 /// A contact the scheme solved, in the form the rest of the engine reads ([`Contact`] plus its
@@ -101,28 +101,47 @@ pub(super) struct SolvedContact {
 /// The ECP whole-step scheme: one [`EcpStepper`] per free object, the ground plane.
 pub struct EcpScheme {
     pub(super) params: EcpParams,
-    slots: Vec<Slot>,
+    pub(super) slots: Vec<Slot>,
     /// The ground: plane, geometry index.
-    ground: Option<(EcpPlane, usize)>,
+    pub(super) ground: Option<(EcpPlane, usize)>,
     /// Per tree: moved by a slot (else it moves freely, without contact).
-    owned_trees: Vec<bool>,
+    pub(super) owned_trees: Vec<bool>,
     /// Per collision pair: its contacts are the scheme's (replaced by the solved ECP).
-    owned_pairs: Vec<bool>,
+    pub(super) owned_pairs: Vec<bool>,
     /// The contacts of the last step (capacity: one per collision pair).
-    solved: Vec<SolvedContact>,
+    pub(super) solved: Vec<SolvedContact>,
     /// Pairs of free objects that can touch.
-    pairs: Vec<BodyPair>,
+    pub(super) pairs: Vec<BodyPair>,
     /// Gauss–Seidel sweeps of the last step.
-    last_sweeps: u32,
+    pub(super) last_sweeps: u32,
     /// Newton iterations (Jacobian evaluations) of the current step, over every solve.
-    step_iterations: u32,
+    pub(super) step_iterations: u32,
     /// Scratch of the cold-start estimate: slots by height, load per slot (N·s).
-    order: Vec<usize>,
-    load: Vec<f64>,
+    pub(super) order: Vec<usize>,
+    pub(super) load: Vec<f64>,
     /// Robot links that can touch the ground, with their robots' joint rows.
-    links: links::RobotLinks,
+    pub(super) links: links::RobotLinks,
     /// Robot-link geometries that can touch a free object.
-    link_pairs: Vec<link_object::LinkObjectPair>,
+    pub(super) link_pairs: Vec<link_object::LinkObjectPair>,
+    /// The coupled contacts as one block (docs/ecp.md, "Closed loops: one block"), and its
+    /// scratch: per object slot its block body (`usize::MAX`: none), the block's links
+    /// `(link body, a link–object pair of it)`.
+    pub(super) block: block::Block,
+    pub(super) block_of_slot: Vec<usize>,
+    pub(super) block_links: Vec<(usize, usize)>,
+}
+
+/// The impulse a pair problem's solution `z` exchanges: force and friction moment on A (N·s,
+/// N·m·s), the ECP on A and the point on B; none when the bodies are apart (`p_n = 0`).
+pub(super) fn pair_exchange(problem: &pair::BodyPairProblem, z: &[f64; pair::NZ_PAIR]) -> Exchange {
+    use pair::idx;
+    if z[idx::PN] <= 0.0 {
+        return Exchange::default();
+    }
+    let [n, t, o] = pair::contact_frame(problem, z);
+    let p = problem.impulse_scale;
+    let at = |i: usize| Vec3::new(z[i], z[i + 1], z[i + 2]);
+    Exchange { force: (n * z[idx::PN] + t * z[idx::PT] + o * z[idx::PO]) * p, twist: n * (z[idx::PR] * p), point_a: at(idx::A1), point_b: at(idx::A2) }
 }
 
 impl EcpScheme {
@@ -179,6 +198,10 @@ impl EcpScheme {
         }
         let link_pairs = link_object::build(model, slot_of);
         let links = links::RobotLinks::new(&params, model, ground.map(|(_, g)| g));
+        let mut link_bodies: Vec<usize> = link_pairs.iter().map(|p| p.link).collect();
+        link_bodies.sort_unstable();
+        link_bodies.dedup();
+        let block = block::Block::with_capacity(n_slots + link_bodies.len(), n_slots + pairs.len() + link_pairs.len(), 3 * links.joint_count());
         let owned_pairs = model
             .collision_pairs
             .iter()
@@ -200,6 +223,9 @@ impl EcpScheme {
             order: (0..n_slots).collect(),
             load: vec![0.0; n_slots],
             links,
+            block,
+            block_of_slot: vec![usize::MAX; n_slots],
+            block_links: Vec::with_capacity(link_pairs.len()),
             link_pairs,
         }
     }
@@ -563,6 +589,7 @@ impl WholeStepScheme for EcpScheme {
         let mut stats = SolveStats { iterations: 0, residual: 0.0, converged: true };
         let mut sweeps_done = 0;
         let mut link_iterations = 0;
+        let mut next_block = self.params.block_after_sweeps;
         self.step_iterations = 0;
         for sweep in 0..sweeps {
             let mut change: f64 = 0.0;
@@ -596,6 +623,19 @@ impl WholeStepScheme for EcpScheme {
             if self.step_iterations + link_iterations >= self.params.max_step_iterations {
                 stats.converged = false;
                 break;
+            }
+            // the sweeps have not settled: the coupled contacts as one block, the sweeps then
+            // go on from its solution (docs/ecp.md, "Closed loops: one block"); after a block
+            // that did not converge, the sweeps go on alone ten times as long before the next
+            let every = self.params.block_after_sweeps;
+            if coupled && every > 0 && sweep + 1 == next_block && sweep + 1 < sweeps {
+                next_block += every;
+                if let Some(outcome) = self.solve_block(output.velocity, &gravity, h) {
+                    self.step_iterations += outcome.iterations;
+                    if !outcome.converged {
+                        next_block += 9 * every;
+                    }
+                }
             }
         }
         self.last_sweeps = sweeps_done;
@@ -685,6 +725,7 @@ impl Slot {
     }
     fn set_history(&mut self, h: &BodyHistory) {
         (self.stepper.warm, self.last, self.ground, self.start, self.end) = (h.warm, h.last, h.ground, h.start, h.end);
+        self.stepper.warm_is_solution = None;
     }
 }
 
@@ -694,6 +735,7 @@ impl BodyPair {
     }
     fn set_history(&mut self, h: &PairHistory) {
         (self.stepper.warm, self.active, self.n0, self.exchange, self.last) = (h.warm, h.active, h.n0, h.exchange, h.last);
+        self.stepper.warm_is_solution = false;
     }
 }
 

@@ -101,6 +101,10 @@ pub struct EcpStepper {
     /// The parameters.
     pub params: EcpParams,
     pub(super) warm: Option<[f64; NZ]>,
+    /// `Some(k1)`: the warm start solves this contact, with designated inequality `k1`, with
+    /// the body's other contacts as they are now (a block solve just wrote it): the next solve
+    /// starts from it as it is, velocities included. Cleared by that solve.
+    pub(super) warm_is_solution: Option<usize>,
 }
 
 fn arr(v: &Vec3) -> [f64; 3] {
@@ -114,12 +118,13 @@ fn vec_at(z: &[f64; NZ], i: usize) -> Vec3 {
 impl EcpStepper {
     /// A stepper without warm start.
     pub fn new(params: EcpParams) -> Self {
-        EcpStepper { params, warm: None }
+        EcpStepper { params, warm: None, warm_is_solution: None }
     }
 
     /// Forgets the warm start.
     pub fn reset(&mut self) {
         self.warm = None;
+        self.warm_is_solution = None;
     }
 
     /// The end-of-step pose for end velocities `(v, ω)`: centre of mass and rotation.
@@ -184,6 +189,7 @@ impl EcpStepper {
                 let (com, rot) = Self::end_pose(state, h, &v_free, &w_free);
                 *state = EcpBodyState { com_m: com, rotation: rot, velocity: v_free, angular_velocity: w_free };
                 self.warm = None;
+                self.warm_is_solution = None;
                 return EcpContact { solve: SolveOutcome { iterations: 0, residual: 0.0, converged: true }, ..Default::default() };
             }
         };
@@ -229,12 +235,14 @@ impl EcpStepper {
             body.shape.plane_gap(&geom.translation.vector, &geom.rotation.to_rotation_matrix().into_inner(), &plane.normal, plane.offset_m)
         };
         let total_starts = 1 + k1_count * points.len();
+        let solution_k1 = self.warm_is_solution.take();
         let mut best: Option<([f64; NZ], usize, SolveOutcome)> = None;
         let mut iterations = 0;
         let mut starts = 0;
         for s in 0..total_starts {
             let (mut z, k1) = if s == 0 {
                 match self.warm {
+                    Some(w) if solution_k1.is_some() => (w, solution_k1.unwrap_or_default()),
                     Some(w) => {
                         let mut z = w;
                         z[idx::V..idx::V + 3].copy_from_slice(&arr(&v0));
