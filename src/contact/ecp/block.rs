@@ -280,7 +280,13 @@ impl Block {
         let mut phi = std::mem::take(&mut self.phi);
         self.residual(&x[..n], &mut phi[..n], false);
         let mut out = SolveOutcome { iterations: 0, residual: inf_norm(&phi[..n]), converged: false };
+        // the residual three iterations ago: a solve that has not halved it since has stalled
+        let mut history = [f64::INFINITY; 3];
         while out.iterations < max_iterations && out.residual > tolerance && out.residual.is_finite() {
+            if out.residual > 0.5 * history[out.iterations as usize % 3] {
+                break;
+            }
+            history[out.iterations as usize % 3] = out.residual;
             self.residual(&x[..n], &mut phi[..n], true);
             out.iterations += 1;
             let psi = merit(&phi[..n]);
