@@ -36,8 +36,10 @@ use super::mncp::{self, BodyPlaneProblem, MovingBody, NZ};
 use super::pair::{BodyPairProblem, NZ_PAIR};
 use super::mncp::SolveOutcome;
 
-/// The problem of one contact of the block, with probe bodies in place of its bodies.
+/// The problem of one contact of the block, with probe bodies in place of its bodies (both
+/// variants are stored by value: the block holds one per contact, allocated once).
 #[derive(Clone, Copy, Debug)]
+#[allow(clippy::large_enum_variant)]
 pub(super) enum LocalProblem {
     /// A body against the ground plane (24 unknowns; the body's twist first).
     Ground(BodyPlaneProblem),
@@ -83,6 +85,15 @@ pub(super) fn probe(body: &MovingBody) -> MovingBody {
         }
     }
     p
+}
+
+/// A pair problem of the block: bodies `a` and `b` (their [`MovingBody`] at the start of the
+/// step, turned into probes), the expected normal `n0` (from B into A; fixes the reference
+/// tangent), friction coefficient, limit-surface scales `[e_t, e_o, e_r]`, designated inequality
+/// `k1` and impulse scale (N·s).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn pair_problem(a: &MovingBody, b: &MovingBody, n0: &crate::math::Vec3, friction: f64, limit_surface: [f64; 3], k1: usize, h: f64, scale: f64) -> BodyPairProblem {
+    BodyPairProblem { h_s: h, a: probe(a), b: probe(b), tangent_ref: crate::math::tangent_basis(n0).0.into(), friction, limit_surface, k1, impulse_scale: scale }
 }
 
 /// One contact of the block.
@@ -293,8 +304,8 @@ impl Block {
             let mut accepted = false;
             // Newton: J d = −Φ
             self.lhs[..n * n].copy_from_slice(&self.jac[..n * n]);
-            for i in 0..n {
-                self.dir[i] = -phi[i];
+            for (d, p) in self.dir[..n].iter_mut().zip(&phi[..n]) {
+                *d = -p;
             }
             // a Newton step that does not halve the merit is taken as a sign of a (near-)singular
             // Jacobian, e.g. loads shared between rigid supports: Levenberg–Marquardt instead
@@ -326,6 +337,7 @@ impl Block {
 
     /// `lhs ← Jᵀ J + λ I` (lower triangle) and `rhs ← −Jᵀ Φ`, row by row over the Jacobian's
     /// nonzero entries (a contact's row touches at most its own unknowns and its bodies').
+    #[allow(clippy::needless_range_loop)] // rows of the Jacobian, by index
     fn normal_equations(&mut self, phi: &[f64], lambda: f64) {
         let n = phi.len();
         self.lhs[..n * n].fill(0.0);
@@ -395,6 +407,7 @@ impl Block {
 
     /// The block residual Φ(x) into `phi`; with `jacobian`, also ∂Φ/∂x into the scratch
     /// (row-major).
+    #[allow(clippy::needless_range_loop)] // rows and columns of one matrix, by index
     fn residual(&mut self, x: &[f64], phi: &mut [f64], jacobian: bool) {
         let n = x.len();
         let nb = self.bodies.len();

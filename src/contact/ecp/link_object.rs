@@ -225,16 +225,7 @@ impl LinkObjectPair {
         let (mo, _, _) = mncp::moving_body(bo, so, &(Vec3::zeros(), Vec3::zeros()), gravity, h);
         let (a, b, ma, mb) = if self.link_is_a { (ml, mo, self.link_body.mass_kg, bo.mass_kg) } else { (mo, ml, bo.mass_kg, self.link_body.mass_kg) };
         let scale = ma.min(mb) * h * gravity.norm().max(1.0);
-        let problem = pair::BodyPairProblem {
-            h_s: h,
-            a: super::block::probe(&a),
-            b: super::block::probe(&b),
-            tangent_ref: crate::math::tangent_basis(&self.n0).0.into(),
-            friction: self.friction,
-            limit_surface: [params.e_t, params.e_o, params.e_r_m],
-            k1,
-            impulse_scale: scale,
-        };
+        let problem = super::block::pair_problem(&a, &b, &self.n0, self.friction, [params.e_t, params.e_o, params.e_r_m], k1, h, scale);
         Some((problem, z, scale))
     }
 

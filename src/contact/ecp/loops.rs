@@ -12,7 +12,7 @@ use super::block::{BlockBody, BlockContact, BlockRow, BodyDynamics, LocalProblem
 use super::links::link_twist;
 use super::mncp::{self, BodyPlaneProblem, SolveOutcome};
 use super::scheme::{pair_exchange, EcpScheme, Exchange};
-use super::{pair, EcpBodyState, EcpStepper};
+use super::{EcpBodyState, EcpStepper};
 use crate::math::Vec3;
 
 /// Most Newton iterations of one block solve. A block that converges does so in 1–10 from the
@@ -190,16 +190,7 @@ impl EcpScheme {
             let (ma, _, _) = mncp::moving_body(&sa.ecp_body, &sa.start, &(Vec3::zeros(), Vec3::zeros()), gravity, h);
             let (mb, _, _) = mncp::moving_body(&sb.ecp_body, &sb.start, &(Vec3::zeros(), Vec3::zeros()), gravity, h);
             let scale = sa.ecp_body.mass_kg.min(sb.ecp_body.mass_kg) * h * g;
-            let problem = pair::BodyPairProblem {
-                h_s: h,
-                a: super::block::probe(&ma),
-                b: super::block::probe(&mb),
-                tangent_ref: crate::math::tangent_basis(&p.n0).0.into(),
-                friction: p.friction,
-                limit_surface: [self.params.e_t, self.params.e_o, self.params.e_r_m],
-                k1,
-                impulse_scale: scale,
-            };
+            let problem = super::block::pair_problem(&ma, &mb, &p.n0, p.friction, [self.params.e_t, self.params.e_o, self.params.e_r_m], k1, h, scale);
             let bodies = [self.block_of_slot[p.a], self.block_of_slot[p.b]];
             self.block.contacts.push(BlockContact::new(Owner::Pair(k), LocalProblem::Pair(problem), &z, bodies, scale));
         }
