@@ -25,6 +25,19 @@ struct RunSummary {
     on_failure: &'static str,
     bodies: Vec<report::BodyPoseReport>,
     joint_positions: std::collections::BTreeMap<String, f64>,
+    /// Each deformable body at the end: the mean of its node positions and its lowest node's
+    /// height (m, world; the node mean, not the mass centre).
+    deformables: Vec<DeformableReport>,
+}
+
+/// Where a deformable body ended ([`RunSummary::deformables`]).
+#[derive(serde::Serialize)]
+struct DeformableReport {
+    name: String,
+    /// Mean of the node positions (m, world).
+    node_centroid_m: [f64; 3],
+    /// Height of the lowest node (m, world z).
+    lowest_node_z_m: f64,
 }
 
 /// A run stopped by its `on_failure: stop` policy (exit status 3): the scene file and the
@@ -242,6 +255,23 @@ pub fn run(scene: Option<PathBuf>, duration: Option<f64>, solver: Option<SolverK
         on_failure: policy.name(),
         bodies: report::body_poses(&sim.model, &sim.workspace),
         joint_positions,
+        deformables: sim
+            .model
+            .deformables
+            .iter()
+            .map(|d| {
+                let nodes = &sim.state.fem_x[3 * d.node_start..3 * (d.node_start + d.num_nodes())];
+                let n = d.num_nodes().max(1) as f64;
+                let mut centroid = [0.0; 3];
+                for p in nodes.chunks_exact(3) {
+                    for k in 0..3 {
+                        centroid[k] += p[k] / n;
+                    }
+                }
+                let lowest = nodes.chunks_exact(3).map(|p| p[2]).fold(f64::INFINITY, f64::min);
+                DeformableReport { name: d.name.clone(), node_centroid_m: centroid, lowest_node_z_m: lowest }
+            })
+            .collect(),
     };
     println!("scene      {} ({})", s.scene, s.file);
     println!("solver     {}   dt {} s   DOF {}", s.solver_params, s.timestep_s, s.dof);
@@ -264,6 +294,10 @@ pub fn run(scene: Option<PathBuf>, duration: Option<f64>, solver: Option<SolverK
             b.rpy_rad[2],
             (b.linear_velocity_m_s.iter().map(|x| x * x).sum::<f64>()).sqrt()
         );
+    }
+    for d in &s.deformables {
+        let c = d.node_centroid_m;
+        println!("  {:<16} node centroid = [{:8.4} {:8.4} {:8.4}] m   lowest node z = {:8.4} m", d.name, c[0], c[1], c[2], d.lowest_node_z_m);
     }
     if let Some(rec) = recorder {
         let dir = record.as_ref().unwrap().0.clone();
