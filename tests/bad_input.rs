@@ -112,6 +112,25 @@ fn run_writes_a_json_summary() {
 }
 
 #[test]
+fn run_summary_reports_where_a_deformable_body_rests() {
+    // the 40 mm soft ball dropped from 2 mm above the ground rests on it: its lowest node on the
+    // ground (within 0.1 mm), its node centroid above its starting foot print (1 mm) and lower
+    // than its 40 mm radius by the sag under its own weight (less than 1 mm)
+    let out = repo().join("target/test-scenes/summary_deformable.json");
+    let _ = std::fs::remove_file(&out);
+    let (code, stderr) = run_cli(&["run", "config/examples/fem_ball_rest.yaml", "--duration", "0.5", "--quiet", "--summary", out.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let ball = &v["deformables"][0];
+    assert_eq!(ball["name"], "ball");
+    let c: Vec<f64> = (0..3).map(|k| ball["node_centroid_m"][k].as_f64().unwrap()).collect();
+    let lowest = ball["lowest_node_z_m"].as_f64().unwrap();
+    assert!(lowest.abs() < 1e-4, "lowest node at z = {lowest} m");
+    assert!(c[0].abs() < 1e-3 && c[1].abs() < 1e-3, "centroid moved sideways: {c:?}");
+    assert!(c[2] < 0.04 && c[2] > 0.039, "centroid at z = {} m", c[2]);
+}
+
+#[test]
 fn bad_welds_name_the_file_and_key() {
     let pad = |attachment: &str| {
         format!(
