@@ -136,7 +136,7 @@ fn dof_sweep(steps: usize, pgs_max_dof: usize, threads: usize, json: bool) -> Re
             }
             let mu = vec![0.3; nc];
             let gt = g.transpose();
-            let p = ContactProblem { num_contacts: nc, contact_rows: contact_sim::contact::ContactRows::POINT, num_joint_rows: 0, friction: &mu, row_lower: &[], row_upper: &[], delassus: gt.as_slice(), free_velocity: u.as_slice(), primal: None };
+            let p = ContactProblem { num_contacts: nc, contact_rows: contact_sim::contact::ContactRows::POINT, num_joint_rows: 0, friction: &mu, row_lower: &[], row_upper: &[], delassus: gt.as_slice(), free_velocity: u.as_slice(), primal: None, factored: None };
             // same accuracy target as V-FPI's: impulses to ~1e-3 of the largest
             let scale = f.contacts.iter().map(|c| c.impulse[0].abs()).fold(0.0, f64::max);
             let mut pgs = PgsSolver::new(PgsParams { max_iterations: 10_000, tolerance: 1e-4 * scale, relaxation: 1.0 }, nc);

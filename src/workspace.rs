@@ -78,6 +78,15 @@ pub struct Workspace {
     pub row_upper: Vec<f64>,
     /// Trees touched by each constraint row (second is `usize::MAX` when one).
     pub row_trees: Vec<(usize, usize)>,
+    /// The coordinate ranges `[start, end)` of each row's trees, ascending (an empty range where
+    /// the row touches fewer than two): where the row's entries of J and Z can be nonzero.
+    pub row_ranges: Vec<[(usize, usize); 2]>,
+    /// Whether this step's rows have G in `delassus` (always for the methods that need it,
+    /// [`crate::contact::Capabilities::delassus`]; the others may work on Z alone).
+    pub delassus_built: bool,
+    /// The state's stored warm-start contacts in key order (indices into
+    /// `State::warm_contacts`, ties in storage order), for [`crate::step::warm_start`]'s lookups.
+    pub warm_order: Vec<u32>,
     /// This step's rows in groups that touch the same trees, `(first row, count)`: each
     /// contact's rows, then consecutive joint rows by up to three ([`crate::step::build_delassus`]).
     pub row_groups: Vec<(usize, usize)>,
@@ -224,6 +233,9 @@ impl Workspace {
             row_lower: vec![0.0; model.max_joint_rows()],
             row_upper: vec![0.0; model.max_joint_rows()],
             row_trees: vec![(0, usize::MAX); rows],
+            row_ranges: vec![[(0, 0); 2]; rows],
+            delassus_built: true,
+            warm_order: Vec::with_capacity(model.contact.max_contacts),
             row_groups: Vec::with_capacity(rows),
             collision: CollisionScratch::new(model),
             solver: Solver::new(solver, model),
@@ -287,8 +299,10 @@ impl Workspace {
         let nv = self.free_velocity.len();
         let dt = self.timestep_s;
         let Workspace {
-            friction, row_lower, row_upper, delassus, free_constraint_velocity, impulse, solver, mass_tilde, jacobian, free_velocity, start_velocity, ..
+            friction, row_lower, row_upper, delassus, free_constraint_velocity, impulse, solver, mass_tilde, jacobian, free_velocity, start_velocity, factor_jt, row_ranges, delassus_built, ..
         } = self;
+        let delassus: &[f64] = if *delassus_built { &delassus[..m * m] } else { &[] };
+        let factored = Some(crate::contact::FactoredRows { nv, z: &factor_jt[..m * nv], ranges: &row_ranges[..m] });
         let primal = Some(crate::contact::PrimalView {
             nv,
             mass: mass_tilde.as_slice(),
@@ -304,9 +318,10 @@ impl Workspace {
             friction: &friction[..nc],
             row_lower: &row_lower[..nj],
             row_upper: &row_upper[..nj],
-            delassus: &delassus[..m * m],
+            delassus,
             free_velocity: &free_constraint_velocity[..m],
             primal,
+            factored,
         };
         (problem, &mut impulse[..m], solver)
     }

@@ -199,7 +199,7 @@ fn vfpi_impulses_agree_with_pgs_on_the_same_problem() {
         }
         let (gt, u) = dense_contact_problem(&sim);
         let mu = vec![0.3; nc];
-        let p = ContactProblem { num_contacts: nc, contact_rows: ContactRows::POINT, num_joint_rows: 0, friction: &mu, row_lower: &[], row_upper: &[], delassus: gt.as_slice(), free_velocity: u.as_slice(), primal: None };
+        let p = ContactProblem { num_contacts: nc, contact_rows: ContactRows::POINT, num_joint_rows: 0, friction: &mu, row_lower: &[], row_upper: &[], delassus: gt.as_slice(), free_velocity: u.as_slice(), primal: None, factored: None };
         let mut pgs = PgsSolver::new(PgsParams { max_iterations: 200_000, tolerance: 1e-14, relaxation: 1.0 }, nc);
         let mut lam = vec![0.0; 3 * nc];
         let st = pgs.solve(&p, &mut lam);
@@ -539,7 +539,7 @@ fn node_contact_impulses_agree_with_pgs_on_the_same_problem() {
         }
         let (gt, u) = dense_contact_problem(&sim);
         let mu = vec![0.5; nc];
-        let p = ContactProblem { num_contacts: nc, contact_rows: ContactRows::POINT, num_joint_rows: 0, friction: &mu, row_lower: &[], row_upper: &[], delassus: gt.as_slice(), free_velocity: u.as_slice(), primal: None };
+        let p = ContactProblem { num_contacts: nc, contact_rows: ContactRows::POINT, num_joint_rows: 0, friction: &mu, row_lower: &[], row_upper: &[], delassus: gt.as_slice(), free_velocity: u.as_slice(), primal: None, factored: None };
         let mut pgs = PgsSolver::new(PgsParams { max_iterations: 200_000, tolerance: 1e-14, relaxation: 1.0 }, nc);
         let mut lam = vec![0.0; 3 * nc];
         assert!(pgs.solve(&p, &mut lam).converged, "PGS did not converge");

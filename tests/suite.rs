@@ -13,6 +13,7 @@ mod conformance;
 mod docs_links;
 mod dynamics;
 mod ecp;
+mod factored_rows;
 mod fem;
 mod fem_contact;
 mod fem_mesh;

@@ -98,6 +98,11 @@ pub struct Capabilities {
     /// Reads M̃ as a dense matrix (`Workspace::mass_tilde`; filled only for such methods and in
     /// scenes with deformables).
     pub dense_mass: bool,
+    /// Needs the Delassus matrix G ([`ContactProblem::delassus`]). A method that also works on
+    /// the factored rows alone ([`ContactProblem::factored`]) gets G only in the steps where
+    /// its rows are shorter than the factored ones (a few rows on long trees); otherwise the
+    /// step leaves its assembly, the largest cost of a contact-rich step, out.
+    pub delassus: bool,
     /// The rigid scenes it can simulate (scenes outside are refused at load).
     pub coverage: SceneCoverage,
 }
@@ -110,6 +115,7 @@ impl Capabilities {
         contact_rows: ContactRows::POINT,
         friction: FrictionModel::Coulomb,
         dense_mass: false,
+        delassus: true,
         coverage: SceneCoverage::AllRigid,
     };
 }

@@ -55,7 +55,7 @@ pub use newton::{NewtonParams, NewtonPreset, NewtonScheme};
 pub use ecp::{EcpParams, EcpScheme};
 pub use crate::collision::Contact;
 pub use pgs::{PgsParams, PgsSolver};
-pub use problem::{ContactProblem, ContactRow, ContactRows, PrimalView};
+pub use problem::{ContactProblem, ContactRow, ContactRows, FactoredRows, PrimalView};
 pub use crate::state::MAX_ROWS_PER_CONTACT;
 pub use nodal::{NodalConstraint, NodalSystem};
 pub use vfpi::{solve_nodal, vfpi_sizes, ContactOperator, VfpiParams, VfpiScratch, VfpiSolver};

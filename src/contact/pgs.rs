@@ -16,7 +16,7 @@
 
 use super::method::{check_params, contact_method, tolerance_and_iterations, Capabilities, ImpulseSolver, MethodParams, ParamError, SceneCoverage};
 use super::ContactRows;
-use super::{ContactProblem, FrictionModel, SolveStats};
+use super::{ContactProblem, FactoredRows, FrictionModel, SolveStats};
 use crate::model::Model;
 
 /// PGS parameters.
@@ -42,7 +42,7 @@ impl MethodParams for PgsParams {
     const NAME: &'static str = "pgs";
     const SUMMARY: &'static str = "projected Gauss–Seidel on the Coulomb cone (the baseline)";
     const CAPABILITIES: Capabilities =
-        Capabilities { deformables: false, contact_rows: ContactRows::POINT, friction: FrictionModel::Coulomb, dense_mass: false, coverage: SceneCoverage::AllRigid };
+        Capabilities { deformables: false, contact_rows: ContactRows::POINT, friction: FrictionModel::Coulomb, dense_mass: false, delassus: false, coverage: SceneCoverage::AllRigid };
 
     fn validate(&self) -> Result<(), ParamError> {
         check_params(&[
@@ -53,93 +53,178 @@ impl MethodParams for PgsParams {
     }
     tolerance_and_iterations!(tolerance, "N·s", max_iterations);
     fn build(&self, model: &Model) -> PgsSolver {
-        PgsSolver::new(self.clone(), model.contact.max_contacts)
+        PgsSolver::with_factored(self.clone(), model.contact.max_contacts, model.nv)
     }
 }
 
 contact_method!(PgsSolver, PgsParams, Impulse);
 
-/// PGS with its per-contact scratch (inverse tangential blocks).
+/// PGS with its per-contact scratch (inverse tangential blocks) and the `Z λ` vector of the
+/// factored form.
 pub struct PgsSolver {
     /// Parameters.
     pub params: PgsParams,
     /// Per contact: 1/λ_max of the tangential 2×2 Delassus block.
     tangent_step: Vec<f64>,
+    /// `y = Z λ` (one entry per generalized velocity) when the problem comes factored.
+    z_impulse: Vec<f64>,
 }
 
 impl PgsSolver {
-    /// Reserves scratch for `max_contacts`.
+    /// Reserves scratch for `max_contacts`, for problems with G assembled.
     pub fn new(params: PgsParams, max_contacts: usize) -> Self {
-        PgsSolver { params, tangent_step: vec![0.0; max_contacts] }
+        Self::with_factored(params, max_contacts, 0)
+    }
+
+    /// Reserves scratch for `max_contacts` and for problems in factored form over `nv`
+    /// generalized velocities (the step's problems: PGS does not ask for G).
+    pub fn with_factored(params: PgsParams, max_contacts: usize, nv: usize) -> Self {
+        PgsSolver { params, tangent_step: vec![0.0; max_contacts], z_impulse: vec![0.0; nv] }
     }
 }
 
 const TINY: f64 = 1e-14;
 
+/// How a sweep reads G: a row's velocity at the current impulses, an entry of G, and the
+/// notice that an impulse changed.
+trait Rows {
+    /// `u_i = (G λ)_i + u_free,i`.
+    fn velocity(&self, i: usize, lambda: &[f64]) -> f64;
+    /// `G[i][j]` for rows of one contact.
+    fn g(&self, i: usize, j: usize) -> f64;
+    /// λ_i changed by `delta`.
+    fn changed(&mut self, i: usize, delta: f64);
+}
+
+/// G itself: each row velocity is a dot product over all rows.
+struct DenseRows<'a, 'p>(&'a ContactProblem<'p>);
+
+impl Rows for DenseRows<'_, '_> {
+    #[inline]
+    fn velocity(&self, i: usize, lambda: &[f64]) -> f64 {
+        self.0.row_velocity(i, lambda)
+    }
+    #[inline]
+    fn g(&self, i: usize, j: usize) -> f64 {
+        self.0.g(i, j)
+    }
+    #[inline]
+    fn changed(&mut self, _: usize, _: f64) {}
+}
+
+/// G as `Zᵀ Z` with `y = Z λ` kept up to date: a row velocity and an update cost the row's
+/// trees' coordinates, not the problem's size.
+struct ZRows<'a, 'p> {
+    rows: FactoredRows<'p>,
+    free_velocity: &'p [f64],
+    y: &'a mut [f64],
+}
+
+impl Rows for ZRows<'_, '_> {
+    #[inline]
+    fn velocity(&self, i: usize, _: &[f64]) -> f64 {
+        self.free_velocity[i] + self.rows.dot(i, self.y)
+    }
+    #[inline]
+    fn g(&self, i: usize, j: usize) -> f64 {
+        self.rows.g(i, j)
+    }
+    #[inline]
+    fn changed(&mut self, i: usize, delta: f64) {
+        if delta != 0.0 {
+            self.rows.add_row(i, delta, self.y);
+        }
+    }
+}
+
 impl ImpulseSolver for PgsSolver {
     fn solve(&mut self, p: &ContactProblem, lambda: &mut [f64]) -> SolveStats {
-        let nc = p.num_contacts;
-        let w = self.params.relaxation;
+        let PgsSolver { params, tangent_step, z_impulse } = self;
+        // G itself when the problem has it, else its factored form
+        match p.factored.filter(|r| p.delassus.is_empty() && r.nv <= z_impulse.len()) {
+            Some(rows) => {
+                // y = Z λ from the warm start
+                let y = &mut z_impulse[..rows.nv];
+                y.fill(0.0);
+                for (i, &l) in lambda.iter().enumerate().take(p.dim()) {
+                    if l != 0.0 {
+                        rows.add_row(i, l, y);
+                    }
+                }
+                sweeps(params, tangent_step, p, &mut ZRows { rows, free_velocity: p.free_velocity, y }, lambda)
+            }
+            None => sweeps(params, tangent_step, p, &mut DenseRows(p), lambda),
+        }
+    }
+}
+
+/// The sweeps of the module docs on `rows`' reading of G.
+fn sweeps(params: &PgsParams, tangent_step: &mut [f64], p: &ContactProblem, rows: &mut impl Rows, lambda: &mut [f64]) -> SolveStats {
+    let nc = p.num_contacts;
+    let w = params.relaxation;
+    for c in 0..nc {
+        let i = p.contact_row(c);
+        let (a, b, d) = (rows.g(i + 1, i + 1), rows.g(i + 1, i + 2), rows.g(i + 2, i + 2));
+        let lambda_max = 0.5 * (a + d) + (0.25 * (a - d) * (a - d) + b * b).sqrt();
+        tangent_step[c] = if lambda_max > TINY { 1.0 / lambda_max } else { 0.0 };
+    }
+    let mut stats = SolveStats::default();
+    for it in 0..params.max_iterations {
+        let mut max_delta: f64 = 0.0;
         for c in 0..nc {
             let i = p.contact_row(c);
-            let (a, b, d) = (p.g(i + 1, i + 1), p.g(i + 1, i + 2), p.g(i + 2, i + 2));
-            let lambda_max = 0.5 * (a + d) + (0.25 * (a - d) * (a - d) + b * b).sqrt();
-            self.tangent_step[c] = if lambda_max > TINY { 1.0 / lambda_max } else { 0.0 };
+            let gnn = rows.g(i, i);
+            if gnn <= TINY {
+                continue;
+            }
+            let un = rows.velocity(i, lambda);
+            let ln_old = lambda[i];
+            let ln = (ln_old - w * un / gnn).max(0.0);
+            let dn = ln - ln_old;
+            lambda[i] = ln;
+            rows.changed(i, dn);
+            // tangential velocity after the normal update
+            let ut1 = rows.velocity(i + 1, lambda);
+            let ut2 = rows.velocity(i + 2, lambda);
+            let step = w * tangent_step[c];
+            let (t1_old, t2_old) = (lambda[i + 1], lambda[i + 2]);
+            let mut t1 = t1_old - step * ut1;
+            let mut t2 = t2_old - step * ut2;
+            let limit = p.friction[c] * ln;
+            let norm = (t1 * t1 + t2 * t2).sqrt();
+            if norm > limit {
+                let s = if norm > 0.0 { limit / norm } else { 0.0 };
+                t1 *= s;
+                t2 *= s;
+            }
+            lambda[i + 1] = t1;
+            lambda[i + 2] = t2;
+            rows.changed(i + 1, t1 - t1_old);
+            rows.changed(i + 2, t2 - t2_old);
+            max_delta = max_delta.max(dn.abs()).max((t1 - t1_old).abs()).max((t2 - t2_old).abs());
         }
-        let mut stats = SolveStats::default();
-        for it in 0..self.params.max_iterations {
-            let mut max_delta: f64 = 0.0;
-            for c in 0..nc {
-                let i = p.contact_row(c);
-                let gnn = p.g(i, i);
-                if gnn <= TINY {
-                    continue;
-                }
-                let un = p.row_velocity(i, lambda);
-                let ln_old = lambda[i];
-                let ln = (ln_old - w * un / gnn).max(0.0);
-                let dn = ln - ln_old;
-                lambda[i] = ln;
-                // tangential velocity after the normal update
-                let ut1 = p.row_velocity(i + 1, lambda);
-                let ut2 = p.row_velocity(i + 2, lambda);
-                let step = w * self.tangent_step[c];
-                let (t1_old, t2_old) = (lambda[i + 1], lambda[i + 2]);
-                let mut t1 = t1_old - step * ut1;
-                let mut t2 = t2_old - step * ut2;
-                let limit = p.friction[c] * ln;
-                let norm = (t1 * t1 + t2 * t2).sqrt();
-                if norm > limit {
-                    let s = if norm > 0.0 { limit / norm } else { 0.0 };
-                    t1 *= s;
-                    t2 *= s;
-                }
-                lambda[i + 1] = t1;
-                lambda[i + 2] = t2;
-                max_delta = max_delta.max(dn.abs()).max((t1 - t1_old).abs()).max((t2 - t2_old).abs());
+        for r in 0..p.num_joint_rows {
+            let i = p.first_joint_row() + r;
+            let gii = rows.g(i, i);
+            if gii <= TINY {
+                continue;
             }
-            for r in 0..p.num_joint_rows {
-                let i = p.first_joint_row() + r;
-                let gii = p.g(i, i);
-                if gii <= TINY {
-                    continue;
-                }
-                let u = p.row_velocity(i, lambda);
-                let old = lambda[i];
-                let new = (old - w * u / gii).clamp(p.row_lower[r], p.row_upper[r]);
-                lambda[i] = new;
-                max_delta = max_delta.max((new - old).abs());
-            }
-            stats.iterations = it + 1;
-            stats.residual = max_delta;
-            if max_delta <= self.params.tolerance {
-                stats.converged = true;
-                break;
-            }
+            let u = rows.velocity(i, lambda);
+            let old = lambda[i];
+            let new = (old - w * u / gii).clamp(p.row_lower[r], p.row_upper[r]);
+            lambda[i] = new;
+            rows.changed(i, new - old);
+            max_delta = max_delta.max((new - old).abs());
         }
-        if p.dim() == 0 {
+        stats.iterations = it + 1;
+        stats.residual = max_delta;
+        if max_delta <= params.tolerance {
             stats.converged = true;
+            break;
         }
-        stats
     }
+    if p.dim() == 0 {
+        stats.converged = true;
+    }
+    stats
 }

@@ -33,13 +33,65 @@ pub struct ContactProblem<'a> {
     pub row_lower: &'a [f64],
     /// Upper impulse bound per joint row.
     pub row_upper: &'a [f64],
-    /// Delassus matrix G, row-major `dim × dim` (m/s per N·s).
+    /// Delassus matrix G, row-major `dim × dim` (m/s per N·s). Empty when the configured method
+    /// does not read it ([`crate::contact::Capabilities::delassus`]): then [`Self::factored`]
+    /// holds the same operator in factored form.
     pub delassus: &'a [f64],
     /// Constraint velocity without impulses, `u_free` (m/s or rad/s).
     pub free_velocity: &'a [f64],
     /// The velocity-space form of the same problem, for solvers that iterate on velocities
     /// (V-FPI); `None` for hand-built problems.
     pub primal: Option<PrimalView<'a>>,
+    /// G in factored form, `G = Zᵀ Z` over each row's trees; `None` for hand-built problems.
+    pub factored: Option<FactoredRows<'a>>,
+}
+
+/// The rows of G in factored form: with `M̃ = Lᵀ L` and `Z = L⁻ᵀ Jᵀ`, `G[i][j] = z_i · z_j`,
+/// summed over the trees both rows touch (a row is zero outside its trees' coordinates). A
+/// solver that keeps `y = Z λ` (an `nv`-vector) reads a row's velocity as
+/// `u_i = u_free,i + z_i · y` and updates `y += z_i Δλ_i` at the cost of the row's trees' length
+/// instead of the problem's size.
+#[derive(Clone, Copy, Debug)]
+pub struct FactoredRows<'a> {
+    /// Number of generalized velocities (the length of a row of Z).
+    pub nv: usize,
+    /// `z_i = L⁻ᵀ J_iᵀ` per row, row-major `dim × nv` (√s/√kg-scaled velocity units).
+    pub z: &'a [f64],
+    /// The coordinate ranges `[start, end)` each row touches (one or two trees; an empty range
+    /// where it touches fewer), in ascending order.
+    pub ranges: &'a [[(usize, usize); 2]],
+}
+
+impl FactoredRows<'_> {
+    /// `z_i · x` over row `i`'s coordinates, in ascending coordinate order.
+    #[inline]
+    pub fn dot(&self, i: usize, x: &[f64]) -> f64 {
+        let row = &self.z[i * self.nv..(i + 1) * self.nv];
+        let mut s = 0.0;
+        for &(a, b) in &self.ranges[i] {
+            for k in a..b {
+                s += row[k] * x[k];
+            }
+        }
+        s
+    }
+
+    /// `G[i][j] = z_i · z_j` over row `i`'s coordinates (rows of one contact share theirs).
+    #[inline]
+    pub fn g(&self, i: usize, j: usize) -> f64 {
+        self.dot(i, &self.z[j * self.nv..(j + 1) * self.nv])
+    }
+
+    /// `y += z_i · delta` over row `i`'s coordinates.
+    #[inline]
+    pub fn add_row(&self, i: usize, delta: f64, y: &mut [f64]) {
+        let row = &self.z[i * self.nv..(i + 1) * self.nv];
+        for &(a, b) in &self.ranges[i] {
+            for k in a..b {
+                y[k] += row[k] * delta;
+            }
+        }
+    }
 }
 
 /// The problem in velocity space: `M̃ v⁺ = M̃ v* + Jᵀ λ`, `u = J v⁺ + (u_free − J v*)`.

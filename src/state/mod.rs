@@ -15,8 +15,9 @@ pub use sensor::FtSensorState;
 /// a remembered contact impulse.
 pub const MAX_ROWS_PER_CONTACT: usize = 4;
 
-/// Identifies a contact point across steps, for warm starting.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+/// Identifies a contact point across steps, for warm starting. Ordered by pair, then features
+/// (the order in which the narrow phase emits contacts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 pub struct ContactKey {
     /// Index into [`Model::collision_pairs`].
     pub pair: u32,

@@ -20,12 +20,20 @@ use crate::workspace::Workspace;
 /// Z = L⁻ᵀ Jᵀ (over the trees each row touches) into `ws.factor_jt` and G = Zᵀ Z into
 /// `ws.delassus` for the `m` rows of this step (contact rows, then joint rows).
 pub fn build_delassus(model: &Model, ws: &mut Workspace, m: usize) {
-    with_avx2!(build(model, ws, m))
+    with_avx2!(build(model, ws, m, true))
+}
+
+/// Z = L⁻ᵀ Jᵀ into `ws.factor_jt` only, for the methods that do not read G
+/// ([`crate::contact::Capabilities::delassus`]; they read Z through
+/// [`crate::contact::FactoredRows`]).
+pub fn build_factored_rows(model: &Model, ws: &mut Workspace, m: usize) {
+    with_avx2!(build(model, ws, m, false))
 }
 
 #[inline(always)]
-fn build(model: &Model, ws: &mut Workspace, m: usize) {
+fn build(model: &Model, ws: &mut Workspace, m: usize, with_delassus: bool) {
     let nv = model.nv;
+    ws.delassus_built = with_delassus;
     group_rows(ws, m);
     let Workspace { jacobian, factor_jt, delassus, row_trees, mass_factor, row_groups, .. } = ws;
     factor_jt[..m * nv].copy_from_slice(&jacobian[..m * nv]);
@@ -46,6 +54,9 @@ fn build(model: &Model, ws: &mut Workspace, m: usize) {
                 }
             }
         }
+    }
+    if !with_delassus {
+        return;
     }
     let z = &*factor_jt;
     for (a, &(ia, ra)) in row_groups.iter().enumerate() {

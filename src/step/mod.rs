@@ -47,7 +47,7 @@ mod rows;
 
 pub use crate::state::Commands;
 pub use crate::model::tree::integrate_joint_position;
-pub use delassus::build_delassus;
+pub use delassus::{build_delassus, build_factored_rows};
 pub use rows::{build_jacobian, build_joint_rows, save_warm_start, warm_start};
 
 /// What happened during a step. Physics never fails mid-run; problems are reported here.
@@ -312,15 +312,22 @@ pub fn impulse_stage(model: &Model, state: &mut State, ws: &mut Workspace, repor
     }
 }
 
-/// The velocity-level constraint rows of the step (joint rows, J, Z, the Delassus matrix) and
-/// the warm start in `ws.impulse`; returns the number of rows. Impulse solvers and schemes of
+/// The velocity-level constraint rows of the step (joint rows, J, Z, the Delassus matrix unless
+/// the method does not read it) and the warm start in `ws.impulse`; returns the number of rows. Impulse solvers and schemes of
 /// kind [`MethodKind::WholeStepOnRows`] read them.
 pub fn constraint_rows(model: &Model, state: &State, ws: &mut Workspace, report: &mut StepReport) -> usize {
     build_joint_rows(model, state, ws);
     let m = ws.num_rows();
     report.joint_rows = ws.joint_rows.len();
     build_jacobian(model, state, ws, model.timestep_s);
-    build_delassus(model, ws, m);
+    // a sweep reads a row of G (m entries) or its factored row twice (a dot product and an
+    // update over the row's trees): G is worth assembling only when its rows are the shorter
+    let factored_len: usize = ws.row_ranges[..m].iter().map(|r| r[0].1 - r[0].0 + r[1].1 - r[1].0).sum();
+    if ws.solver.capabilities().delassus || m * m < 2 * factored_len {
+        build_delassus(model, ws, m);
+    } else {
+        build_factored_rows(model, ws, m);
+    }
     warm_start(model, state, ws);
     m
 }
@@ -402,6 +409,7 @@ pub fn whole_step_stage(
             delassus: &delassus[..m * m],
             free_velocity: &free_constraint_velocity[..m],
             primal: None,
+            factored: None,
         },
         jacobian: &jacobian[..m * nv],
         free_row_velocity: &free_row_velocity[..m],

@@ -83,10 +83,8 @@ pub fn build_jacobian(model: &Model, state: &State, ws: &mut Workspace, dt: f64)
                 }
             }
             ws.row_trees[i] = if ta == NO_TREE { (tb, NO_TREE) } else { (ta, tb) };
-            let mut u = 0.0;
-            for k in 0..nv {
-                u += row[k] * ws.free_velocity[k];
-            }
+            ws.row_ranges[i] = coordinate_ranges(model, ws.row_trees[i]);
+            let u = dot_on_ranges(row, ws.free_velocity.as_slice(), ws.row_ranges[i]);
             // bias: speculative gap closing / Baumgarte penetration recovery (normal only)
             let bias = if kind == ContactRow::Normal { model.contact.normal_bias(c.distance, dt) } else { 0.0 };
             ws.free_row_velocity[i] = u;
@@ -121,10 +119,14 @@ pub fn build_jacobian(model: &Model, state: &State, ws: &mut Workspace, dt: f64)
         if let Some((k2, coef)) = row_def.dof2 {
             row[k2] += coef;
         }
-        let mut u = 0.0;
-        for k in 0..nv {
-            u += row[k] * ws.free_velocity[k];
-        }
+        // the row's nonzeros, in ascending coordinate order as a dense dot product sums them
+        let (k1, k2) = (row_def.dof, row_def.dof2.map_or(row_def.dof, |(k2, _)| k2));
+        let u = if k1 == k2 {
+            0.0 + row[k1] * ws.free_velocity[k1]
+        } else {
+            let (a, b) = (k1.min(k2), k1.max(k2));
+            0.0 + row[a] * ws.free_velocity[a] + row[b] * ws.free_velocity[b]
+        };
         ws.free_row_velocity[i] = u;
         ws.free_constraint_velocity[i] = u + bias;
         ws.row_lower[r] = lo;
@@ -133,7 +135,29 @@ pub fn build_jacobian(model: &Model, state: &State, ws: &mut Workspace, dt: f64)
         let tree = model.bodies[body].tree;
         let leader_tree = row_def.dof2.map_or(NO_TREE, |(k2, _)| model.bodies[model.dof_body[k2]].tree);
         ws.row_trees[i] = (tree, if leader_tree == tree { NO_TREE } else { leader_tree });
+        ws.row_ranges[i] = coordinate_ranges(model, ws.row_trees[i]);
     }
+}
+
+/// The coordinate ranges of the trees `(t0, t1)` ([`NO_TREE`] for none), ascending.
+#[inline]
+fn coordinate_ranges(model: &Model, (t0, t1): (usize, usize)) -> [(usize, usize); 2] {
+    let range = |t: usize| if t == NO_TREE { (0, 0) } else { (model.trees[t].v_start, model.trees[t].v_end) };
+    let (r0, r1) = (range(t0), range(t1));
+    if r0.0 <= r1.0 { [r0, r1] } else { [r1, r0] }
+}
+
+/// `row · v` over `ranges` (where the row's nonzeros are), in ascending coordinate order: the
+/// same value as the dense dot product over all coordinates.
+#[inline]
+fn dot_on_ranges(row: &[f64], v: &[f64], ranges: [(usize, usize); 2]) -> f64 {
+    let mut u = 0.0;
+    for (a, b) in ranges {
+        for k in a..b {
+            u += row[k] * v[k];
+        }
+    }
+    u
 }
 
 /// Initial impulses from the previous step's matching contacts and joint rows: writes
@@ -146,9 +170,17 @@ pub fn build_jacobian(model: &Model, state: &State, ws: &mut Workspace, dt: f64)
 pub fn warm_start(_model: &Model, state: &State, ws: &mut Workspace) {
     let rows = ws.contact_rows;
     let first_joint_row = ws.first_joint_row();
+    // The stored contacts sorted by key (ties in storage order): a binary search for the first
+    // entry not below a key finds the entry a scan from the front would find.
+    let stored = &state.warm_contacts;
+    let order = &mut ws.warm_order;
+    order.clear();
+    order.extend((0..stored.len().min(order.capacity())).map(|k| k as u32));
+    order.sort_unstable_by(|&a, &b| stored[a as usize].key.cmp(&stored[b as usize].key).then(a.cmp(&b)));
     for (ci, c) in ws.contacts.iter().enumerate() {
         let i = rows.start(ci);
-        let prev = state.warm_contacts.iter().find(|w| w.key == c.key);
+        let first = order.partition_point(|&k| stored[k as usize].key < c.key);
+        let prev = order.get(first).map(|&k| &stored[k as usize]).filter(|w| w.key == c.key);
         match prev {
             Some(w) => {
                 // Re-express the stored impulse in the current contact frame.

@@ -774,6 +774,7 @@ impl MethodParams for BisectionParams {
         contact_rows: ContactRows::POINT,
         friction: FrictionModel::MaximumDissipation,
         dense_mass: false,
+        delassus: true,
         coverage: SceneCoverage::AllRigid,
     };
 

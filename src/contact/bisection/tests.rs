@@ -32,6 +32,7 @@ impl Owned {
             delassus: &self.g,
             free_velocity: &self.u,
             primal: None,
+            factored: None,
         }
     }
     fn dim(&self) -> usize {

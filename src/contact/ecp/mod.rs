@@ -106,6 +106,7 @@ impl MethodParams for EcpParams {
         contact_rows: ContactRows::POINT_TORSION,
         friction: FrictionModel::EllipsoidalLimitSurface,
         dense_mass: false,
+        delassus: true,
         coverage: SceneCoverage::ConvexObjects,
     };
 

@@ -1,0 +1,124 @@
+//! The factored form of the contact problem (`G = Zᵀ Z`, [`FactoredRows`]): a method that does not
+//! need the Delassus matrix (PGS) gets G only when its rows are the shorter; otherwise it reads
+//! the factored rows and the step leaves G's assembly out. These tests pin that the two forms
+//! give one solution and that the solution carries the weight it must.
+
+use crate::common::*;
+use contact_sim::contact::{ContactProblem, ImpulseSolver, PgsParams, PgsSolver, SolverConfig};
+use contact_sim::sim::Simulation;
+use contact_sim::state::State;
+
+/// A simulation of a repository scene under PGS (the scene's own parameters when it is PGS's).
+fn pgs_sim(file: &str) -> Simulation {
+    let scene = scene_file(file);
+    let config = match scene.solver.kind() {
+        "pgs" => scene.solver.clone(),
+        _ => SolverConfig::from_kind("pgs").unwrap(),
+    };
+    Simulation::from_scene(&scene, Some(&config))
+}
+
+/// PGS to a tight tolerance from `start` on `p`.
+fn solve(p: &ContactProblem, start: &[f64]) -> (Vec<f64>, bool) {
+    let params = PgsParams { max_iterations: 200_000, tolerance: 1e-14, relaxation: 1.0 };
+    let mut solver = PgsSolver::with_factored(params, p.num_contacts, p.factored.map_or(0, |f| f.nv));
+    let mut l = start.to_vec();
+    let stats = solver.solve(p, &mut l);
+    (l, stats.converged)
+}
+
+#[test]
+fn pgs_on_the_factored_rows_finds_what_pgs_on_the_delassus_matrix_finds() {
+    for file in ["config/examples/box_stack.yaml", "config/examples/arm_push_box.yaml", "config/default.yaml"] {
+        let mut sim = pgs_sim(file);
+        let mut before = State::new(&sim.model);
+        let mut compared = 0;
+        for step in 0..600 {
+            before.copy_from(&sim.state);
+            sim.step();
+            let m = sim.workspace.num_rows();
+            if step < 300 || m == 0 || sim.workspace.delassus_built {
+                continue;
+            }
+            // the step's problem from the warm start it received, in factored form
+            contact_sim::step::warm_start(&sim.model, &before, &mut sim.workspace);
+            let start = sim.workspace.impulse[..m].to_vec();
+            let (from_z, z_converged) = {
+                let (p, _, _) = sim.workspace.split_for_solve();
+                assert!(p.delassus.is_empty() && p.factored.is_some(), "{file}: step {step}: G assembled for PGS");
+                solve(&p, &start)
+            };
+            // the same problem with G assembled, solved on G alone
+            contact_sim::step::build_delassus(&sim.model, &mut sim.workspace, m);
+            let (from_g, g_converged) = {
+                let (mut p, _, _) = sim.workspace.split_for_solve();
+                assert_eq!(p.delassus.len(), m * m);
+                p.factored = None;
+                solve(&p, &start)
+            };
+            assert!(z_converged && g_converged, "{file}: step {step}: converged on Z {z_converged}, on G {g_converged}");
+            let scale = from_g.iter().fold(1e-12f64, |a, x| a.max(x.abs()));
+            let diff = from_z.iter().zip(&from_g).fold(0.0f64, |a, (x, y)| a.max((x - y).abs()));
+            assert!(diff <= 1e-9 * scale, "{file}: step {step}: the two forms differ by {diff:.3e} N·s (largest impulse {scale:.3e})");
+            compared += 1;
+        }
+        assert!(compared >= 100, "{file}: only {compared} steps took the factored form");
+    }
+}
+
+#[test]
+fn the_factored_stack_carries_its_weight_and_short_rows_keep_the_delassus_matrix() {
+    // five 1 kg boxes at rest: the ground's normal impulses sum to m g dt every step
+    let mut sim = pgs_sim("config/examples/box_stack.yaml");
+    let dt = sim.model.timestep_s;
+    let weight = 5.0 * 1.0 * sim.model.gravity.norm();
+    for _ in 0..500 {
+        sim.step();
+    }
+    for _ in 0..100 {
+        sim.step();
+        assert!(!sim.workspace.delassus_built, "the stack's 60 rows on 6-coordinate trees take the factored form");
+        let ground: f64 = (0..sim.workspace.contacts.len()).filter(|&c| sim.workspace.contacts[c].body_a.is_none() || sim.workspace.contacts[c].body_b.is_none()).map(|c| sim.workspace.contact_impulse(c)[0]).sum();
+        assert!((ground / dt - weight).abs() <= 1e-6 * weight, "ground force {:.9} N, weight {weight:.9} N", ground / dt);
+    }
+    // four feet on one 18-coordinate tree: rows of G (12 entries) are shorter than the factored
+    // rows (18, read twice), so G is assembled
+    let mut stand = pgs_sim("config/examples/quadruped_stand.yaml");
+    for _ in 0..200 {
+        stand.step();
+    }
+    assert!(stand.workspace.contacts.len() == 4 && stand.workspace.delassus_built);
+}
+
+#[test]
+fn the_warm_start_finds_each_contact_in_any_storage_order_and_the_first_of_equal_keys() {
+    // the warm start looks the stored contacts up through a key-sorted index: the stored order
+    // must not matter, and of two entries with one key the first stored wins (as a scan finds)
+    for file in ["config/examples/box_stack.yaml", "config/default.yaml"] {
+        let mut sim = pgs_sim(file);
+        for _ in 0..300 {
+            sim.step();
+        }
+        let m = sim.workspace.num_rows();
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        contact_sim::step::warm_start(&sim.model, &sim.state, &mut sim.workspace);
+        let as_stored = sim.workspace.impulse[..m].to_vec();
+        assert!(as_stored.iter().any(|&x| x > 0.0), "{file}: no warm start to compare");
+        let mut reversed = sim.state.clone();
+        reversed.warm_contacts.reverse();
+        contact_sim::step::warm_start(&sim.model, &reversed, &mut sim.workspace);
+        assert_eq!(bits(&as_stored), bits(&sim.workspace.impulse[..m]), "{file}: reversed storage");
+        // a later copy of the first stored contact with another impulse is never read
+        let mut doubled = sim.state.clone();
+        let mut copy = doubled.warm_contacts[0];
+        copy.impulse = [1e3; 4];
+        doubled.warm_contacts.truncate(doubled.warm_contacts.capacity() - 1);
+        doubled.warm_contacts.push(copy);
+        let first_row = (0..sim.workspace.contacts.len()).find(|&c| sim.workspace.contacts[c].key == copy.key).map(|c| sim.workspace.contact_rows.start(c));
+        contact_sim::step::warm_start(&sim.model, &doubled, &mut sim.workspace);
+        if let Some(i) = first_row {
+            assert_eq!(sim.workspace.impulse[i].to_bits(), as_stored[i].to_bits(), "{file}: the later copy was read");
+        }
+        assert!(first_row.is_some(), "{file}: the first stored contact is not among this step's");
+    }
+}
