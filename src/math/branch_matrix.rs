@@ -26,10 +26,6 @@ pub struct BranchMatrix {
     column: Vec<usize>,
     /// The stored entries.
     values: Vec<f64>,
-    /// After [`BranchMatrix::factorize_ltl`]: `1 / L(k, k)` per coordinate, so that the solves
-    /// multiply instead of divide (a division's latency sits on each substitution's dependency
-    /// chain). Unused before a factorization.
-    inv_diagonal: Vec<f64>,
 }
 
 impl BranchMatrix {
@@ -57,7 +53,7 @@ impl BranchMatrix {
             row_start.push(column.len());
         }
         let values = vec![0.0; column.len()];
-        BranchMatrix { row_start, column, values, inv_diagonal: vec![0.0; n] }
+        BranchMatrix { row_start, column, values }
     }
 
     /// The dimension `n`.
@@ -103,7 +99,6 @@ impl BranchMatrix {
     /// If the patterns differ in size.
     pub fn copy_from(&mut self, other: &BranchMatrix) {
         self.values.copy_from_slice(&other.values);
-        self.inv_diagonal.copy_from_slice(&other.inv_diagonal);
     }
 
     /// Sets every entry to zero.
@@ -190,11 +185,9 @@ impl BranchMatrix {
                 return false;
             }
             let d = d.sqrt();
-            let inv_d = 1.0 / d;
             row_k[0] = d;
-            self.inv_diagonal[k] = inv_d;
             for v in &mut row_k[1..] {
-                *v *= inv_d;
+                *v /= d;
             }
             // A[i][j] -= L[k][i] L[k][j] for every ancestor i of k and j ∈ {i} ∪ ancestors(i):
             // row i's entries line up with row k's tail from i on.
@@ -222,7 +215,7 @@ impl BranchMatrix {
                 continue;
             }
             let (cols, vals) = self.row(i);
-            let xi = x[i] * self.inv_diagonal[i];
+            let xi = x[i] / vals[0];
             x[i] = xi;
             for (&j, &l) in cols[1..].iter().zip(&vals[1..]) {
                 x[j] -= l * xi;
@@ -241,8 +234,8 @@ impl BranchMatrix {
                 continue;
             }
             let (cols, vals) = self.row(i);
-            let inv_d = self.inv_diagonal[i];
-            let (y0, y1, y2) = (x0[i] * inv_d, x1[i] * inv_d, x2[i] * inv_d);
+            let d = vals[0];
+            let (y0, y1, y2) = (x0[i] / d, x1[i] / d, x2[i] / d);
             x0[i] = y0;
             x1[i] = y1;
             x2[i] = y2;
@@ -264,7 +257,7 @@ impl BranchMatrix {
             for (&j, &l) in cols[1..].iter().zip(&vals[1..]) {
                 y -= l * x[j];
             }
-            x[i] = y * self.inv_diagonal[i];
+            x[i] = y / vals[0];
         }
     }
 
