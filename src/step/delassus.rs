@@ -114,11 +114,14 @@ fn delassus_block<const R: usize, const S: usize>(model: &Model, z: &[f64], nv: 
             }
         }
     }
-    for r in 0..R {
-        for s in 0..S {
-            let (i, j) = (ia + r, ib + s);
-            delassus[i * m + j] = block[r][s];
-            delassus[j * m + i] = block[r][s];
+    // the block's rows, then its transpose's (one slice, so one bounds check, per row)
+    for (r, values) in block.iter().enumerate() {
+        delassus[(ia + r) * m + ib..(ia + r) * m + ib + S].copy_from_slice(values);
+    }
+    for s in 0..S {
+        let row = &mut delassus[(ib + s) * m + ia..(ib + s) * m + ia + R];
+        for (r, out) in row.iter_mut().enumerate() {
+            *out = block[r][s];
         }
     }
 }
