@@ -19,6 +19,9 @@ pub struct Workspace {
     pub body_pose: Vec<Pose>,
     /// Spatial velocity of each body (world coordinates, about the world origin).
     pub body_velocity: Vec<Vec6>,
+    /// The body velocities at the step's start velocity, kept while the midpoint bias
+    /// re-evaluation moves `body_velocity` to the midpoint and restored after it.
+    pub start_body_velocity: Vec<Vec6>,
     /// Motion subspace column of each velocity coordinate (world coordinates, about the world
     /// origin).
     pub dof_axis: Vec<Vec6>,
@@ -208,6 +211,7 @@ impl Workspace {
             acceleration: DVector::zeros(nv),
             body_pose: vec![Pose::identity(); nb],
             body_velocity: vec![Vec6::zeros(); nb],
+            start_body_velocity: vec![Vec6::zeros(); nb],
             dof_axis: vec![Vec6::zeros(); nv],
             body_inertia: vec![SpatialInertia::zeros(); nb],
             composite_inertia: vec![SpatialInertia::zeros(); nb],

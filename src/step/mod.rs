@@ -279,6 +279,7 @@ pub fn factor_and_free_velocity(model: &Model, state: &State, ws: &mut Workspace
             ws.generalized_force[k] += ws.bias[k];
         }
         let v_mid = std::mem::take(&mut ws.scratch_nv); // moves the buffer, no allocation
+        ws.start_body_velocity.copy_from_slice(&ws.body_velocity);
         kinematics::update_body_velocities(model, v_mid.as_slice(), ws);
         dynamics::bias_forces(model, ws, v_mid.as_slice());
         ws.scratch_nv = v_mid;
@@ -286,7 +287,8 @@ pub fn factor_and_free_velocity(model: &Model, state: &State, ws: &mut Workspace
             ws.generalized_force[k] -= ws.bias[k];
             ws.scratch_nv[k] = 0.0;
         }
-        kinematics::update_body_velocities(model, &state.v, ws);
+        // the body velocities at v again (what `forward_positions` computed from `state.v`)
+        ws.body_velocity.copy_from_slice(&ws.start_body_velocity);
         free_velocity(model, state, ws, dt);
     }
     true
