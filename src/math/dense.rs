@@ -93,9 +93,9 @@ pub(crate) fn lu_in_place_block_portable(a: &mut [f64], stride: usize, start: us
         }
         pivot[k] = pr;
         if pr != k {
-            for c in 0..n {
-                a.swap(at(k, c), at(pr, c));
-            }
+            // rows k < pr: the two row slices, swapped whole
+            let (upper, lower) = a.split_at_mut(at(pr, 0));
+            upper[at(k, 0)..at(k, n)].swap_with_slice(&mut lower[..n]);
         }
         let inv = 1.0 / a[at(k, k)];
         let (top, bottom) = a.split_at_mut((start + k + 1) * stride);
@@ -105,13 +105,16 @@ pub(crate) fn lu_in_place_block_portable(a: &mut [f64], stride: usize, start: us
         let width = urow.iter().rposition(|&u| u != 0.0).map_or(0, |j| j + 1);
         let urow = &urow[..width];
         for r in 0..n - k - 1 {
-            let row = &mut bottom[r * stride + start..r * stride + start + n];
-            if row[k] == 0.0 {
+            // row k + 1 + r from column k (the multiplier) to the pivot row's last nonzero
+            let base = r * stride + start + k;
+            let row = &mut bottom[base..base + 1 + width];
+            let Some((multiplier, rest)) = row.split_first_mut() else { continue };
+            if *multiplier == 0.0 {
                 continue;
             }
-            let l = row[k] * inv;
-            row[k] = l;
-            for (o, u) in row[k + 1..k + 1 + width].iter_mut().zip(urow) {
+            let l = *multiplier * inv;
+            *multiplier = l;
+            for (o, u) in rest.iter_mut().zip(urow) {
                 *o -= l * u;
             }
         }
