@@ -122,3 +122,31 @@ fn the_warm_start_finds_each_contact_in_any_storage_order_and_the_first_of_equal
         assert!(first_row.is_some(), "{file}: the first stored contact is not among this step's");
     }
 }
+
+#[test]
+fn the_image_pgs_keeps_is_the_sum_of_the_rows_images() {
+    // after a few sweeps PGS hands its running y = Z λ to the step in place of Σᵢ λᵢ zᵢ: the two
+    // agree to round-off, and the step's velocities follow from it
+    use contact_sim::contact::ConstraintStage;
+    let mut sim = pgs_sim("config/examples/box_stack.yaml");
+    let mut handed = 0;
+    for _ in 0..600 {
+        let report = sim.step();
+        let m = sim.workspace.num_rows();
+        let nv = sim.model.nv;
+        let mut summed = vec![0.0; nv];
+        contact_sim::contact::sum_row_images(&sim.model, &sim.workspace.factor_jt, &sim.workspace.row_trees, &sim.workspace.impulse[..m], &mut summed);
+        let ConstraintStage::Impulse(s) = sim.workspace.solver.stage() else { panic!("PGS is an impulse solver") };
+        match s.row_image() {
+            Some(image) => {
+                assert!(report.solve.iterations <= 16, "an image after {} sweeps", report.solve.iterations);
+                let scale = summed.iter().fold(1e-300f64, |a, x| a.max(x.abs()));
+                let diff = image.iter().zip(&summed).fold(0.0f64, |a, (x, y)| a.max((x - y).abs()));
+                assert!(diff <= 1e-12 * scale, "image differs from the sum by {diff:.3e} (largest {scale:.3e})");
+                handed += 1;
+            }
+            None => assert!(report.solve.iterations > 16, "no image after {} sweeps", report.solve.iterations),
+        }
+    }
+    assert!(handed >= 500, "the image was handed over in {handed} of 600 steps");
+}

@@ -321,6 +321,12 @@ pub trait ImpulseSolver {
     /// Solves `problem`. `impulse` holds the warm start on entry (length `problem.dim()`) and
     /// the solution on exit. Must not allocate.
     fn solve(&mut self, problem: &ContactProblem, impulse: &mut [f64]) -> SolveStats;
+    /// `Z λ = Σᵢ λᵢ zᵢ` (length nv) for the impulses of the last [`ImpulseSolver::solve`], when
+    /// the solver kept it while solving a problem in factored form ([`ContactProblem::factored`]):
+    /// the step then maps it to the velocity change instead of summing the rows' images again.
+    fn row_image(&self) -> Option<&[f64]> {
+        None
+    }
     /// The nodalized interface, for solvers that handle deformable bodies.
     fn nodal(&mut self) -> Option<&mut dyn NodalSolver> {
         None

@@ -68,6 +68,9 @@ pub struct PgsSolver {
     tangent_step: Vec<f64>,
     /// `y = Z λ` (one entry per generalized velocity) when the problem comes factored.
     z_impulse: Vec<f64>,
+    /// Entries of `z_impulse` that hold `Z λ` for the last solve's impulses (0: none, the last
+    /// problem was solved on G).
+    image_len: usize,
 }
 
 impl PgsSolver {
@@ -79,11 +82,15 @@ impl PgsSolver {
     /// Reserves scratch for `max_contacts` and for problems in factored form over `nv`
     /// generalized velocities (the step's problems: PGS does not ask for G).
     pub fn with_factored(params: PgsParams, max_contacts: usize, nv: usize) -> Self {
-        PgsSolver { params, tangent_step: vec![0.0; max_contacts], z_impulse: vec![0.0; nv] }
+        PgsSolver { params, tangent_step: vec![0.0; max_contacts], z_impulse: vec![0.0; nv], image_len: 0 }
     }
 }
 
 const TINY: f64 = 1e-14;
+
+/// Sweeps at most after which the running `y = Z λ` is handed to the step as the impulses' image
+/// ([`ImpulseSolver::row_image`]).
+const IMAGE_MAX_SWEEPS: u32 = 16;
 
 /// How a sweep reads G: a row's velocity at the current impulses, an entry of G, and the
 /// notice that an impulse changed.
@@ -139,7 +146,8 @@ impl Rows for ZRows<'_, '_> {
 
 impl ImpulseSolver for PgsSolver {
     fn solve(&mut self, p: &ContactProblem, lambda: &mut [f64]) -> SolveStats {
-        let PgsSolver { params, tangent_step, z_impulse } = self;
+        let PgsSolver { params, tangent_step, z_impulse, image_len } = self;
+        *image_len = 0;
         // G itself when the problem has it, else its factored form
         match p.factored.filter(|r| p.delassus.is_empty() && r.nv <= z_impulse.len()) {
             Some(rows) => {
@@ -151,10 +159,20 @@ impl ImpulseSolver for PgsSolver {
                         rows.add_row(i, l, y);
                     }
                 }
-                sweeps(params, tangent_step, p, &mut ZRows { rows, free_velocity: p.free_velocity, y }, lambda)
+                let stats = sweeps(params, tangent_step, p, &mut ZRows { rows, free_velocity: p.free_velocity, y }, lambda);
+                // after many sweeps the running sum has taken many roundings, and summing Z λ
+                // afresh costs little beside them: then the step sums it
+                if stats.iterations <= IMAGE_MAX_SWEEPS {
+                    *image_len = rows.nv;
+                }
+                stats
             }
             None => sweeps(params, tangent_step, p, &mut DenseRows(p), lambda),
         }
+    }
+
+    fn row_image(&self) -> Option<&[f64]> {
+        (self.image_len > 0).then(|| &self.z_impulse[..self.image_len])
     }
 }
 

@@ -132,8 +132,8 @@ fn run_physics_stages(model: &Model, state: &mut State, ws: &mut Workspace, cmd:
     }
     let positions_integrated = match (external, ws.solver.stage().kind()) {
         (None, MethodKind::Impulse) => {
-            impulse_stage(model, state, ws, &mut report);
-            velocity_from_impulses(model, ws);
+            let image_ready = impulse_stage(model, state, ws, &mut report);
+            velocity_from_impulses(model, ws, image_ready);
             false
         }
         (external, kind) => {
@@ -297,19 +297,34 @@ pub fn factor_and_free_velocity(model: &Model, state: &State, ws: &mut Workspace
 /// Stage 6 for impulse solvers: the constraint rows (joint rows, J, G, warm start) and the
 /// impulses into `ws.impulse` (contact rows in the method's layout, then joint rows). Scenes
 /// with deformable bodies solve rigid rows, deformable contacts and welds together
-/// ([`crate::coupled::solve`]).
-pub fn impulse_stage(model: &Model, state: &mut State, ws: &mut Workspace, report: &mut StepReport) {
+/// ([`crate::coupled::solve`]). Returns whether the solver left the Z-space image of its
+/// impulses, `Z λ`, in `ws.scratch_nv` ([`crate::contact::ImpulseSolver::row_image`]).
+pub fn impulse_stage(model: &Model, state: &mut State, ws: &mut Workspace, report: &mut StepReport) -> bool {
     let m = constraint_rows(model, state, ws, report);
     if ws.fem.is_some() {
         report.solve = crate::coupled::solve(model, state, ws, m);
         let f = ws.fem.as_ref().unwrap();
         report.contacts += f.contacts.len();
         report.max_penetration_m = f.contacts.iter().map(|c| (-c.distance).max(0.0)).fold(report.max_penetration_m, f64::max);
+        false
     } else {
-        let (problem, impulse, solver) = ws.split_for_solve();
-        // run_stages chose this stage from the same `stage()`: it is an impulse solver
-        if let ConstraintStage::Impulse(s) = solver.stage() {
-            report.solve = s.solve(&problem, impulse);
+        {
+            let (problem, impulse, solver) = ws.split_for_solve();
+            // run_stages chose this stage from the same `stage()`: it is an impulse solver
+            if let ConstraintStage::Impulse(s) = solver.stage() {
+                report.solve = s.solve(&problem, impulse);
+            }
+        }
+        let Workspace { solver, scratch_nv, .. } = ws;
+        match solver.stage() {
+            ConstraintStage::Impulse(s) => match s.row_image() {
+                Some(image) if image.len() == scratch_nv.len() => {
+                    scratch_nv.as_mut_slice().copy_from_slice(image);
+                    true
+                }
+                _ => false,
+            },
+            _ => false,
         }
     }
 }
@@ -335,11 +350,15 @@ pub fn constraint_rows(model: &Model, state: &State, ws: &mut Workspace, report:
 }
 
 /// After an impulse solve: v⁺ = v* + M̃⁻¹ Jᵀ λ = v* + L⁻¹ (Z λ) (M̃ = Lᵀ L, Z = L⁻ᵀ Jᵀ), plus
-/// the deformable contacts' and welds' impulse on the rigid trees, into `ws.scratch_nv`.
-pub fn velocity_from_impulses(model: &Model, ws: &mut Workspace) {
+/// the deformable contacts' and welds' impulse on the rigid trees, into `ws.scratch_nv`. With
+/// `image_ready`, `ws.scratch_nv` holds `Z λ` already (the solver kept it); else it is zero and
+/// `Z λ` is summed here.
+pub fn velocity_from_impulses(model: &Model, ws: &mut Workspace, image_ready: bool) {
     let nv = model.nv;
     let m = ws.num_rows();
-    crate::contact::sum_row_images(model, &ws.factor_jt, &ws.row_trees, &ws.impulse[..m], ws.scratch_nv.as_mut_slice());
+    if !image_ready {
+        crate::contact::sum_row_images(model, &ws.factor_jt, &ws.row_trees, &ws.impulse[..m], ws.scratch_nv.as_mut_slice());
+    }
     if let Some(c) = ws.coupled.as_mut() {
         // deformable contacts on rigid trees: Z-space image L⁻ᵀ (J_Dᵀ λ_D)
         for t in &model.trees {
