@@ -838,17 +838,22 @@ fn quadratic_and_malformed_urdfs_are_refused_quickly() {
 #[test]
 fn absurd_physical_values_and_names_are_refused() {
     let d = tmp("absurd");
-    let ball = format!("solver: {{kind: vfpi}}\ndeformables:\n  - name: ball\n    mesh: {}\n    position: [0, 0, 0.05]\n    friction: FRICTION\n    material: {{density_kg_m3: RHO, youngs_modulus_pa: E, poisson_ratio: 0.3}}\n", repo("assets/meshes/soft_ball.msh").display());
-    let box_ = "materials: {default: {friction: MU}}\nobjects:\n  - {name: NAME, shape: {type: box, size: [0.2, 0.2, 0.2]}, mass_kg: 1.0, position: [0, 0, 0.1]}\n";
-    let pin = format!("{}    attachments: [{{to: world, box_min: [-.inf, -1, -1], box_max: [1, 1, 1]}}]\n", ball.replace("FRICTION", "0.5").replace("RHO", "1000").replace("E", "1e6"));
+    // the values go in by formatting, not by replacing placeholders: the mesh's path (a
+    // temporary clone's directory, say) may contain any placeholder's letters
+    let mesh = repo("assets/meshes/soft_ball.msh");
+    let ball = |friction: &str, rho: &str, e: &str| {
+        format!("solver: {{kind: vfpi}}\ndeformables:\n  - name: ball\n    mesh: {}\n    position: [0, 0, 0.05]\n    friction: {friction}\n    material: {{density_kg_m3: {rho}, youngs_modulus_pa: {e}, poisson_ratio: 0.3}}\n", mesh.display())
+    };
+    let box_ = |mu: &str, name: &str| format!("materials: {{default: {{friction: {mu}}}}}\nobjects:\n  - {{name: {name}, shape: {{type: box, size: [0.2, 0.2, 0.2]}}, mass_kg: 1.0, position: [0, 0, 0.1]}}\n");
+    let pin = format!("{}    attachments: [{{to: world, box_min: [-.inf, -1, -1], box_max: [1, 1, 1]}}]\n", ball("0.5", "1000", "1e6"));
     for (name, text, needle) in [
-        ("young", ball.replace("FRICTION", "0.5").replace("RHO", "1000").replace("E", "1e300"), "deformables[0] ('ball').material.youngs_modulus_pa: E = 1e300 Pa is outside the accepted range"),
-        ("density", ball.replace("FRICTION", "0.5").replace("RHO", "1e300").replace("E", "1e6"), "material.density_kg_m3: ρ = 1e300 kg/m³ is outside"),
-        ("soft_friction", ball.replace("FRICTION", "1e300").replace("RHO", "1000").replace("E", "1e6"), "friction: μ = 1e300 is outside the accepted range [0, 10]"),
-        ("friction", box_.replace("MU", "1e300").replace("NAME", "b"), "materials.default.friction: μ = 1e300 is outside the accepted range [0, 10]"),
+        ("young", ball("0.5", "1000", "1e300"), "deformables[0] ('ball').material.youngs_modulus_pa: E = 1e300 Pa is outside the accepted range"),
+        ("density", ball("0.5", "1e300", "1e6"), "material.density_kg_m3: ρ = 1e300 kg/m³ is outside"),
+        ("soft_friction", ball("1e300", "1000", "1e6"), "friction: μ = 1e300 is outside the accepted range [0, 10]"),
+        ("friction", box_("1e300", "b"), "materials.default.friction: μ = 1e300 is outside the accepted range [0, 10]"),
         ("pin", pin, "box_min: box_min[0] is negative infinite"),
-        ("null_name", box_.replace("MU", "0.5").replace("NAME", "null"), "a name is required here, got null"),
-        ("blank_name", box_.replace("MU", "0.5").replace("NAME", "' '"), "a name must not be empty or blank"),
+        ("null_name", box_("0.5", "null"), "a name is required here, got null"),
+        ("blank_name", box_("0.5", "' '"), "a name must not be empty or blank"),
     ] {
         let f = d.join(format!("{name}.yaml"));
         std::fs::write(&f, &text).unwrap();
