@@ -90,6 +90,9 @@ pub struct Workspace {
     /// The state's stored warm-start contacts in key order (indices into
     /// `State::warm_contacts`, ties in storage order), for [`crate::step::warm_start`]'s lookups.
     pub warm_order: Vec<u32>,
+    /// Per stored warm-start contact (`State::warm_contacts` order), whether a contact of this
+    /// step took its impulse ([`crate::step::warm_start`]).
+    pub warm_taken: Vec<bool>,
     /// This step's rows in groups that touch the same trees, `(first row, count)`: each
     /// contact's rows, then consecutive joint rows by up to three ([`crate::step::build_delassus`]).
     pub row_groups: Vec<(usize, usize)>,
@@ -240,6 +243,7 @@ impl Workspace {
             row_ranges: vec![[(0, 0); 2]; rows],
             delassus_built: true,
             warm_order: Vec::with_capacity(model.contact.max_contacts),
+            warm_taken: Vec::with_capacity(model.contact.max_contacts),
             row_groups: Vec::with_capacity(rows),
             collision: CollisionScratch::new(model),
             solver: Solver::new(solver, model),

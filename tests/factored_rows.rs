@@ -124,6 +124,51 @@ fn the_warm_start_finds_each_contact_in_any_storage_order_and_the_first_of_equal
 }
 
 #[test]
+fn a_contact_whose_features_were_renamed_keeps_its_impulse_and_a_far_or_taken_one_does_not() {
+    // parry names a corner of two coincident faces by either face's vertex or an edge crossing,
+    // and the name can change between steps while the point stays: the warm start then matches
+    // the nearest stored contact of the same pair within WARM_MATCH_RADIUS_M, each at most once
+    use contact_sim::step::WARM_MATCH_RADIUS_M;
+    let mut sim = pgs_sim("config/examples/box_stack.yaml");
+    for _ in 0..300 {
+        sim.step();
+    }
+    let m = sim.workspace.num_rows();
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    contact_sim::step::warm_start(&sim.model, &sim.state, &mut sim.workspace);
+    let by_key = sim.workspace.impulse[..m].to_vec();
+    assert!(by_key.iter().filter(|&&x| x > 0.0).count() >= 20, "the resting stack's contacts carry load");
+    // every stored feature renamed: each contact finds its own stored impulse by position
+    let mut renamed = sim.state.clone();
+    for w in renamed.warm_contacts.iter_mut() {
+        w.key.feature_a ^= 0x5a5a;
+        w.key.feature_b ^= 0xa5a5;
+    }
+    contact_sim::step::warm_start(&sim.model, &renamed, &mut sim.workspace);
+    assert_eq!(bits(&by_key), bits(&sim.workspace.impulse[..m]), "renamed features: the impulses moved between contacts");
+    // moved beyond the radius: no match, a cold start
+    let mut far = renamed.clone();
+    for w in far.warm_contacts.iter_mut() {
+        w.position[2] += 1.5 * WARM_MATCH_RADIUS_M;
+    }
+    contact_sim::step::warm_start(&sim.model, &far, &mut sim.workspace);
+    assert!(sim.workspace.impulse[..m].iter().all(|&x| x == 0.0), "a stored contact 1.5 radii away was matched");
+    // one stored contact left of a pair: exactly one of the pair's contacts takes it
+    let pair = renamed.warm_contacts[0].key.pair;
+    let mut single = renamed.clone();
+    let keep = single.warm_contacts[0];
+    single.warm_contacts.retain(|w| w.key.pair != pair);
+    single.warm_contacts.push(keep);
+    contact_sim::step::warm_start(&sim.model, &single, &mut sim.workspace);
+    let rows = sim.workspace.contact_rows;
+    let warmed: Vec<usize> = (0..sim.workspace.contacts.len()).filter(|&c| sim.workspace.contacts[c].key.pair == pair && sim.workspace.impulse[rows.start(c)] > 0.0).collect();
+    assert_eq!(warmed.len(), 1, "contacts of pair {pair} warmed from one stored contact: {warmed:?}");
+    let c = &sim.workspace.contacts[warmed[0]];
+    let at = contact_sim::math::Vec3::new(keep.position[0], keep.position[1], keep.position[2]);
+    assert!((c.position - at).norm() <= WARM_MATCH_RADIUS_M, "the matched contact is not the stored one's point");
+}
+
+#[test]
 fn the_image_pgs_keeps_is_the_sum_of_the_rows_images() {
     // after a few sweeps PGS hands its running y = Z λ to the step in place of Σᵢ λᵢ zᵢ: the two
     // agree to round-off, and the step's velocities follow from it

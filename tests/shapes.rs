@@ -133,3 +133,33 @@ fn a_manifold_point_is_reported_once() {
     }
     assert!(dropped > 0, "no duplicate manifold point was dropped over 3.6 s of the default scene");
 }
+
+/// Two faces lying on each other (the arch's joints: identical voussoir faces) give their patch's
+/// four corners: parry's clipping of the coincident faces adds points on the sides where nearly
+/// parallel edges cross and its GJK point anywhere on the patch, and these are dropped
+/// (`collision::keep_patch_corners`, counted in `side_points`); touching pairs take their last
+/// normal, so no phantom manifold (a random normal, points 0.37 m deep, seen before) appears.
+#[test]
+fn coincident_faces_give_their_patch_corners_and_no_phantom_depth() {
+    let scene = scene_file("config/examples/newton_arch.yaml");
+    let mut sim = contact_sim::sim::Simulation::from_scene(&scene, None);
+    let (mut samples, mut four, mut dropped) = (0usize, 0usize, 0usize);
+    while sim.state.time_s < 3.0 {
+        let rep = sim.step();
+        dropped += rep.side_points;
+        assert!(rep.max_penetration_m < 1e-5, "t = {} s: a contact {} m deep between resting voussoirs", sim.state.time_s, rep.max_penetration_m);
+        let mut per_pair: HashMap<u32, usize> = HashMap::new();
+        for c in sim.workspace.contacts.iter().filter(|c| c.body_a.is_some()) {
+            *per_pair.entry(c.key.pair).or_default() += 1;
+        }
+        assert_eq!(per_pair.len(), 8, "t = {} s: the arch's eight joints between voussoirs", sim.state.time_s);
+        for (pair, n) in per_pair {
+            assert!((3..=5).contains(&n), "t = {} s: joint {pair} has {n} points", sim.state.time_s);
+            samples += 1;
+            four += usize::from(n == 4);
+        }
+    }
+    println!("joints with four points: {four} of {samples}; side points dropped: {dropped}");
+    assert!(four as f64 >= 0.99 * samples as f64, "only {four} of {samples} joint samples are four corners");
+    assert!(dropped > 0, "no side point was dropped: the case under test is gone");
+}

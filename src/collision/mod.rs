@@ -21,6 +21,9 @@
 //! with one reusable EPA, and the manifold is then generated with the second shape moved out of
 //! the overlap along the penetration normal (`separate_overlap`). The step allocates nothing.
 
+mod patch;
+pub use patch::{keep_patch_corners, SIDE_TOLERANCE_M};
+
 use crate::math::{from_parry_vec, tangent_basis, to_parry, to_parry_vec, Pose, Vec3};
 use crate::model::{parry_axis_fix, GeomShape, Model};
 use crate::state::ContactKey;
@@ -106,6 +109,9 @@ pub struct CollisionReport {
     /// Manifold points dropped as copies of another point of the same pair (within
     /// [`DUPLICATE_POINT_M`]).
     pub duplicate_points: usize,
+    /// Manifold points dropped inside or on a side of their patch's convex hull
+    /// ([`keep_patch_corners`]).
+    pub side_points: usize,
 }
 
 /// Finds all contacts into `contacts` (whose capacity is not exceeded).
@@ -248,6 +254,7 @@ pub fn detect(
             }
             push(contacts, mid, n_w, dist, c.fid1.0, c.fid2.0);
         }
+        report.side_points += keep_patch_corners(contacts, first_of_pair, &n_w);
     }
     report
 }
@@ -264,8 +271,9 @@ const SEPARATION_M: f64 = 1e-4;
 /// For a pair that parry would send through GJK + EPA while overlapping: the penetration
 /// normal `n` (unit, in A's frame, from A toward B) and a distance `s` (m, the penetration depth
 /// plus [`SEPARATION_M`], doubled until parry's query sees the moved pair apart) by which moving
-/// B along `n` separates the shapes. `None` when the shapes do not
-/// overlap, or when parry treats the pair without EPA (box–box by SAT, balls analytically,
+/// B along `n` separates the shapes. For a pair that touches (apart by less than [`TOUCHING_M`])
+/// the pair's last normal and [`SEPARATION_M`]. `None` when the shapes neither overlap nor
+/// touch, or when parry treats the pair without EPA (box–box by SAT, balls analytically,
 /// capsule–capsule by segments). `init_dir` is the pair's last normal (A's frame), GJK's first
 /// search direction as in parry's manifold. The GJK simplex and the EPA polytope are the caller's, reused
 /// across calls: this is the allocation-free replacement of parry's own fallback, which builds
@@ -291,16 +299,22 @@ fn separate_overlap(
     let dir = init_dir.or_else(|| pos12.translation.try_normalize()).unwrap_or(parry3d_f64::math::Vector::X);
     simplex.reset(CsoPoint::from_shapes(pos12, g1, g2, dir));
     // the same query as parry's manifold makes (exact distances, the pair's last normal as the
-    // first search direction), so that what it would call an intersection is resolved here
-    if gjk::closest_points(pos12, g1, g2, prediction, true, simplex) != GJKResult::Intersection {
-        return None;
-    }
+    // first search direction), so that what it would call an intersection is resolved here.
     // EPA fails on a degenerate simplex (the origin on the difference's boundary: shapes touching
     // with no measurable overlap; seen on the arch, once in 750 steps): then move B out along the
-    // pair's last normal, or along the line between the centres, from zero depth
-    let (n, depth) = match epa.closest_points(pos12, g1, g2, simplex) {
-        Some((p1, p2, n)) => (n, (p1 - p2).dot(n).max(0.0)),
-        None => (dir, 0.0),
+    // pair's last normal, or along the line between the centres, from zero depth.
+    // Touching shapes (apart by less than TOUCHING_M) are moved out the same way: GJK's direction
+    // between them is the difference of two nearly equal points, noise at such distances, and
+    // parry's manifold would clip the features facing it (seen on the arch: a normal 60° off the
+    // joint's and points 0.37 m deep between two voussoirs 4e-11 m apart); moved apart by
+    // SEPARATION_M, the query's direction is the true one.
+    let (n, depth) = match gjk::closest_points(pos12, g1, g2, prediction, true, simplex) {
+        GJKResult::Intersection => match epa.closest_points(pos12, g1, g2, simplex) {
+            Some((p1, p2, n)) => (n, (p1 - p2).dot(n).max(0.0)),
+            None => (dir, 0.0),
+        },
+        GJKResult::ClosestPoints(p1, p2, gjk_dir) if (p2 - p1).dot(gjk_dir) < TOUCHING_M => (dir, 0.0),
+        _ => return None,
     };
     // parry's manifold query at the moved pose must not see an intersection, or it runs its own,
     // allocating EPA: make the same query here, and double the extra distance while the moved
@@ -319,6 +333,11 @@ fn separate_overlap(
     }
     Some((n, depth + extra))
 }
+
+/// Below this distance (m) two shapes count as touching for [`separate_overlap`]: GJK's
+/// direction between them is not trusted, and B is moved out along the pair's last normal before
+/// the manifold query. A micrometre, as [`DUPLICATE_POINT_M`].
+const TOUCHING_M: f64 = 1e-6;
 
 /// Doublings of [`SEPARATION_M`] at most while the moved pair still intersects.
 const SEPARATION_RETRIES: u32 = 8;

@@ -37,6 +37,9 @@ pub struct WarmContact {
     pub impulse: [f64; MAX_ROWS_PER_CONTACT],
     /// Contact normal (world) when it was stored, to rotate the tangential part.
     pub normal: [f64; 3],
+    /// Contact point (world, m) when it was stored: the match of a contact whose features
+    /// changed ([`crate::step::warm_start`]).
+    pub position: [f64; 3],
 }
 
 /// The simulation state.

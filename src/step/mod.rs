@@ -48,7 +48,7 @@ mod rows;
 pub use crate::state::Commands;
 pub use crate::model::tree::integrate_joint_position;
 pub use delassus::{build_delassus, build_factored_rows};
-pub use rows::{build_jacobian, build_joint_rows, save_warm_start, warm_start};
+pub use rows::{build_jacobian, build_joint_rows, save_warm_start, warm_start, WARM_MATCH_RADIUS_M};
 
 /// What happened during a step. Physics never fails mid-run; problems are reported here.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
@@ -66,6 +66,9 @@ pub struct StepReport {
     /// Manifold points dropped as copies of another point of the same pair
     /// ([`crate::collision::DUPLICATE_POINT_M`]).
     pub duplicate_points: usize,
+    /// Manifold points dropped inside or on a side of their contact patch's convex hull
+    /// ([`crate::collision::keep_patch_corners`]).
+    pub side_points: usize,
     /// Joints saturated at their effort limit.
     pub saturated_joints: usize,
     /// The mass matrix was not positive definite (the step was skipped).
@@ -165,6 +168,7 @@ pub fn collide(model: &Model, state: &mut State, ws: &mut Workspace, report: &mu
     report.dropped_contacts = coll.dropped_contacts;
     report.unsupported_pairs = coll.unsupported_pairs;
     report.duplicate_points = coll.duplicate_points;
+    report.side_points = coll.side_points;
     report.contacts = ws.contacts.len();
     report.max_penetration_m = ws.contacts.iter().map(|c| (-c.distance).max(0.0)).fold(0.0, f64::max);
 }

@@ -5,6 +5,7 @@
 use crate::contact::NO_TREE;
 use crate::contact::{ContactRow, MAX_ROWS_PER_CONTACT};
 use crate::kinematics::{add_angular_jacobian_row, add_point_jacobian_rows3};
+use crate::collision::Contact;
 use crate::math::Vec3;
 use crate::model::Model;
 use crate::state::{State, WarmContact};
@@ -160,9 +161,23 @@ fn dot_on_ranges(row: &[f64], v: &[f64], ranges: [(usize, usize); 2]) -> f64 {
     u
 }
 
+/// How far (m) a stored contact of the same collision pair may lie from a contact whose key found
+/// no stored match for the two to be taken as one contact whose features were renamed
+/// ([`warm_start`]). Parry's polygonal clipping of two coincident faces (a voussoir on the next,
+/// a box resting on a box) names the same corner by a vertex of either face or by an edge
+/// crossing, and the name can change from step to step while the point does not move; a resting
+/// contact moves by far less than this per step, and distinct points of one manifold lie farther
+/// apart on any shape a rigid contact resolves.
+pub const WARM_MATCH_RADIUS_M: f64 = 1e-3;
+
 /// Initial impulses from the previous step's matching contacts and joint rows: writes
 /// `ws.impulse[..ws.num_rows()]` for the contacts and joint rows in `ws` from the impulses stored
-/// in `state` (contacts matched by key, re-expressed in the current contact frames).
+/// in `state`, re-expressed in the current contact frames.
+///
+/// A contact takes the stored impulse of the same key (collision pair and features). A contact
+/// whose key has no stored match takes, when there is one, the nearest stored contact of the same
+/// pair that no contact took, within [`WARM_MATCH_RADIUS_M`] (the features of a point on
+/// coincident faces are renamed between steps); otherwise it starts at zero.
 ///
 /// `step` calls it before solving. After a step, calling it with a copy of the state from before
 /// the step reproduces the warm start the solver received (benchmarks and tests re-solve the
@@ -177,33 +192,70 @@ pub fn warm_start(_model: &Model, state: &State, ws: &mut Workspace) {
     order.clear();
     order.extend((0..stored.len().min(order.capacity())).map(|k| k as u32));
     order.sort_unstable_by(|&a, &b| stored[a as usize].key.cmp(&stored[b as usize].key).then(a.cmp(&b)));
+    let taken = &mut ws.warm_taken;
+    taken.clear();
+    taken.resize(order.len(), false);
+    // first the contacts whose key was stored
+    let mut renamed = 0usize;
     for (ci, c) in ws.contacts.iter().enumerate() {
         let i = rows.start(ci);
         let first = order.partition_point(|&k| stored[k as usize].key < c.key);
-        let prev = order.get(first).map(|&k| &stored[k as usize]).filter(|w| w.key == c.key);
-        match prev {
-            Some(w) => {
-                // Re-express the stored impulse in the current contact frame.
-                let n_old = Vec3::new(w.normal[0], w.normal[1], w.normal[2]);
-                // the tangents are a function of the normal: an unchanged normal (a resting
-                // contact) has this step's, bit for bit
-                let same = n_old.iter().zip(c.normal.iter()).all(|(a, b)| a.to_bits() == b.to_bits());
-                let (t1_old, t2_old) = if same { (c.tangent1, c.tangent2) } else { crate::math::tangent_basis(&n_old) };
-                let f = n_old * w.impulse[0] + t1_old * w.impulse[1] + t2_old * w.impulse[2];
-                ws.impulse[i] = f.dot(&c.normal).max(0.0);
-                ws.impulse[i + 1] = f.dot(&c.tangent1);
-                ws.impulse[i + 2] = f.dot(&c.tangent2);
-                // further rows (torsion: about the normal) carry over as stored
-                for r in 3..rows.len() {
-                    ws.impulse[i + r] = w.impulse[r];
+        match order.get(first).copied().filter(|&k| stored[k as usize].key == c.key) {
+            Some(k) => {
+                taken[k as usize] = true;
+                carry_impulse(&stored[k as usize], c, rows.len(), &mut ws.impulse[i..i + rows.len()]);
+            }
+            None => {
+                ws.impulse[i..i + rows.len()].fill(0.0);
+                renamed += 1;
+            }
+        }
+    }
+    // then the others: the nearest untaken stored contact of the same pair
+    if renamed > 0 {
+        for (ci, c) in ws.contacts.iter().enumerate() {
+            let first = order.partition_point(|&k| stored[k as usize].key < c.key);
+            if order.get(first).is_some_and(|&k| stored[k as usize].key == c.key) {
+                continue;
+            }
+            let pair_start = order.partition_point(|&k| stored[k as usize].key.pair < c.key.pair);
+            let mut nearest: Option<(usize, f64)> = None;
+            for &k in order[pair_start..].iter().take_while(|&&k| stored[k as usize].key.pair == c.key.pair) {
+                let w = &stored[k as usize];
+                if taken[k as usize] {
+                    continue;
+                }
+                let dist = (Vec3::new(w.position[0], w.position[1], w.position[2]) - c.position).norm();
+                if dist <= WARM_MATCH_RADIUS_M && nearest.is_none_or(|(_, best)| dist < best) {
+                    nearest = Some((k as usize, dist));
                 }
             }
-            None => ws.impulse[i..i + rows.len()].fill(0.0),
+            if let Some((k, _)) = nearest {
+                taken[k] = true;
+                let i = rows.start(ci);
+                carry_impulse(&stored[k], c, rows.len(), &mut ws.impulse[i..i + rows.len()]);
+            }
         }
     }
     for (r, row) in ws.joint_rows.iter().enumerate() {
         ws.impulse[first_joint_row + r] = state.warm_joint_rows[row.slot];
     }
+}
+
+/// The stored impulse `w` re-expressed in contact `c`'s frame, into `out` (its `len` rows).
+#[inline]
+fn carry_impulse(w: &WarmContact, c: &Contact, len: usize, out: &mut [f64]) {
+    let n_old = Vec3::new(w.normal[0], w.normal[1], w.normal[2]);
+    // the tangents are a function of the normal: an unchanged normal (a resting contact) has
+    // this step's, bit for bit
+    let same = n_old.iter().zip(c.normal.iter()).all(|(a, b)| a.to_bits() == b.to_bits());
+    let (t1_old, t2_old) = if same { (c.tangent1, c.tangent2) } else { crate::math::tangent_basis(&n_old) };
+    let f = n_old * w.impulse[0] + t1_old * w.impulse[1] + t2_old * w.impulse[2];
+    out[0] = f.dot(&c.normal).max(0.0);
+    out[1] = f.dot(&c.tangent1);
+    out[2] = f.dot(&c.tangent2);
+    // further rows (torsion: about the normal) carry over as stored
+    out[3..len].copy_from_slice(&w.impulse[3..len]);
 }
 
 /// Stores this step's impulses in `state` for the next step's warm start.
@@ -215,7 +267,7 @@ pub fn save_warm_start(state: &mut State, ws: &Workspace) {
         if state.warm_contacts.len() < state.warm_contacts.capacity() {
             let mut impulse = [0.0; MAX_ROWS_PER_CONTACT];
             impulse[..rows.len()].copy_from_slice(&ws.impulse[i..i + rows.len()]);
-            state.warm_contacts.push(WarmContact { key: c.key, impulse, normal: [c.normal.x, c.normal.y, c.normal.z] });
+            state.warm_contacts.push(WarmContact { key: c.key, impulse, normal: [c.normal.x, c.normal.y, c.normal.z], position: [c.position.x, c.position.y, c.position.z] });
         }
     }
     state.warm_joint_rows.fill(0.0);
