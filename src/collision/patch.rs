@@ -20,7 +20,7 @@
 //! deepest point).
 
 use super::Contact;
-use crate::math::{tangent_basis, Vec3};
+use crate::math::Vec3;
 
 /// A manifold point within this distance (m) of the line through its two hull neighbours is on the
 /// patch's side and dropped; also the depth slack of [`keep_patch_corners`]. A micrometre: the
@@ -30,7 +30,7 @@ pub const SIDE_TOLERANCE_M: f64 = 1e-6;
 
 /// Patches with more points than this are left as they are (parry's convex manifolds have far
 /// fewer; the fixed bound keeps the reduction allocation-free).
-const MAX_PATCH_POINTS: usize = 32;
+const MAX_PATCH_POINTS: usize = 16;
 
 /// Keeps the corners of the contact patch `contacts[first..]` (the points of one convex pair, one
 /// normal) and drops the points inside its convex hull or on its sides, keeping the order of the
@@ -40,7 +40,9 @@ pub fn keep_patch_corners(contacts: &mut Vec<Contact>, first: usize, normal: &Ve
     if n <= 2 || n > MAX_PATCH_POINTS {
         return 0;
     }
-    let (t1, t2) = tangent_basis(normal);
+    // the points share the manifold's normal, and so its tangents
+    let (t1, t2) = (contacts[first].tangent1, contacts[first].tangent2);
+    debug_assert!((contacts[first].normal - normal).norm() < 1e-12);
     let mut uv = [[0.0f64; 2]; MAX_PATCH_POINTS];
     for (k, c) in contacts[first..].iter().enumerate() {
         uv[k] = [c.position.dot(&t1), c.position.dot(&t2)];
@@ -55,10 +57,10 @@ pub fn keep_patch_corners(contacts: &mut Vec<Contact>, first: usize, normal: &Ve
     let turns_left = |o: usize, a: usize, b: usize| {
         let (ax, ay) = (uv[a][0] - uv[o][0], uv[a][1] - uv[o][1]);
         let (bx, by) = (uv[b][0] - uv[o][0], uv[b][1] - uv[o][1]);
-        // twice the triangle's area over the chord o→b is a's distance from the chord
+        // twice the triangle's area over the chord o→b is a's distance from the chord (compared
+        // squared: no square root)
         let cross = bx * ay - by * ax;
-        let chord = (bx * bx + by * by).sqrt();
-        cross < -SIDE_TOLERANCE_M * chord
+        cross < 0.0 && cross * cross > SIDE_TOLERANCE_M * SIDE_TOLERANCE_M * (bx * bx + by * by)
     };
     let mut hull = [0usize; 2 * MAX_PATCH_POINTS];
     let mut len = 0;
@@ -79,7 +81,8 @@ pub fn keep_patch_corners(contacts: &mut Vec<Contact>, first: usize, normal: &Ve
     for &k in &hull[..len] {
         corner[k] = true;
     }
-    if corner[..n].iter().filter(|&&c| c).count() < 2 {
+    let corners = corner[..n].iter().filter(|&&c| c).count();
+    if corners < 2 || corners == n {
         return 0;
     }
     let deepest_corner = contacts[first..].iter().enumerate().filter(|(k, _)| corner[*k]).map(|(_, c)| c.distance).fold(f64::INFINITY, f64::min);
@@ -92,7 +95,9 @@ pub fn keep_patch_corners(contacts: &mut Vec<Contact>, first: usize, normal: &Ve
     let mut kept = first;
     for k in 0..n {
         if corner[k] {
-            contacts.swap(kept, first + k);
+            if kept != first + k {
+                contacts.swap(kept, first + k);
+            }
             kept += 1;
         }
     }
@@ -104,6 +109,7 @@ pub fn keep_patch_corners(contacts: &mut Vec<Contact>, first: usize, normal: &Ve
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::math::tangent_basis;
     use crate::state::ContactKey;
 
     fn point(x: f64, y: f64, distance: f64, feature: u32) -> Contact {
