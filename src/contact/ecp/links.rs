@@ -572,8 +572,12 @@ fn prepare_joint(j: &mut JointRows, model: &Model, input: &SchemeInput, state: &
 
 /// One projected Gauss–Seidel update of each active row of a joint: lower limit `v_k + b ≥ 0`,
 /// upper `−v_k + b ≥ 0` (impulses ≥ 0, complementary), friction `v_k = 0` with `|λ| ≤ f h`
-/// (the rows of the impulse solvers, `J = ±e_k`, `J M̃⁻¹ Jᵀ = (M̃⁻¹)_kk`). Returns the largest
-/// impulse change (N·m·s or N·s).
+/// (the rows of the impulse solvers, `J = ±e_k`, `J M̃⁻¹ Jᵀ = (M̃⁻¹)_kk`). Returns the change of
+/// the coordinate's net impulse `λ₀ − λ₁ + λ₂` (N·m·s or N·s): the rows move the coordinate only
+/// through it, and where a limit and friction both hold the coordinate their split is free. Row
+/// by row the sweeps drift along that split (2e-10 N·m·s per sweep on the arm's elbow at its
+/// upper limit, the velocities unchanged), and measured row by row the drift kept the sweeps
+/// going to their cap (838 of 1 000 steps of the arm opening its gripper).
 fn solve_joint(j: &mut JointRows, velocity: &mut [f64]) -> f64 {
     let k = j.dof;
     if let Some((l, coef, ..)) = j.mimic {
@@ -586,7 +590,7 @@ fn solve_joint(j: &mut JointRows, velocity: &mut [f64]) -> f64 {
         j.lambda[0] += d;
         return d.abs();
     }
-    let mut change: f64 = 0.0;
+    let mut net = 0.0;
     for r in 0..3 {
         if !j.active[r] || j.minv <= 0.0 {
             continue;
@@ -600,9 +604,9 @@ fn solve_joint(j: &mut JointRows, velocity: &mut [f64]) -> f64 {
         let d = new - j.lambda[r];
         axpy_range(sign * d, &j.y, velocity, j.dofs);
         j.lambda[r] = new;
-        change = change.max(d.abs());
+        net += sign * d;
     }
-    change
+    net.abs()
 }
 
 impl RobotLinks {
