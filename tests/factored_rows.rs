@@ -90,19 +90,29 @@ fn the_factored_stack_carries_its_weight_and_short_rows_keep_the_delassus_matrix
     assert!(stand.workspace.contacts.len() == 4 && stand.workspace.delassus_built);
 }
 
+/// A scene under PGS after 300 steps, its row count and the warm start the next step would get.
+fn settled_warm_start(file: &str) -> (Simulation, usize, Vec<f64>) {
+    let mut sim = pgs_sim(file);
+    for _ in 0..300 {
+        sim.step();
+    }
+    let m = sim.workspace.num_rows();
+    contact_sim::step::warm_start(&sim.model, &sim.state, &mut sim.workspace);
+    let start = sim.workspace.impulse[..m].to_vec();
+    (sim, m, start)
+}
+
+/// The bit patterns of `v`, to compare impulses exactly.
+fn bits(v: &[f64]) -> Vec<u64> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
 #[test]
 fn the_warm_start_finds_each_contact_in_any_storage_order_and_the_first_of_equal_keys() {
     // the warm start looks the stored contacts up through a key-sorted index: the stored order
     // must not matter, and of two entries with one key the first stored wins (as a scan finds)
     for file in ["config/examples/box_stack.yaml", "config/default.yaml"] {
-        let mut sim = pgs_sim(file);
-        for _ in 0..300 {
-            sim.step();
-        }
-        let m = sim.workspace.num_rows();
-        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-        contact_sim::step::warm_start(&sim.model, &sim.state, &mut sim.workspace);
-        let as_stored = sim.workspace.impulse[..m].to_vec();
+        let (mut sim, m, as_stored) = settled_warm_start(file);
         assert!(as_stored.iter().any(|&x| x > 0.0), "{file}: no warm start to compare");
         let mut reversed = sim.state.clone();
         reversed.warm_contacts.reverse();
@@ -129,14 +139,7 @@ fn a_contact_whose_features_were_renamed_keeps_its_impulse_and_a_far_or_taken_on
     // and the name can change between steps while the point stays: the warm start then matches
     // the nearest stored contact of the same pair within WARM_MATCH_RADIUS_M, each at most once
     use contact_sim::step::WARM_MATCH_RADIUS_M;
-    let mut sim = pgs_sim("config/examples/box_stack.yaml");
-    for _ in 0..300 {
-        sim.step();
-    }
-    let m = sim.workspace.num_rows();
-    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-    contact_sim::step::warm_start(&sim.model, &sim.state, &mut sim.workspace);
-    let by_key = sim.workspace.impulse[..m].to_vec();
+    let (mut sim, m, by_key) = settled_warm_start("config/examples/box_stack.yaml");
     assert!(by_key.iter().filter(|&&x| x > 0.0).count() >= 20, "the resting stack's contacts carry load");
     // every stored feature renamed: each contact finds its own stored impulse by position
     let mut renamed = sim.state.clone();
