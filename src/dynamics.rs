@@ -4,16 +4,27 @@
 //!
 //! Equation of motion: `M(q) v̇ + h(q, v) = τ + Jᵀ f`, with `h = C(q, v) v + g(q)`.
 //! Requires [`crate::kinematics::forward_kinematics`] to have filled the workspace.
+//!
+//! # Welded bodies ride with their moving ancestor
+//! A body on a fixed joint (a foot, a flange, a sensor frame, a tool) moves exactly as its
+//! nearest ancestor with coordinates: the same spatial velocity and acceleration in world
+//! coordinates. Its force in RNEA, `I_f a + v ×* I_f v`, is linear in its inertia, so adding
+//! its world inertia to the ancestor's gives the same subtree forces and the same M(q) and
+//! h(q, v) with fewer bodies in the passes ([`MassBodies`]; the round-off differs in the last
+//! bits). Bodies welded to the world carry nothing: no coordinate lies above them. The F/T
+//! sensors, which need the force across a fixed joint, run their own pass body by body
+//! ([`sensor_rnea_forces`]).
 
 pub use crate::math::branch_matrix;
 
 pub use branch_matrix::BranchMatrix;
 
 use crate::math::{cross_force, cross_motion, spatial, SpatialInertia, Vec6};
-use crate::model::Model;
+use crate::model::{MassBodies, Model};
 use crate::workspace::Workspace;
 
-/// Fills `ws.body_inertia` (world coordinates, about the world origin) from the body poses.
+/// Fills `ws.body_inertia` (each body alone) and `ws.moving_inertia` (each mass body with the
+/// bodies welded to it), world coordinates about the world origin, from the body poses.
 pub fn update_body_inertias(model: &Model, ws: &mut Workspace) {
     for (b, body) in model.bodies.iter().enumerate() {
         let x = &ws.body_pose[b];
@@ -22,27 +33,34 @@ pub fn update_body_inertias(model: &Model, ws: &mut Workspace) {
         let i_w = r * body.inertia_com * r.transpose();
         ws.body_inertia[b] = SpatialInertia::from_com(body.mass, &c, &i_w);
     }
+    let Workspace { body_inertia, moving_inertia, mass_bodies, .. } = ws;
+    for &b in &mass_bodies.bodies {
+        moving_inertia[b] = body_inertia[b];
+    }
+    for &(f, m) in &mass_bodies.welded {
+        moving_inertia[m] += body_inertia[f];
+    }
 }
 
 /// Composite-rigid-body algorithm: writes M(q) into `ws.mass_matrix` (branch-sparse rows),
 /// with each joint's armature added to its diagonal entry.
 pub fn mass_matrix(model: &Model, ws: &mut Workspace) {
-    let nb = model.bodies.len();
-    for b in 0..nb {
-        ws.composite_inertia[b] = ws.body_inertia[b];
+    let Workspace { composite_inertia, moving_inertia, mass_bodies, .. } = ws;
+    for &b in &mass_bodies.bodies {
+        composite_inertia[b] = moving_inertia[b];
     }
-    for b in (0..nb).rev() {
-        if let Some(p) = model.bodies[b].parent {
-            let ic = ws.composite_inertia[b];
-            ws.composite_inertia[p] += ic;
+    for &b in mass_bodies.bodies.iter().rev() {
+        if let Some(p) = mass_bodies.parent[b] {
+            let ic = composite_inertia[b];
+            composite_inertia[p] += ic;
         }
     }
     // M[k][l] = S_lᵀ Ic_b S_k for coordinate k of body b and every coordinate l on its path to
     // the root (k itself, the same joint's earlier coordinates, then the ancestors'): exactly the
     // stored row k of the branch-sparse matrix; zero elsewhere.
-    let Workspace { mass_matrix, composite_inertia, dof_axis, .. } = ws;
-    for (b, body) in model.bodies.iter().enumerate() {
-        let j = &body.joint;
+    let Workspace { mass_matrix, composite_inertia, dof_axis, mass_bodies, .. } = ws;
+    for &b in &mass_bodies.bodies {
+        let j = &model.bodies[b].joint;
         for k in j.v_index..j.v_index + j.kind.nv() {
             let f = composite_inertia[b].apply(&dof_axis[k]);
             let (cols, row) = mass_matrix.row_mut(k);
@@ -57,29 +75,47 @@ pub fn mass_matrix(model: &Model, ws: &mut Workspace) {
     }
 }
 
-/// Recursive Newton–Euler forward and backward passes: leaves in `ws.body_force[b]` the spatial
-/// force transmitted from body b's parent across its joint (subtree force), for joint
-/// accelerations `a` (`None` = zero). `v` must be the velocity used by forward kinematics.
+/// Recursive Newton–Euler forward and backward passes over the mass bodies ([`MassBodies`]):
+/// leaves in `ws.body_force[b]`, for each body `b` with coordinates, the spatial force
+/// transmitted from its parent across its joint (subtree force, welded bodies included), for
+/// joint accelerations `a` (`None` = zero). `v` must be the velocity used by forward kinematics.
+/// The entries of welded bodies are not written.
 pub fn rnea_forces(model: &Model, ws: &mut Workspace, v: &[f64], a: Option<&[f64]>) {
-    rnea_pass(model, ws, v, a, 0..model.bodies.len());
+    let mass = std::mem::take(&mut ws.mass_bodies.bodies); // moved out and back: no allocation
+    rnea_pass(model, ws, v, a, mass.iter().copied(), Inertias::Carried);
+    ws.mass_bodies.bodies = mass;
 }
 
-/// [`rnea_forces`] on the listed bodies only (ascending, every listed body's parent listed too):
-/// the subtree force of a body whose whole subtree is listed comes out bit for bit as from the
-/// whole pass; the others' are partial sums (F/T sensors read their child bodies' only).
-pub fn rnea_forces_of(model: &Model, ws: &mut Workspace, v: &[f64], a: Option<&[f64]>, bodies: &[usize]) {
-    rnea_pass(model, ws, v, a, bodies.iter().copied());
+/// RNEA body by body (each with its own inertia and parent) on the bodies the F/T sensors read
+/// (`bodies`, i.e. [`Workspace::sensor_bodies`]: ascending, every listed body's parent listed
+/// too): the subtree force of each body of a sensor's subtree (`ws.in_sensor_subtree`), also
+/// across a fixed joint. Above the subtrees only the accelerations are computed; their forces
+/// are not written.
+pub fn sensor_rnea_forces(model: &Model, ws: &mut Workspace, v: &[f64], a: &[f64], bodies: &[usize]) {
+    rnea_pass(model, ws, v, Some(a), bodies.iter().copied(), Inertias::Own);
 }
 
-/// The two passes of [`rnea_forces`] over `bodies` (ascending).
+/// Which inertias and parents a pass uses.
+#[derive(Clone, Copy, PartialEq)]
+enum Inertias {
+    /// `ws.moving_inertia` and [`MassBodies::parent`].
+    Carried,
+    /// `ws.body_inertia` and the model's parents; forces in the sensors' subtrees only.
+    Own,
+}
+
+/// The two passes of RNEA over `bodies` (ascending).
 #[inline(always)]
-fn rnea_pass(model: &Model, ws: &mut Workspace, v: &[f64], a: Option<&[f64]>, bodies: impl DoubleEndedIterator<Item = usize> + Clone) {
+fn rnea_pass(model: &Model, ws: &mut Workspace, v: &[f64], a: Option<&[f64]>, bodies: impl DoubleEndedIterator<Item = usize> + Clone, inertias: Inertias) {
     // The base accelerates upward at -g (Featherstone's gravity trick).
     let a_base = spatial(&crate::math::Vec3::zeros(), &(-model.gravity));
+    let parent_of = |ws: &Workspace, b: usize| match inertias {
+        Inertias::Carried => ws.mass_bodies.parent[b],
+        Inertias::Own => model.bodies[b].parent,
+    };
     for b in bodies.clone() {
-        let body = &model.bodies[b];
-        let j = &body.joint;
-        let mut acc = match body.parent {
+        let j = &model.bodies[b].joint;
+        let mut acc = match parent_of(ws, b) {
             Some(p) => ws.body_acc[p],
             None => a_base,
         };
@@ -92,12 +128,21 @@ fn rnea_pass(model: &Model, ws: &mut Workspace, v: &[f64], a: Option<&[f64]>, bo
         }
         acc += cross_motion(&ws.body_velocity[b], &joint_vel);
         ws.body_acc[b] = acc;
+        if inertias == Inertias::Own && !ws.in_sensor_subtree[b] {
+            continue;
+        }
         let vel = ws.body_velocity[b];
-        let inertia = &ws.body_inertia[b];
+        let inertia = match inertias {
+            Inertias::Carried => &ws.moving_inertia[b],
+            Inertias::Own => &ws.body_inertia[b],
+        };
         ws.body_force[b] = inertia.apply(&acc) + cross_force(&vel, &inertia.apply(&vel));
     }
     for b in bodies.rev() {
-        if let Some(p) = model.bodies[b].parent {
+        if let Some(p) = parent_of(ws, b) {
+            if inertias == Inertias::Own && !ws.in_sensor_subtree[p] {
+                continue;
+            }
             let f = ws.body_force[b];
             ws.body_force[p] += f;
         }
@@ -105,9 +150,9 @@ fn rnea_pass(model: &Model, ws: &mut Workspace, v: &[f64], a: Option<&[f64]>, bo
 }
 
 /// Projects the subtree forces of [`rnea_forces`] on the joint axes: `τ_k = S_kᵀ f_b`.
-fn project_on_axes(model: &Model, dof_axis: &[Vec6], body_force: &[Vec6], tau: &mut [f64]) {
-    for (b, body) in model.bodies.iter().enumerate() {
-        let j = &body.joint;
+fn project_on_axes(model: &Model, mass_bodies: &MassBodies, dof_axis: &[Vec6], body_force: &[Vec6], tau: &mut [f64]) {
+    for &b in &mass_bodies.bodies {
+        let j = &model.bodies[b].joint;
         for k in j.v_index..j.v_index + j.kind.nv() {
             tau[k] = dof_axis[k].dot(&body_force[b]);
         }
@@ -117,14 +162,14 @@ fn project_on_axes(model: &Model, dof_axis: &[Vec6], body_force: &[Vec6], tau: &
 /// Inverse dynamics: writes `τ = M(q) a + h(q, v)` (gravity included) into `tau`.
 pub fn inverse_dynamics(model: &Model, ws: &mut Workspace, v: &[f64], a: &[f64], tau: &mut [f64]) {
     rnea_forces(model, ws, v, Some(a));
-    project_on_axes(model, &ws.dof_axis, &ws.body_force, tau);
+    project_on_axes(model, &ws.mass_bodies, &ws.dof_axis, &ws.body_force, tau);
 }
 
 /// Bias forces `h(q, v)` into `ws.bias` (RNEA with zero acceleration).
 pub fn bias_forces(model: &Model, ws: &mut Workspace, v: &[f64]) {
     rnea_forces(model, ws, v, None);
-    let Workspace { dof_axis, body_force, bias, .. } = ws;
-    project_on_axes(model, dof_axis, body_force, bias.as_mut_slice());
+    let Workspace { dof_axis, body_force, bias, mass_bodies, .. } = ws;
+    project_on_axes(model, mass_bodies, dof_axis, body_force, bias.as_mut_slice());
 }
 
 /// Factorizes `ws.mass_factor` (holding M̃) in place as `M̃ = Lᵀ L` (Featherstone's LTL

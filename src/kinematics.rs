@@ -18,13 +18,19 @@ pub fn free_joint_pose(q: &[f64]) -> Pose {
     Pose::from_parts(Translation3::new(q[0], q[1], q[2]), quat)
 }
 
-/// Joint displacement transform `X_JB(q)` for one-DOF joints.
+/// `X_PJ X_JB(q)`: the joint frame `x_pj` (world) moved by a one-DOF joint's displacement `qj`
+/// about or along its unit `axis`. A revolute joint turns by the quaternion
+/// `(cos(q/2), sin(q/2) axis)`, written directly (the axis is a unit vector).
 #[inline]
-fn joint_motion(kind: JointKind, axis: &Vec3, qj: f64) -> Pose {
+fn joint_motion(x_pj: Pose, kind: JointKind, axis: &Vec3, qj: f64) -> Pose {
     match kind {
-        JointKind::Revolute => Pose::rotation(axis * qj),
-        JointKind::Prismatic => Pose::translation(axis.x * qj, axis.y * qj, axis.z * qj),
-        _ => Pose::identity(),
+        JointKind::Revolute => {
+            let (s, c) = (0.5 * qj).sin_cos();
+            let turn = UnitQuaternion::new_unchecked(Quaternion::new(c, s * axis.x, s * axis.y, s * axis.z));
+            Pose::from_parts(x_pj.translation, x_pj.rotation * turn)
+        }
+        JointKind::Prismatic => x_pj * Pose::translation(axis.x * qj, axis.y * qj, axis.z * qj),
+        _ => x_pj,
     }
 }
 
@@ -42,7 +48,7 @@ pub fn forward_kinematics(model: &Model, q: &[f64], v: &[f64], ws: &mut Workspac
                 let x_pj = x_wp * j.x_parent_joint;
                 match j.kind {
                     JointKind::Fixed => x_pj,
-                    _ => x_pj * joint_motion(j.kind, &j.axis, q[j.q_index]),
+                    _ => joint_motion(x_pj, j.kind, &j.axis, q[j.q_index]),
                 }
             }
         };

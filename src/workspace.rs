@@ -25,8 +25,14 @@ pub struct Workspace {
     /// Motion subspace column of each velocity coordinate (world coordinates, about the world
     /// origin).
     pub dof_axis: Vec<Vec6>,
-    /// Spatial inertia of each body (world coordinates, about the world origin).
+    /// Spatial inertia of each body alone (world coordinates, about the world origin).
     pub body_inertia: Vec<SpatialInertia>,
+    /// Which bodies carry mass in the whole-model dynamics passes, and what they carry (bodies
+    /// welded by fixed joints ride with their moving ancestor).
+    pub mass_bodies: crate::model::MassBodies,
+    /// Spatial inertia of each body of [`crate::model::MassBodies::bodies`] together with the
+    /// bodies welded to it (world coordinates, about the world origin); other entries unused.
+    pub moving_inertia: Vec<SpatialInertia>,
     /// Composite (subtree) inertia scratch.
     pub composite_inertia: Vec<SpatialInertia>,
     /// Spatial acceleration scratch per body.
@@ -102,6 +108,9 @@ pub struct Workspace {
     /// The bodies an F/T sensor's reading depends on, ascending: each sensor's child body, its
     /// ancestors and its subtree (the sensors' dynamics pass runs on these only).
     pub sensor_bodies: Vec<usize>,
+    /// Whether a body lies in a sensor's subtree (its child body or below): the sensors' pass
+    /// needs forces there, and only accelerations on the ancestors above.
+    pub in_sensor_subtree: Vec<bool>,
     /// Contact force on each body from the last step (spatial force about the world origin, N).
     pub body_contact_force: Vec<Vec6>,
     /// Parent of each velocity coordinate (Featherstone's λ, RBDA §6.5): the previous
@@ -202,9 +211,14 @@ impl Workspace {
             }
             on_sensor_path[sensor.body..subtree_end[sensor.body]].fill(true);
         }
+        let mut in_sensor_subtree = vec![false; nb];
+        for sensor in &model.sensors {
+            in_sensor_subtree[sensor.body..subtree_end[sensor.body]].fill(true);
+        }
         let sensor_bodies = (0..nb).filter(|&b| on_sensor_path[b]).collect();
         Workspace {
             sensor_bodies,
+            in_sensor_subtree,
             subtree_end,
             mass_matrix: BranchMatrix::new(&dof_parent),
             delayed_commands: crate::state::Commands::new(model),
@@ -217,6 +231,8 @@ impl Workspace {
             start_body_velocity: vec![Vec6::zeros(); nb],
             dof_axis: vec![Vec6::zeros(); nv],
             body_inertia: vec![SpatialInertia::zeros(); nb],
+            mass_bodies: crate::model::MassBodies::new(model),
+            moving_inertia: vec![SpatialInertia::zeros(); nb],
             composite_inertia: vec![SpatialInertia::zeros(); nb],
             body_acc: vec![Vec6::zeros(); nb],
             body_force: vec![Vec6::zeros(); nb],

@@ -277,3 +277,79 @@ fn resting_ground_reaction_is_m_g_exactly_with_and_without_the_midpoint_bias() {
     assert!(with.abs() < 1e-12, "with the midpoint bias: {with:e}");
     assert!(unconstrained > 1e-5 && unconstrained < 1e-4, "with the unconstrained prediction: {unconstrained:e}");
 }
+
+/// RNEA written out body by body (every body with its own inertia, every parent the model's),
+/// independent of the engine's passes: `τ_k = S_kᵀ f_b` for coordinate `k` of body `b`.
+fn body_by_body_rnea(model: &Model, ws: &Workspace, v: &[f64], a: &[f64]) -> Vec<f64> {
+    use contact_sim::math::{cross_force, cross_motion, spatial, Vec3, Vec6};
+    let nb = model.bodies.len();
+    let mut acc = vec![Vec6::zeros(); nb];
+    let mut force = vec![Vec6::zeros(); nb];
+    for (b, body) in model.bodies.iter().enumerate() {
+        let j = &body.joint;
+        let mut ab = body.parent.map_or(spatial(&Vec3::zeros(), &(-model.gravity)), |p| acc[p]);
+        let mut joint_vel = Vec6::zeros();
+        for k in j.v_index..j.v_index + j.kind.nv() {
+            ab += ws.dof_axis[k] * a[k];
+            joint_vel += ws.dof_axis[k] * v[k];
+        }
+        ab += cross_motion(&ws.body_velocity[b], &joint_vel);
+        acc[b] = ab;
+        let inertia = ws.body_inertia[b].to_matrix();
+        force[b] = inertia * ab + cross_force(&ws.body_velocity[b], &(inertia * ws.body_velocity[b]));
+    }
+    for b in (0..nb).rev() {
+        if let Some(p) = model.bodies[b].parent {
+            let f = force[b];
+            force[p] += f;
+        }
+    }
+    let mut tau = vec![0.0; model.nv];
+    for (b, body) in model.bodies.iter().enumerate() {
+        let j = &body.joint;
+        for k in j.v_index..j.v_index + j.kind.nv() {
+            tau[k] = ws.dof_axis[k].dot(&force[b]);
+        }
+    }
+    tau
+}
+
+#[test]
+fn bodies_welded_by_fixed_joints_ride_with_their_moving_ancestor_and_change_nothing() {
+    // The engine's passes run over the bodies with coordinates, each carrying the bodies welded
+    // to it (the quadruped's four feet; the arm's F/T link, which has moving fingers below it;
+    // the fixed arm's base, welded to the world). Inverse dynamics must equal RNEA over every
+    // body with its own inertia, and M must still hold every welded body's mass.
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    for &(urdf, floating) in SHIPPED {
+        let model = robot_model(urdf, floating);
+        let mut ws = Workspace::new(&model, &SolverConfig::default());
+        let fixed: Vec<usize> = (0..model.bodies.len()).filter(|&b| model.bodies[b].joint.kind == contact_sim::model::JointKind::Fixed).collect();
+        assert_eq!(ws.mass_bodies.bodies.len(), model.bodies.len() - fixed.len(), "{urdf}: mass bodies");
+        for &(f, m) in &ws.mass_bodies.welded {
+            assert_ne!(model.bodies[m].joint.kind, contact_sim::model::JointKind::Fixed, "{urdf}: {} carried by a welded body", model.bodies[f].name);
+            assert_eq!(model.bodies[f].moving_body, m, "{urdf}: {} carried by {}", model.bodies[f].name, model.bodies[m].name);
+        }
+        if urdf == "urdf/quadruped.urdf" {
+            assert_eq!(ws.mass_bodies.welded.len(), 4, "the quadruped's four feet");
+        }
+        for trial in 0..10 {
+            let (state, a) = random_state(&model, &mut rng);
+            kinematics::forward_kinematics(&model, &state.q, &state.v, &mut ws);
+            dynamics::update_body_inertias(&model, &mut ws);
+            let mut tau = vec![0.0; model.nv];
+            dynamics::inverse_dynamics(&model, &mut ws, &state.v, &a, &mut tau);
+            let reference = body_by_body_rnea(&model, &ws, &state.v, &a);
+            let scale = reference.iter().map(|x| x.abs()).fold(1e-9, f64::max);
+            for k in 0..model.nv {
+                let err = (tau[k] - reference[k]).abs() / scale;
+                assert!(err < 1e-12, "{urdf} trial {trial} dof {}: τ = {} against {} body by body (rel {err:e})", model.dof_names[k], tau[k], reference[k]);
+            }
+            // the carried inertias hold every welded body's mass once
+            let carried: f64 = ws.mass_bodies.bodies.iter().map(|&b| ws.moving_inertia[b].mass).sum();
+            let welded_to_world: f64 = fixed.iter().filter(|&&f| !ws.mass_bodies.welded.iter().any(|w| w.0 == f)).map(|&f| model.bodies[f].mass).sum();
+            let total: f64 = model.bodies.iter().map(|b| b.mass).sum();
+            assert!((carried + welded_to_world - total).abs() <= 1e-12 * total, "{urdf}: carried mass {carried} + welded to the world {welded_to_world} against {total}");
+        }
+    }
+}

@@ -18,8 +18,9 @@
 //! per-pair point buffer reserved here. Parry's polygonal-feature manifold falls back from GJK to
 //! EPA when two shapes overlap, and builds a new (allocating) EPA on every such call; so
 //! overlapping pairs (other than box–box, which parry solves by SAT) are first resolved here
-//! with one reusable EPA, and the manifold is then generated with the second shape moved out of
-//! the overlap along the penetration normal (`separate_overlap`). The step allocates nothing.
+//! with one reusable EPA, whose buffers are grown when it is built (`grown_epa`), and the
+//! manifold is then generated with the second shape moved out of the overlap along the
+//! penetration normal (`separate_overlap`). The step allocates nothing.
 
 mod patch;
 pub use patch::{keep_patch_corners, SIDE_TOLERANCE_M};
@@ -94,9 +95,31 @@ impl CollisionScratch {
             geom_sphere: vec![[0.0; 5]; model.geoms.len()],
             manifolds,
             simplex: VoronoiSimplex::new(),
-            epa: EPA::new(),
+            epa: grown_epa(),
         }
     }
+}
+
+/// An EPA whose buffers have already grown to what its longest queries need. EPA keeps its
+/// buffers between queries but grows them (allocates) when a query needs more polytope than any
+/// before it: a pair of voussoirs overlapping in a new way, thousands of steps in, allocated in
+/// the step. EPA stops after 100 expansions; on two deeply overlapping spheres, whose round
+/// difference it can only approach facet by facet, it runs to that cap at several depths and
+/// directions, which grows its buffers beyond what flat-faced shapes ask for.
+fn grown_epa() -> EPA {
+    use parry3d_f64::shape::Ball;
+    let mut epa = EPA::new();
+    let mut simplex = VoronoiSimplex::new();
+    let ball = Ball::new(1.0);
+    for (k, depth) in [1.9, 1.5, 1.0, 0.5, 0.1].iter().enumerate() {
+        let dir = parry3d_f64::math::Vector::new(1.0, 0.3 * k as f64, 0.7 - 0.1 * k as f64).normalize();
+        let pos12 = parry3d_f64::math::Pose::from_translation(dir * (2.0 - depth));
+        simplex.reset(CsoPoint::from_shapes(&pos12, &ball, &ball, dir));
+        if gjk::closest_points(&pos12, &ball, &ball, 0.0, true, &mut simplex) == GJKResult::Intersection {
+            let _ = epa.closest_points(&pos12, &ball, &ball, &simplex);
+        }
+    }
+    epa
 }
 
 /// Result flags of collision detection.

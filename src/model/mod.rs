@@ -23,10 +23,12 @@
 //!   convention); the summaries convert to world frame.
 
 mod builder;
+mod mass_bodies;
 pub use crate::fem::DeformableContactOptions;
 pub mod sensor;
 pub mod tree;
 
+pub use mass_bodies::MassBodies;
 pub use builder::{check_inertia, convex_hull_vertices, hull_is_flat, solid_inertia, BaseMode, ModelBuilder, ObjectSpec, RobotSpec};
 
 use crate::math::{Mat3, Pose, Vec3};

@@ -595,7 +595,7 @@ fn update_sensors(model: &Model, state: &mut State, ws: &mut Workspace, dt: f64)
     let acc = std::mem::take(&mut ws.acceleration);
     let bodies = std::mem::take(&mut ws.sensor_bodies);
     kinematics::update_body_velocities_of(model, v_mid.as_slice(), ws, &bodies);
-    dynamics::rnea_forces_of(model, ws, v_mid.as_slice(), Some(acc.as_slice()), &bodies);
+    dynamics::sensor_rnea_forces(model, ws, v_mid.as_slice(), acc.as_slice(), &bodies);
     ws.scratch_nv = v_mid;
     ws.acceleration = acc;
     ws.scratch_nv.fill(0.0);
