@@ -5,14 +5,10 @@
 //! Equation of motion: `M(q) v̇ + h(q, v) = τ + Jᵀ f`, with `h = C(q, v) v + g(q)`.
 //! Requires [`crate::kinematics::forward_kinematics`] to have filled the workspace.
 //!
-//! # Welded bodies ride with their moving ancestor
-//! A body on a fixed joint (a foot, a flange, a sensor frame, a tool) moves exactly as its
-//! nearest ancestor with coordinates: the same spatial velocity and acceleration in world
-//! coordinates. Its force in RNEA, `I_f a + v ×* I_f v`, is linear in its inertia, so adding
-//! its world inertia to the ancestor's gives the same subtree forces and the same M(q) and
-//! h(q, v) with fewer bodies in the passes ([`MassBodies`]; the round-off differs in the last
-//! bits). Bodies welded to the world carry nothing: no coordinate lies above them. The F/T
-//! sensors, which need the force across a fixed joint, run their own pass body by body
+//! The whole-model passes run over the bodies with coordinates ([`MassBodies`]): a body on a
+//! fixed joint rides with its nearest ancestor with coordinates, its world inertia added to that
+//! ancestor's, which gives the same `M(q)` and `h(q, v)` up to round-off. The F/T sensors need
+//! the force across a fixed joint and run their own pass, body by body
 //! ([`sensor_rnea_forces`]).
 
 pub use crate::math::branch_matrix;
@@ -82,7 +78,7 @@ pub fn mass_matrix(model: &Model, ws: &mut Workspace) {
 /// The entries of welded bodies are not written.
 pub fn rnea_forces(model: &Model, ws: &mut Workspace, v: &[f64], a: Option<&[f64]>) {
     let mass = std::mem::take(&mut ws.mass_bodies.bodies); // moved out and back: no allocation
-    rnea_pass(model, ws, v, a, mass.iter().copied(), Inertias::Carried);
+    rnea_pass(model, ws, v, a, mass.iter().copied(), Pass::Carried);
     ws.mass_bodies.bodies = mass;
 }
 
@@ -92,26 +88,27 @@ pub fn rnea_forces(model: &Model, ws: &mut Workspace, v: &[f64], a: Option<&[f64
 /// across a fixed joint. Above the subtrees only the accelerations are computed; their forces
 /// are not written.
 pub fn sensor_rnea_forces(model: &Model, ws: &mut Workspace, v: &[f64], a: &[f64], bodies: &[usize]) {
-    rnea_pass(model, ws, v, Some(a), bodies.iter().copied(), Inertias::Own);
+    rnea_pass(model, ws, v, Some(a), bodies.iter().copied(), Pass::Sensors);
 }
 
-/// Which inertias and parents a pass uses.
+/// Which RNEA pass runs.
 #[derive(Clone, Copy, PartialEq)]
-enum Inertias {
-    /// `ws.moving_inertia` and [`MassBodies::parent`].
+enum Pass {
+    /// The whole model: the mass bodies, with `ws.moving_inertia` and [`MassBodies::parent`].
     Carried,
-    /// `ws.body_inertia` and the model's parents; forces in the sensors' subtrees only.
-    Own,
+    /// The sensors' bodies one by one, with `ws.body_inertia` and the model's parents; forces
+    /// in the sensors' subtrees only.
+    Sensors,
 }
 
 /// The two passes of RNEA over `bodies` (ascending).
 #[inline(always)]
-fn rnea_pass(model: &Model, ws: &mut Workspace, v: &[f64], a: Option<&[f64]>, bodies: impl DoubleEndedIterator<Item = usize> + Clone, inertias: Inertias) {
+fn rnea_pass(model: &Model, ws: &mut Workspace, v: &[f64], a: Option<&[f64]>, bodies: impl DoubleEndedIterator<Item = usize> + Clone, pass: Pass) {
     // The base accelerates upward at -g (Featherstone's gravity trick).
     let a_base = spatial(&crate::math::Vec3::zeros(), &(-model.gravity));
-    let parent_of = |ws: &Workspace, b: usize| match inertias {
-        Inertias::Carried => ws.mass_bodies.parent[b],
-        Inertias::Own => model.bodies[b].parent,
+    let parent_of = |ws: &Workspace, b: usize| match pass {
+        Pass::Carried => ws.mass_bodies.parent[b],
+        Pass::Sensors => model.bodies[b].parent,
     };
     for b in bodies.clone() {
         let j = &model.bodies[b].joint;
@@ -128,19 +125,19 @@ fn rnea_pass(model: &Model, ws: &mut Workspace, v: &[f64], a: Option<&[f64]>, bo
         }
         acc += cross_motion(&ws.body_velocity[b], &joint_vel);
         ws.body_acc[b] = acc;
-        if inertias == Inertias::Own && !ws.in_sensor_subtree[b] {
+        if pass == Pass::Sensors && !ws.in_sensor_subtree[b] {
             continue;
         }
         let vel = ws.body_velocity[b];
-        let inertia = match inertias {
-            Inertias::Carried => &ws.moving_inertia[b],
-            Inertias::Own => &ws.body_inertia[b],
+        let inertia = match pass {
+            Pass::Carried => &ws.moving_inertia[b],
+            Pass::Sensors => &ws.body_inertia[b],
         };
         ws.body_force[b] = inertia.apply(&acc) + cross_force(&vel, &inertia.apply(&vel));
     }
     for b in bodies.rev() {
         if let Some(p) = parent_of(ws, b) {
-            if inertias == Inertias::Own && !ws.in_sensor_subtree[p] {
+            if pass == Pass::Sensors && !ws.in_sensor_subtree[p] {
                 continue;
             }
             let f = ws.body_force[b];
