@@ -9,12 +9,12 @@ use thiserror::Error;
 /// An input error: which file, which element, what is wrong.
 #[derive(Debug, Error)]
 pub enum InputError {
-    /// A file could not be read.
-    #[error("{file}: cannot read: {reason}")]
+    /// A file could not be read or written.
+    #[error("{file}: {reason}")]
     Io {
         /// The file.
         file: String,
-        /// The OS error.
+        /// What failed and why, e.g. "cannot read: No such file or directory (os error 2)".
         reason: String,
     },
     /// A file could not be parsed (syntax, unknown key, wrong type).

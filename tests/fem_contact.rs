@@ -166,12 +166,7 @@ fn gripper_lifts_the_ball_when_friction_suffices_and_it_slips_otherwise() {
 }
 
 fn small_ball_scene(threads: usize) -> String {
-    let dir = std::env::temp_dir().join(format!("contact_sim_small_ball_{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let mesh = dir.join("ball.msh");
-    if !mesh.exists() {
-        contact_sim::config::write_gmsh41(&contact_sim::fem::TetMesh::ball(0.04, 4), &mesh).unwrap();
-    }
+    let mesh = mesh_file("small_ball.msh", &contact_sim::fem::TetMesh::ball(0.04, 4));
     format!(
         "timestep_s: 0.01\nsolver: {{kind: vfpi, tolerance: 1.0e-12, residual_tolerance: 1.0e-10, max_iterations: 20000, threads: {threads}}}\ndeformables:\n  - name: ball\n    mesh: {}\n    position: [0, 0, 0.0405]\n    linear_velocity: [0.05, 0, 0]\n    material: {{density_kg_m3: 1100, youngs_modulus_pa: 2.0e5, poisson_ratio: 0.35}}\n    friction: 0.3\n",
         mesh.display()
@@ -383,15 +378,8 @@ fn arm_folds_the_soft_mat_over_its_far_half() {
 /// `gravity: false` the upper block flies at the lower one sideways-free, along −z, at 0.3 m/s
 /// and there is no gravity nor ground contact to disturb the momentum.
 fn block_stack_scene(drop_m: f64, gravity: bool, threads: usize, tolerance: f64) -> String {
-    let dir = std::env::temp_dir().join(format!("contact_sim_blocks_{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let (lower, upper) = (dir.join("lower.msh"), dir.join("upper.msh"));
-    // tests run in parallel: write to a per-thread file, then rename (atomic)
-    for (path, size, cells) in [(&lower, [0.08, 0.08, 0.02], [4, 4, 2]), (&upper, [0.04, 0.04, 0.02], [2, 2, 2])] {
-        let tmp = path.with_extension(format!("{:?}.tmp", std::thread::current().id()).replace(['(', ')'], ""));
-        contact_sim::config::write_gmsh41(&contact_sim::fem::TetMesh::box_grid(size, cells), &tmp).unwrap();
-        std::fs::rename(&tmp, path).unwrap();
-    }
+    let lower = mesh_file("blocks_lower.msh", &contact_sim::fem::TetMesh::box_grid([0.08, 0.08, 0.02], [4, 4, 2]));
+    let upper = mesh_file("blocks_upper.msh", &contact_sim::fem::TetMesh::box_grid([0.04, 0.04, 0.02], [2, 2, 2]));
     let (g, z0, v0) = if gravity { ("[0, 0, -9.81]", 0.0, 0.0) } else { ("[0, 0, 0]", 0.05, -0.3) };
     format!(
         "timestep_s: 0.01\ngravity: {g}\nsolver: {{kind: vfpi, tolerance: {tolerance:e}, residual_tolerance: 1.0e-6, max_iterations: 20000, threads: {threads}}}\ncontact: {{deformable_contact: {{enabled: true, thickness_m: 0.004}}}}\ndeformables:\n  - name: lower\n    mesh: {}\n    position: [-0.04, -0.04, {z0}]\n    material: {{density_kg_m3: 1000, youngs_modulus_pa: 2.0e5, poisson_ratio: 0.3, rayleigh_stiffness_s: 0.002}}\n    friction: 0.5\n  - name: upper\n    mesh: {}\n    position: [-0.02, -0.02, {}]\n    linear_velocity: [0, 0, {v0}]\n    material: {{density_kg_m3: 1000, youngs_modulus_pa: 2.0e5, poisson_ratio: 0.3, rayleigh_stiffness_s: 0.002}}\n    friction: 0.5\n",

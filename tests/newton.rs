@@ -224,13 +224,9 @@ fn arm_push_box_converges_in_every_step_under_newton() {
 // Deformable bodies under the Newton scheme
 // ---------------------------------------------------------------------------------------------
 
-/// Writes `mesh` as a Gmsh file in a per-test temporary directory and returns its path.
+/// Writes `mesh` as a Gmsh file named after the test and returns its path.
 fn mesh_file(name: &str, mesh: &contact_sim::fem::TetMesh) -> String {
-    let dir = std::env::temp_dir().join(format!("contact_sim_newton_fem_{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{name}.msh"));
-    contact_sim::config::write_gmsh41(mesh, &path).unwrap();
-    path.display().to_string()
+    crate::common::mesh_file(&format!("newton_{name}.msh"), mesh).display().to_string()
 }
 
 /// Net ground force on the deformables (N, world z): the normal impulses of their ground

@@ -201,11 +201,8 @@ fn newton_primal_fem_large_mesh_does_not_allocate() {
 fn deformable_node_contacts_do_not_allocate() {
     // node–node contacts (contact.deformable_contact): a soft block dropped on a soft block,
     // measured while they touch (spatial hash, pairing sort, j-side FEM D-contacts)
-    let dir = std::env::temp_dir().join(format!("contact_sim_noalloc_blocks_{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let (lower, upper) = (dir.join("lower.msh"), dir.join("upper.msh"));
-    contact_sim::config::write_gmsh41(&contact_sim::fem::TetMesh::box_grid([0.08, 0.08, 0.02], [4, 4, 2]), &lower).unwrap();
-    contact_sim::config::write_gmsh41(&contact_sim::fem::TetMesh::box_grid([0.04, 0.04, 0.02], [2, 2, 2]), &upper).unwrap();
+    let lower = mesh_file("noalloc_blocks_lower.msh", &contact_sim::fem::TetMesh::box_grid([0.08, 0.08, 0.02], [4, 4, 2]));
+    let upper = mesh_file("noalloc_blocks_upper.msh", &contact_sim::fem::TetMesh::box_grid([0.04, 0.04, 0.02], [2, 2, 2]));
     // the coupled V-FPI solve and the Newton scheme's FEM rows
     for solver in ["kind: vfpi, tolerance: 1.0e-6, max_iterations: 3000", "kind: newton", "kind: newton, fem_formulation: dual_rows"] {
         let yaml = format!(

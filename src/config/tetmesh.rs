@@ -349,7 +349,7 @@ pub fn write_tetgen(mesh: &TetMesh, path: &Path) -> Result<(), InputError> {
 }
 
 fn write(path: &Path, s: &str) -> Result<(), InputError> {
-    std::fs::write(path, s).map_err(|e| InputError::Io { file: path.display().to_string(), reason: e.to_string() })
+    std::fs::write(path, s).map_err(|e| InputError::Io { file: path.display().to_string(), reason: format!("cannot write: {e}") })
 }
 
 /// The path of the `.ele` file paired with a TetGen `.node` file (and vice versa).

@@ -16,6 +16,21 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// Writes `mesh` as a Gmsh 4.1 file `name` in Cargo's scratch directory for integration tests
+/// (`target/tmp/`, nothing left in the system's temporary directory) and returns its path.
+/// Tests running at once may write the same file: each writes its own copy, then renames it
+/// into place, so a reader never sees a partly written mesh.
+pub fn mesh_file(name: &str, mesh: &contact_sim::fem::TetMesh) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("meshes");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    let thread = format!("{:?}", std::thread::current().id()).replace(|c: char| !c.is_ascii_alphanumeric(), "");
+    let tmp = dir.join(format!("{name}.{}.{thread}.tmp", std::process::id()));
+    contact_sim::config::write_gmsh41(mesh, &tmp).unwrap();
+    std::fs::rename(&tmp, &path).unwrap();
+    path
+}
+
 /// Loads a scene from YAML text as if it lived in `config/examples/` (relative paths resolve
 /// from there).
 pub fn scene(yaml: &str) -> Scene {
