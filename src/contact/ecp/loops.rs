@@ -2,9 +2,13 @@
 //! bodies and contacts go in, their problems from the sweeps' latest state, and the block's
 //! solution written back where the sweeps read it.
 //!
-//! The block holds every object that touches another object or a robot link this step, every
-//! robot link touching such an object, their ground contacts (objects) and their body–body and
-//! link–object contacts. The robots' own ground contacts and joint rows stay Gauss–Seidel items:
+//! The block holds every object that presses on another object or a robot link at the sweeps'
+//! latest state, every robot link pressing on such an object, and those contacts: the objects'
+//! ground contacts, body–body and link–object contacts that pass an impulse. A contact that
+//! touches with no normal impulse stays out: its friction is undetermined to the square root of
+//! the tolerance in the block's residual, and it would load the bodies with that much (the
+//! sweeps after the block check it). The robots' own ground contacts and joint rows stay
+//! Gauss–Seidel items:
 //! their impulses are frozen in the robots' velocity while the block is solved. After a solve
 //! the sweeps go on from the block's solution; a sweep that changes no impulse ends the step.
 
@@ -34,8 +38,8 @@ impl EcpScheme {
         self.block.clear();
         self.block_of_slot.fill(usize::MAX);
         self.block_links.clear();
-        // bodies: objects that touch another object or a link, then the links
-        let coupled = |i: usize, s: &Self| s.pairs.iter().any(|p| p.active && (p.a == i || p.b == i)) || s.link_pairs.iter().any(|p| p.active && p.object == i);
+        // bodies: objects that press on another object or a link, then the links
+        let coupled = |i: usize, s: &Self| s.pairs.iter().any(|p| p.pushes() && (p.a == i || p.b == i)) || s.link_pairs.iter().any(|p| p.pushes() && p.object == i);
         for i in 0..self.slots.len() {
             if !coupled(i, self) {
                 continue;
@@ -52,7 +56,7 @@ impl EcpScheme {
         }
         let first_link = self.block.bodies.len();
         for (k, p) in self.link_pairs.iter().enumerate() {
-            if p.active && !self.block_links.iter().any(|(l, _)| *l == p.link) {
+            if p.pushes() && !self.block_links.iter().any(|(l, _)| *l == p.link) {
                 self.block_links.push((p.link, k));
                 let m = p.link_body.mass_kg;
                 self.block.bodies.push(BlockBody {
@@ -122,7 +126,7 @@ impl EcpScheme {
             let mut u = self.block.rows[r].free_velocity;
             for (i, &(link, _)) in self.block_links.iter().enumerate() {
                 let gl = self.block.row_link[r * nb + first_link + i];
-                for p in self.link_pairs.iter().filter(|p| p.active && p.link == link) {
+                for p in self.link_pairs.iter().filter(|p| p.pushes() && p.link == link) {
                     let w = p.applied_wrench();
                     u -= (0..6).map(|c| gl[c] * w[c]).sum::<f64>();
                 }
@@ -145,7 +149,7 @@ impl EcpScheme {
             for j in 0..self.block_links.len() {
                 let other = self.block_links[j].0;
                 let a = self.block.mobility[(first_link + i) * nb + first_link + j];
-                for p in self.link_pairs.iter().filter(|p| p.active && p.link == other) {
+                for p in self.link_pairs.iter().filter(|p| p.pushes() && p.link == other) {
                     let w = p.applied_wrench();
                     for (r, f) in free.iter_mut().enumerate() {
                         *f -= (0..6).map(|c| a[r][c] * w[c]).sum::<f64>();
@@ -161,7 +165,7 @@ impl EcpScheme {
             let s = &self.slots[i];
             // only contacts that push at the sweeps' latest state: the block keeps their active
             // set, the sweeps after it check the others
-            let pushing = s.ground.force != Vec3::zeros();
+            let pushing = s.ground.passes_impulse();
             let (Some(((pl, _), (_, mu))), Some(z), true) = (self.ground.zip(s.ground_pair), s.stepper.warm, b != usize::MAX && pushing) else { continue };
             let (mb, _, _) = mncp::moving_body(&s.ecp_body, &s.start, &(Vec3::zeros(), Vec3::zeros()), gravity, h);
             let scale = s.ecp_body.mass_kg * h * g;
@@ -182,7 +186,7 @@ impl EcpScheme {
         }
         for k in 0..self.pairs.len() {
             let p = &self.pairs[k];
-            if !p.active {
+            if !p.pushes() {
                 continue;
             }
             let (z, k1) = p.stepper.warm?;
@@ -196,7 +200,7 @@ impl EcpScheme {
         }
         for k in 0..self.link_pairs.len() {
             let p = &self.link_pairs[k];
-            if !p.active {
+            if !p.pushes() {
                 continue;
             }
             let s = &self.slots[p.object];

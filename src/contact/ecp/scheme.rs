@@ -47,6 +47,11 @@ impl Exchange {
     pub(super) fn change(&self, other: &Exchange, scale: f64) -> f64 {
         ((self.force - other.force).norm() + (self.twist - other.twist).norm()) / scale
     }
+
+    /// Whether any impulse passes (none between bodies apart, or touching with `p_n = 0`).
+    pub(super) fn passes_impulse(&self) -> bool {
+        self.force != Vec3::zeros() || self.twist != Vec3::zeros()
+    }
 }
 
 /// One free object the scheme moves.
@@ -730,6 +735,11 @@ impl Slot {
 }
 
 impl BodyPair {
+    /// Solved this step and pressing at the sweeps' latest state.
+    pub(super) fn pushes(&self) -> bool {
+        self.active && self.exchange.passes_impulse()
+    }
+
     fn history(&self) -> PairHistory {
         PairHistory { warm: self.stepper.warm, active: self.active, n0: self.n0, exchange: self.exchange, last: self.last, ..PairHistory::fresh() }
     }
