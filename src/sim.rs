@@ -95,12 +95,45 @@ impl std::fmt::Display for StepFailure {
 /// Per-joint command tracks built from scene keyframes.
 #[derive(Clone, Debug, Default)]
 pub struct Script {
-    /// `(velocity index, [(time s, position target)])`, interpolated linearly.
-    positions: Vec<(usize, Vec<(f64, f64)>)>,
-    /// `(velocity index, [(time s, effort)])`, zero-order hold.
-    efforts: Vec<(usize, Vec<(f64, f64)>)>,
+    /// Position targets (rad or m), interpolated linearly between keyframes.
+    positions: Vec<Track>,
+    /// Efforts (N·m or N), held from one keyframe to the next.
+    efforts: Vec<Track>,
     /// The script repeats with this period (s): times are read modulo it.
     period_s: Option<f64>,
+}
+
+/// One joint's keyframes and where the last lookup found the time.
+#[derive(Clone, Debug, Default)]
+struct Track {
+    /// Velocity index of the joint.
+    dof: usize,
+    /// `(time s, value)`, in the order of the scene's keyframes (times non-decreasing).
+    keys: Vec<(f64, f64)>,
+    /// The number of keys at or before the time of the last lookup: the next lookup, a step
+    /// later, finds the same segment or the next one without a search.
+    cursor: usize,
+}
+
+impl Track {
+    /// The number of keys with time `≤ t` (what `partition_point` returns), from the cursor when
+    /// `t` is in its segment or the next one, by bisection otherwise (time went back, a period
+    /// wrapped, or a jump).
+    fn keys_up_to(&mut self, t: f64) -> usize {
+        let keys = &self.keys;
+        let at_or_before = |i: usize| i == 0 || keys[i - 1].0 <= t;
+        let after = |i: usize| i == keys.len() || keys[i].0 > t;
+        let c = self.cursor;
+        let i = if at_or_before(c) && after(c) {
+            c
+        } else if c < keys.len() && at_or_before(c + 1) && after(c + 1) {
+            c + 1
+        } else {
+            keys.partition_point(|&(tk, _)| tk <= t)
+        };
+        self.cursor = i;
+        i
+    }
 }
 
 impl Script {
@@ -110,16 +143,16 @@ impl Script {
         for k in keyframes {
             for (name, &value) in &k.positions {
                 let dof = model.joint_dof(name).expect("validated");
-                match s.positions.iter_mut().find(|(d, _)| *d == dof) {
-                    Some((_, track)) => track.push((k.time_s, value)),
-                    None => s.positions.push((dof, vec![(k.time_s, value)])),
+                match s.positions.iter_mut().find(|track| track.dof == dof) {
+                    Some(track) => track.keys.push((k.time_s, value)),
+                    None => s.positions.push(Track { dof, keys: vec![(k.time_s, value)], cursor: 0 }),
                 }
             }
             for (name, &value) in &k.efforts {
                 let dof = model.joint_dof(name).expect("validated");
-                match s.efforts.iter_mut().find(|(d, _)| *d == dof) {
-                    Some((_, track)) => track.push((k.time_s, value)),
-                    None => s.efforts.push((dof, vec![(k.time_s, value)])),
+                match s.efforts.iter_mut().find(|track| track.dof == dof) {
+                    Some(track) => track.keys.push((k.time_s, value)),
+                    None => s.efforts.push(Track { dof, keys: vec![(k.time_s, value)], cursor: 0 }),
                 }
             }
         }
@@ -139,31 +172,32 @@ impl Script {
     }
 
     /// Writes the scripted targets at time `t` (s) into `cmd`. Before a joint's first keyframe its
-    /// command is left unchanged.
-    pub fn apply(&self, t: f64, cmd: &mut Commands) {
+    /// command is left unchanged. Any `t` may follow any other; times that move forward step by
+    /// step are found without a search. Allocates nothing.
+    pub fn apply(&mut self, t: f64, cmd: &mut Commands) {
         let t = match self.period_s {
             Some(p) if p > 0.0 => t.rem_euclid(p),
             _ => t,
         };
-        for (dof, track) in &self.positions {
-            if t < track[0].0 {
+        for track in &mut self.positions {
+            let i = track.keys_up_to(t);
+            if i == 0 {
                 continue;
             }
-            let i = track.partition_point(|&(tk, _)| tk <= t);
-            cmd.position[*dof] = if i >= track.len() {
-                track[track.len() - 1].1
+            let keys = &track.keys;
+            cmd.position[track.dof] = if i >= keys.len() {
+                keys[keys.len() - 1].1
             } else {
-                let (t0, v0) = track[i - 1];
-                let (t1, v1) = track[i];
+                let (t0, v0) = keys[i - 1];
+                let (t1, v1) = keys[i];
                 if t1 > t0 { v0 + (v1 - v0) * (t - t0) / (t1 - t0) } else { v1 }
             };
         }
-        for (dof, track) in &self.efforts {
-            if t < track[0].0 {
-                continue;
+        for track in &mut self.efforts {
+            let i = track.keys_up_to(t);
+            if i > 0 {
+                cmd.effort[track.dof] = track.keys[i - 1].1;
             }
-            let i = track.partition_point(|&(tk, _)| tk <= t);
-            cmd.effort[*dof] = track[i - 1].1;
         }
     }
 }
@@ -238,5 +272,34 @@ impl Simulation {
     pub fn reset(&mut self) {
         self.state.copy_from(&self.initial_state);
         self.commands.copy_from(&self.initial_commands);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Track;
+
+    #[test]
+    fn the_cursor_finds_the_segment_bisection_finds_whatever_the_order_of_times() {
+        // keys with repeated times (a step in a track), lookups forward by small and large steps,
+        // backward, and outside the keys at both ends
+        let keys = vec![(0.0, 0.0), (0.1, 1.0), (0.1, 2.0), (0.25, 3.0), (0.4, 4.0), (1.0, 5.0), (1.0, 6.0), (2.5, 7.0)];
+        let mut track = Track { dof: 0, keys: keys.clone(), cursor: 0 };
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut t = -0.2;
+        for k in 0..20_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let u = (state >> 11) as f64 / (1u64 << 53) as f64;
+            t = match k % 5 {
+                0 => u * 3.2 - 0.3,              // anywhere
+                1 => t - 0.05 * u,               // back a little
+                _ => t + 0.002 + 0.01 * u,       // forward, a step at a time
+            };
+            let probe = if k % 97 == 0 { keys[(k / 97) % keys.len()].0 } else { t }; // exactly on a key
+            let expected = keys.partition_point(|&(tk, _)| tk <= probe);
+            assert_eq!(track.keys_up_to(probe), expected, "t = {probe}");
+        }
     }
 }
