@@ -117,7 +117,7 @@ struct Track {
 
 impl Track {
     /// The number of keys with time `≤ t` (what `partition_point` returns), from the cursor when
-    /// `t` is in its segment or the next one, by bisection otherwise (time went back, a period
+    /// `t` is in its segment or the next one, by binary search otherwise (time went back, a period
     /// wrapped, or a jump).
     fn keys_up_to(&mut self, t: f64) -> usize {
         let keys = &self.keys;
@@ -280,7 +280,7 @@ mod tests {
     use super::Track;
 
     #[test]
-    fn the_cursor_finds_the_segment_bisection_finds_whatever_the_order_of_times() {
+    fn the_cursor_finds_the_segment_a_binary_search_finds_whatever_the_order_of_times() {
         // keys with repeated times (a step in a track), lookups forward by small and large steps,
         // backward, and outside the keys at both ends
         let keys = vec![(0.0, 0.0), (0.1, 1.0), (0.1, 2.0), (0.25, 3.0), (0.4, 4.0), (1.0, 5.0), (1.0, 6.0), (2.5, 7.0)];
