@@ -8,9 +8,9 @@
 //! touches with no normal impulse stays out: its friction is undetermined to the square root of
 //! the tolerance in the block's residual, and it would load the bodies with that much (the
 //! sweeps after the block check it). The robots' own ground contacts and joint rows stay
-//! Gauss–Seidel items:
-//! their impulses are frozen in the robots' velocity while the block is solved. After a solve
-//! the sweeps go on from the block's solution; a sweep that changes no impulse ends the step.
+//! Gauss–Seidel items: their impulses are frozen in the robots' velocity while the block is
+//! solved. After a solve the sweeps go on from the block's solution; a sweep that changes no
+//! impulse ends the step.
 
 use super::block::{BlockBody, BlockContact, BlockRow, BodyDynamics, LocalProblem, Owner};
 use super::links::link_twist;
