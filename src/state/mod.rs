@@ -76,6 +76,11 @@ pub struct State {
     /// "Midpoint bias"). Used only while [`State::v`] still equals
     /// [`State::last_step_end_v`] bit for bit.
     pub last_step_dv: Vec<f64>,
+    /// The last step's bias `h` (N or N·m per coordinate, the layout of [`State::v`]), evaluated
+    /// at its midpoint velocity: with the midpoint bias it stands in for `h(q, v)` in the bound
+    /// of this step's midpoint prediction (docs/time-stepping.md, "Midpoint bias"). Used with
+    /// [`State::last_step_dv`].
+    pub last_step_bias: Vec<f64>,
     /// [`State::v`] as the last step left it; empty history (NaN) before the first step. When
     /// `v` was written from outside since (a reset, a replay, a test), the prediction falls
     /// back to the unconstrained `½ (v + v*)`.
@@ -143,6 +148,7 @@ impl State {
                 .collect(),
             fem_weld_impulse: vec![0.0; 3 * model.deformables.iter().map(|d| d.num_nodes()).sum::<usize>()],
             last_step_dv: vec![0.0; model.nv],
+            last_step_bias: vec![0.0; model.nv],
             last_step_end_v: vec![f64::NAN; model.nv],
             method_history: Vec::new(),
             contact_pair_normals: vec![[0.0; 6]; model.collision_pairs.len()],
@@ -170,7 +176,7 @@ impl State {
     /// history has grown to `other`'s length. The exhaustive destructuring makes a new field a
     /// compile error here rather than a silently stale reset.
     pub fn copy_motion_from(&mut self, other: &State) {
-        let State { time_s: _, step_count: _, q, v, warm_contacts, warm_joint_rows, sensors: _, fem_x, fem_v, fem_weld_impulse, last_step_dv, last_step_end_v, method_history, contact_pair_normals, method_state, command_delay } =
+        let State { time_s: _, step_count: _, q, v, warm_contacts, warm_joint_rows, sensors: _, fem_x, fem_v, fem_weld_impulse, last_step_dv, last_step_bias, last_step_end_v, method_history, contact_pair_normals, method_state, command_delay } =
             other;
         self.command_delay.copy_from(command_delay);
         let copied = match (self.method_state.as_mut(), method_state.as_ref()) {
@@ -191,6 +197,7 @@ impl State {
         self.method_history.clear();
         self.method_history.extend_from_slice(method_history);
         self.last_step_dv.copy_from_slice(last_step_dv);
+        self.last_step_bias.copy_from_slice(last_step_bias);
         self.last_step_end_v.copy_from_slice(last_step_end_v);
         self.fem_x.copy_from_slice(fem_x);
         self.fem_v.copy_from_slice(fem_v);

@@ -184,11 +184,25 @@ pub fn deformable_contacts(model: &Model, state: &State, ws: &mut Workspace) {
     }
 }
 
-/// Stage 3: the mass matrix M(q) into `ws.mass_matrix` and the bias h(q, v) into `ws.bias`.
+/// Stage 3: the mass matrix M(q) into `ws.mass_matrix` and the bias h(q, v) into `ws.bias`. With
+/// the midpoint bias and the last step's history, the last step's bias stands in for h(q, v):
+/// stage 5 needs it only for the bound of the midpoint prediction, then evaluates h at the
+/// midpoint (one RNEA per step instead of two).
 pub fn dynamics_terms(model: &Model, state: &State, ws: &mut Workspace) {
     dynamics::update_body_inertias(model, ws);
     dynamics::mass_matrix(model, ws);
-    dynamics::bias_forces(model, ws, &state.v);
+    if model.midpoint_bias && has_step_history(state) {
+        ws.bias.as_mut_slice().copy_from_slice(&state.last_step_bias);
+    } else {
+        dynamics::bias_forces(model, ws, &state.v);
+    }
+}
+
+/// Whether `state.v` is the velocity the last step left (bit for bit), so that the last step's
+/// velocity change and bias describe this one's start; `false` before the first step and after
+/// `v` was written from outside (a reset, a replay, a test).
+fn has_step_history(state: &State) -> bool {
+    state.last_step_end_v.iter().zip(&state.v).all(|(a, b)| a.to_bits() == b.to_bits())
 }
 
 /// Stage 4: actuation and the implicit terms: `ws.mass_factor` ← M̃ (not yet factored),
@@ -269,9 +283,11 @@ pub fn factor_and_free_velocity(model: &Model, state: &State, ws: &mut Workspace
         // the ground reaction is m g exactly) but after an impact it would carry the impact's
         // jump into this step. Per coordinate, the prediction is the extrapolation clamped to
         // the interval between v and ½ (v + v*): the constraints may only have held back the
-        // free motion, never reversed or amplified it. Without a history (first step, or v
-        // written from outside since) it is ½ (v + v*).
-        let history = state.last_step_end_v.iter().zip(&state.v).all(|(a, b)| a.to_bits() == b.to_bits());
+        // free motion, never reversed or amplified it. With a history, v* here is computed
+        // with the last step's (midpoint) bias in place of h(q, v) (stage 3): it only bounds
+        // the prediction. Without a history (first step, or v written from outside since) v*
+        // has h(q, v) and the prediction is ½ (v + v*).
+        let history = has_step_history(state);
         for k in 0..nv {
             let (start, unconstrained) = (state.v[k], 0.5 * (state.v[k] + ws.free_velocity[k]));
             ws.scratch_nv[k] = if history {
@@ -510,6 +526,7 @@ pub fn commit_velocity(model: &Model, state: &mut State, ws: &mut Workspace, cmd
         }
         return false;
     }
+    state.last_step_bias.copy_from_slice(ws.bias.as_slice());
     for k in 0..nv {
         state.last_step_dv[k] = ws.scratch_nv[k] - state.v[k];
         state.v[k] = ws.scratch_nv[k];
