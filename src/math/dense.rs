@@ -187,6 +187,78 @@ pub fn cholesky_in_place(a: &mut [f64], m: usize) -> bool {
     true
 }
 
+/// Whether the `n × n` diagonal block at `start` of the row-major matrix `a` (row stride
+/// `stride`) is exactly symmetric.
+pub fn block_is_symmetric(a: &[f64], stride: usize, start: usize, n: usize) -> bool {
+    (1..n).all(|i| (0..i).all(|j| a[(start + i) * stride + start + j] == a[(start + j) * stride + start + i]))
+}
+
+/// In-place Cholesky factorisation `A = Uᵀ U` (U upper triangular) of the symmetric `n × n`
+/// diagonal block at `start` of the row-major matrix `a` (row stride `stride`), reading and
+/// writing its upper triangle only. Right-looking, row by row: each pivot row is scaled, then
+/// subtracted from the rows below it where it has a nonzero, up to its last nonzero (the row
+/// updates of [`lu_in_place_block`] on the upper triangle, without pivoting: half its work).
+/// Returns false on a pivot that is not positive and finite (a matrix that is not positive
+/// definite).
+pub fn cholesky_in_place_block(a: &mut [f64], stride: usize, start: usize, n: usize) -> bool {
+    with_avx2!(cholesky_in_place_block_portable(a, stride, start, n))
+}
+
+#[inline(always)]
+pub(crate) fn cholesky_in_place_block_portable(a: &mut [f64], stride: usize, start: usize, n: usize) -> bool {
+    let at = |r: usize, c: usize| (start + r) * stride + start + c;
+    for k in 0..n {
+        let d = a[at(k, k)];
+        if !(d > 0.0 && d.is_finite()) {
+            return false;
+        }
+        let u = d.sqrt();
+        a[at(k, k)] = u;
+        let inv = 1.0 / u;
+        let (top, bottom) = a.split_at_mut((start + k + 1) * stride);
+        let urow = &mut top[at(k, k + 1)..at(k, n)];
+        let width = urow.iter().rposition(|&x| x != 0.0).map_or(0, |j| j + 1);
+        let urow = &mut urow[..width];
+        for x in urow.iter_mut() {
+            *x *= inv;
+        }
+        // row k + 1 + r from its diagonal to the pivot row's last nonzero
+        for r in 0..width {
+            let l = urow[r];
+            if l == 0.0 {
+                continue;
+            }
+            let base = r * stride + start + k + 1;
+            for (o, x) in bottom[base + r..base + width].iter_mut().zip(&urow[r..]) {
+                *o -= l * x;
+            }
+        }
+    }
+    true
+}
+
+/// Solves `Uᵀ U x = b` in place with the factor of [`cholesky_in_place_block`] (the block at
+/// `start`, its size `x.len()`).
+pub fn cholesky_solve_block(a: &[f64], stride: usize, start: usize, x: &mut [f64]) {
+    let n = x.len();
+    let row = |r: usize| &a[(start + r) * stride + start..(start + r) * stride + start + n];
+    // Uᵀ y = b, by rows of U
+    for p in 0..n {
+        let u = row(p);
+        let yp = x[p] / u[p];
+        x[p] = yp;
+        for (xj, uj) in x[p + 1..].iter_mut().zip(&u[p + 1..]) {
+            *xj -= uj * yp;
+        }
+    }
+    // U x = y
+    for i in (0..n).rev() {
+        let u = row(i);
+        let s: f64 = u[i + 1..n].iter().zip(&x[i + 1..n]).map(|(u, v)| u * v).sum();
+        x[i] = (x[i] - s) / u[i];
+    }
+}
+
 /// Solves `L Lᵀ x = b` in place with the factor of [`cholesky_in_place`].
 pub fn cholesky_solve(l: &[f64], m: usize, x: &mut [f64]) {
     for i in 0..m {

@@ -1,13 +1,13 @@
 //! The Newton iteration with the exact generalized Jacobian of every row's natural residual
 //! ([`NewtonJacobian::Exact`](super::NewtonJacobian::Exact); ours, rigid rows only, beside the
-//! paper's frozen compliance of §7 and App. A.2): on the impulses alone, LU per consecutive block,
-//! full steps, then an Armijo backtracking on `½‖F‖²`.
+//! paper's frozen compliance of §7 and App. A.2): on the impulses alone, LU per consecutive block
+//! (Cholesky where the block is symmetric), full steps, then an Armijo backtracking on `½‖F‖²`.
 
 use super::blocks::consecutive_blocks;
 use super::delassus::block_delassus_product;
 use super::laws::exact_laws;
 use super::{NewtonIterate, NewtonOptions, NewtonProblem, NewtonScratch, NewtonStats};
-use crate::math::dense::{lu_in_place_block, lu_solve_block};
+use crate::math::dense::{block_is_symmetric, cholesky_in_place_block, cholesky_solve_block, lu_in_place_block, lu_solve_block};
 
 /// Full Newton steps before the line search starts ([`NewtonJacobian::Exact`](super::NewtonJacobian::Exact)).
 const FULL_STEPS: u32 = 12;
@@ -119,11 +119,29 @@ pub(super) fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut 
         let mut block_start = 0;
         for &block_end in &scr.block_ends[..blocks] {
             let n = block_end - block_start;
-            if !lu_in_place_block(&mut scr.dense[..m * m], m, block_start, n, &mut scr.pivot[..n]) {
-                singular = true;
-                break;
+            // a block whose rows are all Delassus rows (active normals, sticking friction,
+            // interior joint friction, bilateral rows) has the symmetric positive definite
+            // matrix G + diagonal: Cholesky on its profile, half the work of LU
+            let mut solved = false;
+            if block_is_symmetric(&scr.dense[..m * m], m, block_start, n) {
+                if cholesky_in_place_block(&mut scr.dense[..m * m], m, block_start, n) {
+                    cholesky_solve_block(&scr.dense[..m * m], m, block_start, &mut scr.increment[block_start..block_end]);
+                    solved = true;
+                } else {
+                    // not positive definite after all (round-off): the block again, by LU
+                    exact_laws(prob, opts, it.impulse, &scr.row_velocity[..m], &mut scr.residual[..m], &mut scr.natural[..m], Some((&mut scr.dense[..m * m], &scr.block_ends[..blocks])));
+                    for i in block_start..block_end {
+                        scr.dense[i * m + i] += proximal * d[i * m + i];
+                    }
+                }
             }
-            lu_solve_block(&scr.dense[..m * m], m, block_start, &scr.pivot[..n], &mut scr.increment[block_start..block_end]);
+            if !solved {
+                if !lu_in_place_block(&mut scr.dense[..m * m], m, block_start, n, &mut scr.pivot[..n]) {
+                    singular = true;
+                    break;
+                }
+                lu_solve_block(&scr.dense[..m * m], m, block_start, &scr.pivot[..n], &mut scr.increment[block_start..block_end]);
+            }
             block_start = block_end;
         }
         if singular {

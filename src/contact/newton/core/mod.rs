@@ -169,8 +169,9 @@ pub enum NewtonJacobian {
     /// friction is `r p_f − Π(r p_f − w_f)` with Π the projection on the disk of radius
     /// `r μ p_n`, and its Newton step includes the projection's derivative — with respect to the
     /// slip, the friction impulse *and* the normal impulse — so the step is exact when sliding.
-    /// The system is unsymmetric: dense LU with partial pivoting, backtracking (Armijo) on
-    /// `½‖F‖²`, for which the exact step is a descent direction.
+    /// The system is unsymmetric: dense LU with partial pivoting (Cholesky on a block whose
+    /// rows are all Delassus rows, where it is symmetric positive definite), backtracking
+    /// (Armijo) on `½‖F‖²`, for which the exact step is a descent direction.
     Exact,
 }
 

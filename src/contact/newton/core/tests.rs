@@ -7,7 +7,7 @@ use super::delassus::block_delassus_product_serial;
 use super::laws::{exact_laws, exact_laws_portable};
 use super::rescue::{projected_sweeps, proximal_point};
 use super::*;
-use crate::math::dense::{cholesky_in_place, cholesky_solve, lu_in_place, lu_in_place_block, lu_in_place_block_portable, lu_solve, lu_solve_block};
+use crate::math::dense::{block_is_symmetric, cholesky_in_place, cholesky_in_place_block, cholesky_in_place_block_portable, cholesky_solve, cholesky_solve_block, lu_in_place, lu_in_place_block, lu_in_place_block_portable, lu_solve, lu_solve_block};
 
 #[test]
 fn fischer_burmeister_values_of_the_paper() {
@@ -452,7 +452,8 @@ fn exact_options(tolerance_m_s: f64) -> NewtonOptions {
 
 /// The AVX2 build of the exact iteration's kernels (chosen at run time on x86-64 CPUs that
 /// have it) gives the same bits as the portable build: the LU of a 37-row matrix with
-/// pivoting, a block Delassus product, and the laws with their Jacobian. On a CPU without
+/// pivoting, the Cholesky of an SPD one, a block Delassus product, and the laws with their
+/// Jacobian. On a CPU without
 /// AVX2 both sides run the portable code.
 #[test]
 fn the_avx2_build_is_bit_identical_to_the_portable_one() {
@@ -467,6 +468,11 @@ fn the_avx2_build_is_bit_identical_to_the_portable_one() {
     assert!(lu_in_place_block(&mut wide, n, 0, n, &mut pivot_wide));
     assert!(lu_in_place_block_portable(&mut portable, n, 0, n, &mut pivot_portable));
     assert_eq!(pivot_wide, pivot_portable);
+    assert!(wide.iter().zip(&portable).all(|(x, y)| x.to_bits() == y.to_bits()));
+    // the Cholesky of the blocks of Delassus rows, likewise
+    let (mut wide, mut portable) = (spd(n, 5, 1e2), spd(n, 5, 1e2));
+    assert!(cholesky_in_place_block(&mut wide, n, 0, n));
+    assert!(cholesky_in_place_block_portable(&mut portable, n, 0, n));
     assert!(wide.iter().zip(&portable).all(|(x, y)| x.to_bits() == y.to_bits()));
     let x: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37).sin()).collect();
     let ends = [12, n];
@@ -522,4 +528,54 @@ fn lu_solves_with_pivoting() {
     for k in 0..3 {
         assert!((x[k] - x_true[k]).abs() < 1e-14, "{x:?}");
     }
+}
+
+/// The exact iteration's Cholesky for blocks of Delassus rows ([`cholesky_in_place_block`]):
+/// on a banded symmetric positive definite block inside a larger matrix (the stack's block
+/// tridiagonal Delassus matrix, zeros outside the band, over 10^±2 in scale) it solves the
+/// system as LU with pivoting does (to 1e-12 relative), leaves the rows outside the block
+/// alone, and refuses a matrix with a negative eigenvalue.
+#[test]
+fn the_profile_cholesky_solves_a_banded_block_like_lu_and_refuses_an_indefinite_one() {
+    let (n, m, start, band) = (24, 30, 3, 5);
+    let dense = spd(n, 11, 1e2);
+    let mut banded = dense.clone();
+    for i in 0..n {
+        for j in 0..n {
+            if i.abs_diff(j) > band {
+                banded[i * n + j] = 0.0;
+            }
+        }
+        // diagonal dominance keeps the cut matrix positive definite
+        let off: f64 = (0..n).filter(|&j| j != i).map(|j| banded[i * n + j].abs()).sum();
+        banded[i * n + i] = banded[i * n + i].abs() + off;
+    }
+    let mut big = vec![7.0; m * m];
+    for i in 0..n {
+        big[(start + i) * m + start..(start + i) * m + start + n].copy_from_slice(&banded[i * n..(i + 1) * n]);
+    }
+    let untouched: Vec<f64> = (0..m * m).filter(|&k| !(start..start + n).contains(&(k / m))).map(|k| big[k]).collect();
+    assert!(block_is_symmetric(&big, m, start, n));
+    let b: Vec<f64> = (0..n).map(|i| (i as f64 * 0.61).cos()).collect();
+    let mut x_chol = b.clone();
+    assert!(cholesky_in_place_block(&mut big, m, start, n));
+    cholesky_solve_block(&big, m, start, &mut x_chol);
+    let (mut lu, mut pivot, mut x_lu) = (banded.clone(), vec![0; n], b.clone());
+    assert!(lu_in_place(&mut lu, n, &mut pivot));
+    lu_solve(&lu, n, &pivot, &mut x_lu);
+    let scale = x_lu.iter().fold(0.0f64, |a, x| a.max(x.abs()));
+    for i in 0..n {
+        assert!((x_chol[i] - x_lu[i]).abs() <= 1e-12 * scale, "row {i}: {} vs {}", x_chol[i], x_lu[i]);
+        let ax: f64 = (0..n).map(|j| banded[i * n + j] * x_chol[j]).sum();
+        assert!((ax - b[i]).abs() < 1e-10 * banded[i * n + i].abs().max(1.0), "row {i}: A x − b = {}", ax - b[i]);
+    }
+    let after: Vec<f64> = (0..m * m).filter(|&k| !(start..start + n).contains(&(k / m))).map(|k| big[k]).collect();
+    assert_eq!(untouched, after);
+    // an indefinite matrix: refused, not a NaN factor
+    let mut indefinite = banded.clone();
+    indefinite[5 * n + 5] = -1.0;
+    assert!(!cholesky_in_place_block(&mut indefinite, n, 0, n));
+    // an unsymmetric one is not taken for symmetric
+    banded[2 * n + 1] += 1e-9;
+    assert!(!block_is_symmetric(&banded, n, 0, n));
 }
