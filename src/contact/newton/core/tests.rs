@@ -453,8 +453,7 @@ fn exact_options(tolerance_m_s: f64) -> NewtonOptions {
 /// The AVX2 build of the exact iteration's kernels (chosen at run time on x86-64 CPUs that
 /// have it) gives the same bits as the portable build: the LU of a 37-row matrix with
 /// pivoting, the Cholesky of an SPD one, a block Delassus product, and the laws with their
-/// Jacobian. On a CPU without
-/// AVX2 both sides run the portable code.
+/// Jacobian. On a CPU without AVX2 both sides run the portable code.
 #[test]
 fn the_avx2_build_is_bit_identical_to_the_portable_one() {
     let n = 37;
