@@ -600,8 +600,9 @@ impl Block {
 
 /// The complementarity of a joint row `F(λ̃, ũ)` (scaled impulse and velocity, `bound` scaled
 /// too) and its derivatives `(∂F/∂λ̃, ∂F/∂ũ)`: a bilateral row `ũ`; a unilateral row the
-/// Fischer–Burmeister function `λ̃ + ũ − √(λ̃² + ũ²)`; a box row `λ̃ − clamp(λ̃ − ũ, −bound,
-/// bound)`.
+/// Fischer–Burmeister function `λ̃ + ũ − √(λ̃² + ũ²)`; a box (friction) row `λ̃ − clamp(λ̃ − w̃,
+/// −bound, bound)` on its compliant velocity `w̃ = ũ + ε λ̃` (ε
+/// [`super::links::FRICTION_ROW_COMPLIANCE`], the sweeps' own law).
 fn row_complementarity(kind: RowKind, scale: f64, lambda: f64, u: f64) -> (f64, f64, f64) {
     match kind {
         RowKind::Bilateral => (u, 0.0, 1.0),
@@ -615,13 +616,15 @@ fn row_complementarity(kind: RowKind, scale: f64, lambda: f64, u: f64) -> (f64, 
         }
         RowKind::Box { bound } => {
             let b = bound / scale;
-            let t = lambda - u;
+            let eps = super::links::FRICTION_ROW_COMPLIANCE;
+            let w = u + eps * lambda;
+            let t = lambda - w;
             if t > b {
                 (lambda - b, 1.0, 0.0)
             } else if t < -b {
                 (lambda + b, 1.0, 0.0)
             } else {
-                (u, 0.0, 1.0)
+                (w, eps, 1.0)
             }
         }
     }

@@ -130,6 +130,9 @@ pub(crate) struct RobotLinks {
     /// The joint rows' change scale when no robot has a ground-touching slot: the weight
     /// impulse of the first robot with joint rows (N·s).
     joint_scale: f64,
+    /// Scratch of a sweep: the generalised impulse `Σ_r Δλ_r J_rᵀ` the joint rows added in it,
+    /// per velocity coordinate (N·m·s or N·s; length nv).
+    joint_impulse_change: Vec<f64>,
 }
 
 impl RobotLinks {
@@ -138,7 +141,7 @@ impl RobotLinks {
     /// Every robot keeps its joint limit, joint friction and mimic rows, touching or not (a
     /// robot may touch only objects, or be pushed by them).
     pub(crate) fn new(params: &EcpParams, model: &Model, ground: Option<usize>) -> Self {
-        let mut links = RobotLinks { trees: vec![false; model.trees.len()], joint_scale: 1.0, ..Default::default() };
+        let mut links = RobotLinks { trees: vec![false; model.trees.len()], joint_scale: 1.0, joint_impulse_change: vec![0.0; model.nv], ..Default::default() };
         let nv = model.nv;
         for (g, geom) in model.geoms.iter().enumerate() {
             let Some(ground) = ground else { break };
@@ -250,12 +253,22 @@ impl RobotLinks {
 
     /// One Gauss–Seidel sweep (number `sweep`: even forward, odd backward) over the slots near
     /// the ground and the joint rows. Returns the Newton iterations and the largest impulse
-    /// change over the robot's weight impulse `M |g| h` (joint rows: N·m·s over 1 m).
+    /// change over the robot's weight impulse `M |g| h`: a slot's contact impulse, and for the
+    /// joint rows the generalised impulse they added in the sweep, per coordinate (N·m·s over
+    /// 1 m, or N·s).
+    ///
+    /// The joint rows count by what they do to the robot, not row by row: where several rows
+    /// hold the same motion their split is free, and Gauss–Seidel drifts along it with the
+    /// velocities unchanged. A limit and friction on one coordinate do (2e-10 N·m·s per sweep on
+    /// the arm's elbow at its upper limit); so do a mimic row and the friction of its two
+    /// fingers holding a closed gripper (impulses ±4.5e-5 N·s drifting 3.4e-10 N·s per two
+    /// sweeps, which kept 1 023 of 7 000 steps of `arm_push_box.yaml` under ecp at the cap).
     pub(crate) fn sweep(&mut self, params: &EcpParams, velocity: &mut [f64], plane: &EcpPlane, gravity: &Vec3, h: f64, sweep: u32) -> (u32, f64) {
         let scale = |s: &LinkSlot| s.robot_weight_impulse;
         let n_items = self.slots.len() + self.joints.len();
         let mut change: f64 = 0.0;
         let mut iterations = 0;
+        self.joint_impulse_change.fill(0.0);
         for k in 0..n_items {
             let item = if sweep % 2 == 0 { k } else { n_items - 1 - k };
             if item < self.slots.len() {
@@ -268,11 +281,12 @@ impl RobotLinks {
                     change = change.max(moved / p);
                 }
             } else {
-                let p = self.slots.first().map_or(self.joint_scale, scale);
-                change = change.max(solve_joint(&mut self.joints[item - self.slots.len()], velocity) / p);
+                solve_joint(&mut self.joints[item - self.slots.len()], velocity, &mut self.joint_impulse_change);
             }
         }
-        (iterations, change)
+        let p = self.slots.first().map_or(self.joint_scale, scale);
+        let joints_moved = self.joint_impulse_change.iter().fold(0.0_f64, |m, d| m.max(d.abs()));
+        (iterations, change.max(joints_moved / p))
     }
 
     /// End of a step: records the sweeps and adds the slots' outcome to `stats`.
@@ -570,43 +584,62 @@ fn prepare_joint(j: &mut JointRows, model: &Model, input: &SchemeInput, state: &
     axpy_range(warm, &j.y, velocity, j.dofs);
 }
 
+/// Compliance of a joint friction row while it sticks (dimensionless): the row holds
+/// `v_k + ε (M̃⁻¹)_kk λ = 0` instead of `v_k = 0`, a creep of ε times the velocity change its own
+/// impulse makes (1e-8: below 1e-11 m/s or rad/s on the arm's fingers).
+///
+/// Joint rows can be redundant: a limit and friction on one coordinate, or a mimic row and the
+/// friction of both fingers, hold fewer coordinates than they have rows. Where their targets
+/// differ (a violated limit's or mimic row's Baumgarte bias asks the coordinate to move, its
+/// friction asks it to stick) the solution has that friction at its bound, but the exact rows'
+/// Jacobian is singular there and the block's Newton iterations stalled at the least-squares
+/// compromise (a residual of 2.3e-8 in four finger rows of the arm pushing a box under ecp, at
+/// every block of a step), while the sweeps crept towards the bound by 2e-10 N·s a sweep. With
+/// the compliance each friction row is strictly monotone, the problem has one solution, and the
+/// block and the sweeps solve the same law (docs/ecp.md, "Redundant joint rows").
+pub(super) const FRICTION_ROW_COMPLIANCE: f64 = 1e-8;
+
 /// One projected Gauss–Seidel update of each active row of a joint: lower limit `v_k + b ≥ 0`,
-/// upper `−v_k + b ≥ 0` (impulses ≥ 0, complementary), friction `v_k = 0` with `|λ| ≤ f h`
-/// (the rows of the impulse solvers, `J = ±e_k`, `J M̃⁻¹ Jᵀ = (M̃⁻¹)_kk`). Returns the change of
-/// the coordinate's net impulse `λ₀ − λ₁ + λ₂` (N·m·s or N·s): the rows move the coordinate only
-/// through it, and where a limit and friction both hold the coordinate their split is free. Row
-/// by row the sweeps drift along that split (2e-10 N·m·s per sweep on the arm's elbow at its
-/// upper limit, the velocities unchanged), and measured row by row the drift kept the sweeps
-/// going to their cap (838 of 1 000 steps of the arm opening its gripper).
-fn solve_joint(j: &mut JointRows, velocity: &mut [f64]) -> f64 {
+/// upper `−v_k + b ≥ 0` (impulses ≥ 0, complementary), friction `v_k + ε (M̃⁻¹)_kk λ = 0` with
+/// `|λ| ≤ f h` (ε [`FRICTION_ROW_COMPLIANCE`]; the rows of the impulse solvers, `J = ±e_k`,
+/// `J M̃⁻¹ Jᵀ = (M̃⁻¹)_kk`), or the mimic row
+/// `v_k − c v_l + b = 0` (`J = e_k − c e_l`). Adds the generalised impulse the updates apply,
+/// `Σ Δλ Jᵀ` (N·m·s or N·s), to `impulse_change` (length nv): the rows move the robot only
+/// through it (see [`RobotLinks::sweep`] for why the sweeps measure that and not the rows).
+/// Measured row by row, the drift along a free split kept the sweeps going to their cap (838 of
+/// 1 000 steps of the arm opening its gripper).
+fn solve_joint(j: &mut JointRows, velocity: &mut [f64], impulse_change: &mut [f64]) {
     let k = j.dof;
     if let Some((l, coef, ..)) = j.mimic {
         if j.minv <= 0.0 {
-            return 0.0;
+            return;
         }
         let u = velocity[k] + coef * velocity[l] + j.bias[0];
         let d = -u / j.minv;
         axpy_range(d, &j.y, velocity, j.dofs);
         j.lambda[0] += d;
-        return d.abs();
+        impulse_change[k] += d;
+        impulse_change[l] += coef * d;
+        return;
     }
     let mut net = 0.0;
     for r in 0..3 {
         if !j.active[r] || j.minv <= 0.0 {
             continue;
         }
-        let (sign, u, lo, hi) = match r {
-            0 => (1.0, velocity[k] + j.bias[0], 0.0, f64::INFINITY),
-            1 => (-1.0, -velocity[k] + j.bias[1], 0.0, f64::INFINITY),
-            _ => (1.0, velocity[k], -j.friction_bound, j.friction_bound),
+        let eps = FRICTION_ROW_COMPLIANCE;
+        let (sign, u, lo, hi, soft) = match r {
+            0 => (1.0, velocity[k] + j.bias[0], 0.0, f64::INFINITY, 0.0),
+            1 => (-1.0, -velocity[k] + j.bias[1], 0.0, f64::INFINITY, 0.0),
+            _ => (1.0, velocity[k] + eps * j.minv * j.lambda[r], -j.friction_bound, j.friction_bound, eps),
         };
-        let new = (j.lambda[r] - u / j.minv).clamp(lo, hi);
+        let new = (j.lambda[r] - u / (j.minv * (1.0 + soft))).clamp(lo, hi);
         let d = new - j.lambda[r];
         axpy_range(sign * d, &j.y, velocity, j.dofs);
         j.lambda[r] = new;
         net += sign * d;
     }
-    net.abs()
+    impulse_change[k] += net;
 }
 
 impl RobotLinks {
