@@ -198,3 +198,52 @@ fn the_image_pgs_keeps_is_the_sum_of_the_rows_images() {
     }
     assert!(handed >= 500, "the image was handed over in {handed} of 600 steps");
 }
+
+/// G as assembled (`Zᵀ Z` with `Z = L⁻ᵀ Jᵀ`, a contact's rows and runs of joint rows in groups,
+/// each entry summed over the trees both rows touch) equals the dense `J M̃⁻¹ Jᵀ`: contacts on
+/// two trees (the box on the arm's fingers), feet on branches of one tree, limit and friction
+/// rows, the mimic row that couples two fingers on sibling branches. Scenes: the default
+/// (quadruped, arm with its mimic gripper, box), the trot
+/// and the arm pushing a box, under newton (which reads G), every 50th step of 1.5 s; M̃⁻¹ from
+/// the step's factor `M̃ = Lᵀ L`, unit vector by unit vector.
+#[test]
+fn the_assembled_delassus_matrix_is_the_dense_j_m_inverse_j_transpose() {
+    for file in ["config/default.yaml", "config/examples/bisection_trot.yaml", "config/examples/arm_push_box.yaml"] {
+        let scene = scene_file(file);
+        let config = SolverConfig::from_kind("newton").unwrap();
+        let mut sim = Simulation::from_scene(&scene, Some(&config));
+        let nv = sim.model.nv;
+        let (mut checked, mut worst) = (0, 0.0f64);
+        for step in 0..1500 {
+            sim.step();
+            let m = sim.workspace.num_rows();
+            if step % 50 != 49 || m == 0 {
+                continue;
+            }
+            contact_sim::step::build_delassus(&sim.model, &mut sim.workspace, m);
+            let j = nalgebra::DMatrix::from_row_slice(m, nv, &sim.workspace.jacobian[..m * nv]);
+            // M̃⁻¹ column by column from the step's factor, per tree (M̃ is block diagonal)
+            let mut m_inv = nalgebra::DMatrix::zeros(nv, nv);
+            for tree in &sim.model.trees {
+                for k in tree.v_start..tree.v_end {
+                    let mut x = vec![0.0; nv];
+                    x[k] = 1.0;
+                    sim.workspace.mass_factor.solve(tree.v_start, tree.v_end, &mut x);
+                    m_inv.column_mut(k).copy_from_slice(&x);
+                }
+            }
+            let g = &j * m_inv * j.transpose();
+            let scale = g.amax().max(1e-300);
+            for a in 0..m {
+                for b in 0..m {
+                    let error = (sim.workspace.delassus[a * m + b] - g[(a, b)]).abs() / scale;
+                    worst = worst.max(error);
+                    assert!(error < 1e-12, "{file}: step {step}: G[{a}][{b}] = {} against {} (m = {m})", sim.workspace.delassus[a * m + b], g[(a, b)]);
+                }
+            }
+            checked += 1;
+        }
+        println!("{file}: G checked at {checked} steps, largest error {worst:.1e} of max |G|");
+        assert!(checked >= 20, "{file}: only {checked} steps with rows");
+    }
+}
