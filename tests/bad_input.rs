@@ -161,3 +161,32 @@ fn bad_deformable_contact_options_name_the_file_and_key() {
     let p = write_scene("deformable_contact_nan.yaml", &ball("{deformable_contact: {enabled: true, rest_exclusion_m: .nan}}"));
     assert_clean_error(&["run", &p], &["deformable_contact_nan.yaml", "contact.deformable_contact.rest_exclusion_m"]);
 }
+
+#[test]
+fn bench_paired_with_refuses_what_it_cannot_pair() {
+    assert_clean_error(
+        &["bench", "config/examples/box_stack.yaml", "--paired-with", "config/examples/ecp_gripper_grasp.yaml", "--steps", "1"],
+        &["--paired-with", "box_stack.yaml", "ecp_gripper_grasp.yaml", "same model"],
+    );
+    assert_clean_error(&["bench", "config/examples/box_stack.yaml", "config/examples/box_stack.yaml", "--paired-with", "config/examples/box_stack.yaml"], &["--paired-with", "exactly one scene", "2 given"]);
+    assert_clean_error(&["bench", "config/examples/box_stack.yaml", "--paired-with", "config/examples/box_stack.yaml", "--solver", "pgs"], &["--paired-with", "--solver"]);
+    assert_clean_error(&["bench", "config/examples/box_stack.yaml", "--paired-with", "config/examples/box_stack.yaml", "--steps", "0"], &["--steps", "≥ 1"]);
+}
+
+#[test]
+fn bench_paired_with_itself_takes_every_step_bit_for_bit() {
+    // B stepped from A's state with A's own configuration: the same step, bit for bit
+    let out = Command::new(env!("CARGO_BIN_EXE_contact_sim"))
+        .args(["bench", "config/examples/ecp_gripper_grasp.yaml", "--paired-with", "config/examples/ecp_gripper_grasp.yaml", "--steps", "400", "--warmup", "0", "--json"])
+        .current_dir(repo())
+        .output()
+        .expect("run contact_sim");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["steps"], 400);
+    assert_eq!(v["max_velocity_difference"], 0.0, "{v}");
+    for key in ["iterations_mean", "iterations_max", "unconverged_steps", "solver_params"] {
+        assert_eq!(v["a"][key], v["b"][key], "{key}: {v}");
+    }
+    assert!(v["a"]["iterations_mean"].as_f64().unwrap() > 0.0, "the grasp's contacts were solved: {v}");
+}

@@ -100,7 +100,7 @@ fn time_solve(sim: &mut Simulation, before: &contact_sim::state::State, solver: 
 }
 
 /// The most steps (and warm-up steps) one benchmark runs.
-const MAX_STEPS: usize = 100_000_000;
+pub const MAX_STEPS: usize = 100_000_000;
 
 pub fn bench(scenes: Vec<PathBuf>, steps: usize, warmup: usize, solvers: Option<Vec<SolverKind>>, json: bool) -> Result<()> {
     let scenes = if scenes.is_empty() {

@@ -6,6 +6,7 @@ mod compare;
 mod identify;
 mod model;
 mod outputs;
+mod paired;
 mod replay;
 mod run;
 
@@ -227,6 +228,12 @@ enum Command {
         /// parameters are kept for the method it configures; others run with their defaults.
         #[arg(long, value_enum, value_delimiter = ',')]
         solver: Option<Vec<SolverKind>>,
+        /// A second scene with the same model and another solver or solver parameters: each
+        /// timed step of the first scene is also taken by the second from the same state and
+        /// commands, and both are timed (one scene, no --solver). Runs that part ways on
+        /// round-off otherwise compare different trajectories.
+        #[arg(long, value_name = "SCENE")]
+        paired_with: Option<PathBuf>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -286,7 +293,8 @@ fn main() {
         Command::Model { urdf, floating, q, v, a, json, load, .. } => {
             load.options().and_then(|o| model::model(&urdf, floating, q.map(|x| x.0), v.map(|x| x.0), a.map(|x| x.0), json, &o))
         }
-        Command::Bench { scenes, steps, warmup, solver, json } => bench::bench(scenes, steps, warmup, solver, json),
+        Command::Bench { scenes, steps, warmup, solver, paired_with: Some(b), json } => paired::check_and_run(scenes, &b, steps, warmup, solver, json),
+        Command::Bench { scenes, steps, warmup, solver, paired_with: None, json } => bench::bench(scenes, steps, warmup, solver, json),
     };
     if let Err(e) = result {
         // one line: the chain of causes

@@ -283,11 +283,6 @@ impl LinkObjectPair {
 }
 
 impl LinkObjectPair {
-    /// Solved this step and pressing at the sweeps' latest state.
-    pub(super) fn pushes(&self) -> bool {
-        self.active && self.exchange.passes_impulse()
-    }
-
     /// The pair's history (see [`super::history`]).
     pub(super) fn history(&self) -> PairHistory {
         PairHistory { warm: self.stepper.warm, active: self.active, n0: self.n0, exchange: self.exchange, last: self.last, start: self.start, end: self.end, wrench: self.wrench }

@@ -5,9 +5,11 @@
 //! The block holds every object that presses on another object or a robot link at the sweeps'
 //! latest state, every robot link pressing on such an object, and those contacts: the objects'
 //! ground contacts, body–body and link–object contacts that pass an impulse. A contact that
-//! touches with no normal impulse stays out: its friction is undetermined to the square root of
-//! the tolerance in the block's residual, and it would load the bodies with that much (the
-//! sweeps after the block check it). The robots' own ground contacts and joint rows stay
+//! touches with no normal impulse, or one below `EcpParams::block_min_impulse` of its lighter
+//! side's weight impulse, stays out: its friction is undetermined to the square root of the
+//! tolerance in the block's residual, and its limit-surface rows scale as `1/p_n`, which makes
+//! the block's Newton matrix numerically singular. Its impulse stays frozen on its bodies while
+//! the block is solved, and the sweeps after the block solve it. The robots' own ground contacts and joint rows stay
 //! Gauss–Seidel items: their impulses are frozen in the robots' velocity while the block is
 //! solved. After a solve the sweeps go on from the block's solution; a sweep that changes no
 //! impulse ends the step.
@@ -35,17 +37,20 @@ impl EcpScheme {
     /// more unknowns than the scratch holds).
     pub(super) fn solve_block(&mut self, velocity: &mut [f64], gravity: &Vec3, h: f64) -> Option<SolveOutcome> {
         let g = gravity.norm().max(1.0);
+        let gh = g * h;
         self.block.clear();
         self.block_of_slot.fill(usize::MAX);
         self.block_links.clear();
         // bodies: objects that press on another object or a link, then the links
-        let coupled = |i: usize, s: &Self| s.pairs.iter().any(|p| p.pushes() && (p.a == i || p.b == i)) || s.link_pairs.iter().any(|p| p.pushes() && p.object == i);
+        let coupled = |i: usize, s: &Self| (0..s.pairs.len()).any(|k| s.pair_in_block(k, gh) && (s.pairs[k].a == i || s.pairs[k].b == i)) || (0..s.link_pairs.len()).any(|k| s.link_pair_in_block(k, gh) && s.link_pairs[k].object == i);
         for i in 0..self.slots.len() {
             if !coupled(i, self) {
                 continue;
             }
             let s = &self.slots[i];
-            let (mb, v_free, w_free) = mncp::moving_body(&s.ecp_body, &s.start, &(Vec3::zeros(), Vec3::zeros()), gravity, h);
+            // the impulses of its contacts outside the block stay frozen on it
+            let outside = self.impulse_on(i, !self.ground_in_block(i, gh), |k| !self.pair_in_block(k, gh), |k| !self.link_pair_in_block(k, gh));
+            let (mb, v_free, w_free) = mncp::moving_body(&s.ecp_body, &s.start, &outside, gravity, h);
             self.block_of_slot[i] = self.block.bodies.len();
             self.block.bodies.push(BlockBody {
                 dynamics: BodyDynamics::Object { mass_kg: s.ecp_body.mass_kg, inertia_world: mb.inertia_world },
@@ -56,7 +61,7 @@ impl EcpScheme {
         }
         let first_link = self.block.bodies.len();
         for (k, p) in self.link_pairs.iter().enumerate() {
-            if p.pushes() && !self.block_links.iter().any(|(l, _)| *l == p.link) {
+            if self.link_pair_in_block(k, gh) && !self.block_links.iter().any(|(l, _)| *l == p.link) {
                 self.block_links.push((p.link, k));
                 let m = p.link_body.mass_kg;
                 self.block.bodies.push(BlockBody {
@@ -126,7 +131,7 @@ impl EcpScheme {
             let mut u = self.block.rows[r].free_velocity;
             for (i, &(link, _)) in self.block_links.iter().enumerate() {
                 let gl = self.block.row_link[r * nb + first_link + i];
-                for p in self.link_pairs.iter().filter(|p| p.pushes() && p.link == link) {
+                for p in self.link_pairs.iter().enumerate().filter(|&(k, p)| self.link_pair_in_block(k, gh) && p.link == link).map(|(_, p)| p) {
                     let w = p.applied_wrench();
                     u -= (0..6).map(|c| gl[c] * w[c]).sum::<f64>();
                 }
@@ -149,7 +154,7 @@ impl EcpScheme {
             for j in 0..self.block_links.len() {
                 let other = self.block_links[j].0;
                 let a = self.block.mobility[(first_link + i) * nb + first_link + j];
-                for p in self.link_pairs.iter().filter(|p| p.pushes() && p.link == other) {
+                for p in self.link_pairs.iter().enumerate().filter(|&(k, p)| self.link_pair_in_block(k, gh) && p.link == other).map(|(_, p)| p) {
                     let w = p.applied_wrench();
                     for (r, f) in free.iter_mut().enumerate() {
                         *f -= (0..6).map(|c| a[r][c] * w[c]).sum::<f64>();
@@ -165,7 +170,7 @@ impl EcpScheme {
             let s = &self.slots[i];
             // only contacts that push at the sweeps' latest state: the block keeps their active
             // set, the sweeps after it check the others
-            let pushing = s.ground.passes_impulse();
+            let pushing = self.ground_in_block(i, gh);
             let (Some(((pl, _), (_, mu))), Some(z), true) = (self.ground.zip(s.ground_pair), s.stepper.warm, b != usize::MAX && pushing) else { continue };
             let (mb, _, _) = mncp::moving_body(&s.ecp_body, &s.start, &(Vec3::zeros(), Vec3::zeros()), gravity, h);
             let scale = s.ecp_body.mass_kg * h * g;
@@ -185,10 +190,10 @@ impl EcpScheme {
             self.block.contacts.push(BlockContact::new(Owner::Ground(i), LocalProblem::Ground(problem), &z, [b, b], scale));
         }
         for k in 0..self.pairs.len() {
-            let p = &self.pairs[k];
-            if !p.pushes() {
+            if !self.pair_in_block(k, gh) {
                 continue;
             }
+            let p = &self.pairs[k];
             let (z, k1) = p.stepper.warm?;
             let (sa, sb) = (&self.slots[p.a], &self.slots[p.b]);
             let (ma, _, _) = mncp::moving_body(&sa.ecp_body, &sa.start, &(Vec3::zeros(), Vec3::zeros()), gravity, h);
@@ -199,10 +204,10 @@ impl EcpScheme {
             self.block.contacts.push(BlockContact::new(Owner::Pair(k), LocalProblem::Pair(problem), &z, bodies, scale));
         }
         for k in 0..self.link_pairs.len() {
-            let p = &self.link_pairs[k];
-            if !p.pushes() {
+            if !self.link_pair_in_block(k, gh) {
                 continue;
             }
+            let p = &self.link_pairs[k];
             let s = &self.slots[p.object];
             let (problem, z, scale) = p.block_problem(&self.params, velocity, (&s.ecp_body, &s.start), gravity, h)?;
             let link = first_link + self.block_links.iter().position(|(l, _)| *l == p.link)?;
@@ -222,6 +227,29 @@ impl EcpScheme {
             self.accept_block(velocity, h);
         }
         Some(outcome)
+    }
+
+    /// Whether slot `i`'s ground contact joins the block: it passes more than
+    /// `block_min_impulse` of the object's weight impulse (`gh`: gravity times step, m/s).
+    fn ground_in_block(&self, i: usize, gh: f64) -> bool {
+        let s = &self.slots[i];
+        s.ground.force.norm() > self.params.block_min_impulse * s.ecp_body.mass_kg * gh
+    }
+
+    /// Whether body pair `k` joins the block: solved this step and passing more than
+    /// `block_min_impulse` of the lighter body's weight impulse.
+    fn pair_in_block(&self, k: usize, gh: f64) -> bool {
+        let p = &self.pairs[k];
+        let lighter = self.slots[p.a].ecp_body.mass_kg.min(self.slots[p.b].ecp_body.mass_kg);
+        p.active && p.exchange.force.norm() > self.params.block_min_impulse * lighter * gh
+    }
+
+    /// Whether link–object pair `k` joins the block: solved this step and passing more than
+    /// `block_min_impulse` of the lighter side's weight impulse.
+    fn link_pair_in_block(&self, k: usize, gh: f64) -> bool {
+        let p = &self.link_pairs[k];
+        let lighter = self.slots[p.object].ecp_body.mass_kg.min(p.link_body.mass_kg);
+        p.active && p.exchange.force.norm() > self.params.block_min_impulse * lighter * gh
     }
 
     /// Writes the converged block back: the objects' end states, each contact's warm start and

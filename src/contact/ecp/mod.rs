@@ -88,11 +88,17 @@ pub struct EcpParams {
     /// Newton's method and the sweeps go on from its solution; 0: sweeps only (docs/ecp.md,
     /// "Closed loops: one block").
     pub block_after_sweeps: u32,
+    /// A contact joins the block only when its impulse exceeds this fraction of its lighter
+    /// side's weight impulse m g h (dimensionless, in [0, 1)); 0: every contact that passes an
+    /// impulse. A contact that barely touches brings friction rows that scale as 1/p_n and
+    /// would make the block's Newton matrix numerically singular (docs/ecp.md, "Closed loops:
+    /// one block").
+    pub block_min_impulse: f64,
 }
 
 impl Default for EcpParams {
     fn default() -> Self {
-        EcpParams { max_iterations: 60, tolerance: 1e-10, gap_mode: GapMode::SignedGap, e_t: 1.0, e_o: 1.0, e_r_m: 1.0, max_sweeps: 200, sweep_tolerance: 1e-9, max_step_iterations: 50_000, block_after_sweeps: 3 }
+        EcpParams { max_iterations: 60, tolerance: 1e-10, gap_mode: GapMode::SignedGap, e_t: 1.0, e_o: 1.0, e_r_m: 1.0, max_sweeps: 200, sweep_tolerance: 1e-9, max_step_iterations: 50_000, block_after_sweeps: 3, block_min_impulse: 1e-7 }
     }
 }
 
@@ -120,6 +126,7 @@ impl MethodParams for EcpParams {
             (self.max_sweeps >= 1, "max_sweeps", "must be ≥ 1"),
             (self.sweep_tolerance > 0.0 && self.sweep_tolerance.is_finite(), "sweep_tolerance", "must be > 0"),
             (self.max_step_iterations >= self.max_iterations, "max_step_iterations", "must be ≥ max_iterations"),
+            ((0.0..1.0).contains(&self.block_min_impulse), "block_min_impulse", "must be in [0, 1) (a fraction of the weight impulse)"),
         ])
     }
     tolerance_and_iterations!(tolerance, "1 (scaled residual)", max_iterations);

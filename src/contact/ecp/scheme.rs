@@ -47,11 +47,6 @@ impl Exchange {
     pub(super) fn change(&self, other: &Exchange, scale: f64) -> f64 {
         ((self.force - other.force).norm() + (self.twist - other.twist).norm()) / scale
     }
-
-    /// Whether any impulse passes (none between bodies apart, or touching with `p_n = 0`).
-    pub(super) fn passes_impulse(&self) -> bool {
-        self.force != Vec3::zeros() || self.twist != Vec3::zeros()
-    }
 }
 
 /// One free object the scheme moves.
@@ -329,15 +324,22 @@ impl EcpScheme {
     /// and the body pair `skip_pair`: linear (N·s) and angular about its current end-of-step
     /// centre of mass (N·m·s).
     fn frozen_impulse(&self, i: usize, skip_ground: bool, skip_pair: Option<usize>, skip_link_pair: Option<usize>) -> (Vec3, Vec3) {
+        self.impulse_on(i, !skip_ground, |k| Some(k) != skip_pair, |k| Some(k) != skip_link_pair)
+    }
+
+    /// The impulses on slot `i` of its ground contact (when `ground`), its active body pairs
+    /// `k` with `pair(k)` and its active link–object pairs `k` with `link_pair(k)`: linear (N·s)
+    /// and angular about its current end-of-step centre of mass (N·m·s).
+    pub(super) fn impulse_on(&self, i: usize, ground: bool, pair: impl Fn(usize) -> bool, link_pair: impl Fn(usize) -> bool) -> (Vec3, Vec3) {
         let com = self.slots[i].end.com_m;
         let (mut lin, mut ang) = (Vec3::zeros(), Vec3::zeros());
-        if !skip_ground {
+        if ground {
             let e = &self.slots[i].ground;
             lin += e.force;
             ang += (e.point_a - com).cross(&e.force) + e.twist;
         }
         for (k, p) in self.pairs.iter().enumerate() {
-            if !p.active || Some(k) == skip_pair {
+            if !p.active || !pair(k) {
                 continue;
             }
             let e = &p.exchange;
@@ -350,7 +352,7 @@ impl EcpScheme {
             }
         }
         for (k, p) in self.link_pairs.iter().enumerate() {
-            if !p.active || p.object != i || Some(k) == skip_link_pair {
+            if !p.active || p.object != i || !link_pair(k) {
                 continue;
             }
             let e = &p.exchange;
@@ -735,11 +737,6 @@ impl Slot {
 }
 
 impl BodyPair {
-    /// Solved this step and pressing at the sweeps' latest state.
-    pub(super) fn pushes(&self) -> bool {
-        self.active && self.exchange.passes_impulse()
-    }
-
     fn history(&self) -> PairHistory {
         PairHistory { warm: self.stepper.warm, active: self.active, n0: self.n0, exchange: self.exchange, last: self.last, ..PairHistory::fresh() }
     }
