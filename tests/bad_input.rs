@@ -185,7 +185,7 @@ fn bench_paired_with_itself_takes_every_step_bit_for_bit() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(v["steps"], 400);
     assert_eq!(v["max_velocity_difference"], 0.0, "{v}");
-    for key in ["iterations_mean", "iterations_max", "unconverged_steps", "solver_params"] {
+    for key in ["iterations_mean", "iterations_max", "unconverged_steps", "failed_steps", "solver_params"] {
         assert_eq!(v["a"][key], v["b"][key], "{key}: {v}");
     }
     assert!(v["a"]["iterations_mean"].as_f64().unwrap() > 0.0, "the grasp's contacts were solved: {v}");

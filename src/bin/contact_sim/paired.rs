@@ -30,6 +30,8 @@ struct Side {
     iterations_max: u32,
     /// Steps whose solver did not reach its tolerance (or stopped at its iteration cap).
     unconverged_steps: u64,
+    /// Steps skipped for a singular mass matrix or a non-finite state.
+    failed_steps: u64,
 }
 
 #[derive(serde::Serialize)]
@@ -45,7 +47,8 @@ struct Pair {
     /// Steps B took in less time than A.
     steps_b_faster: usize,
     /// Largest difference between B's and A's velocities after a step, over every generalized
-    /// velocity coordinate (m/s or rad/s).
+    /// velocity coordinate (m/s or rad/s); infinite (`null` in JSON) when a velocity of either
+    /// side was not finite.
     max_velocity_difference: f64,
 }
 
@@ -65,6 +68,7 @@ fn side(file: &Path, sim: &Simulation, config: &SolverConfig, times: &mut [f64],
         iterations_mean: stats.iterations_mean,
         iterations_max: stats.iterations_max,
         unconverged_steps: stats.unconverged_steps,
+        failed_steps: stats.failed_steps,
     }
 }
 
@@ -123,7 +127,9 @@ pub fn paired(a_path: &Path, b_path: &Path, steps: usize, warmup: usize, json: b
         times_a.push(ta);
         times_b.push(tb);
         b_faster += usize::from(tb < ta);
-        let dv = sim_a.state.v.iter().zip(&sim_b.state.v).fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+        // a non-finite velocity on either side counts as an infinite difference (f64::max
+        // would skip a NaN)
+        let dv = sim_a.state.v.iter().zip(&sim_b.state.v).fold(0.0f64, |m, (x, y)| m.max(if (x - y).is_nan() { f64::INFINITY } else { (x - y).abs() }));
         max_dv = max_dv.max(dv);
     }
     let a = side(a_path, &sim_a, &config_a, &mut times_a, &stats_a);
@@ -134,11 +140,11 @@ pub fn paired(a_path: &Path, b_path: &Path, steps: usize, warmup: usize, json: b
         return Ok(());
     }
     println!("{}: {} steps after {} of warm-up, each taken by A and by B from A's state", pair.scene, steps, warmup);
-    println!("{:<2} {:<9} │ {:>9} {:>9} {:>9} {:>9} {:>8} │ {:>8} {:>6} {:>7}", "", "solver", "mean µs", "p50", "p99", "max", ">step", "iter", "max", "unconv");
+    println!("{:<2} {:<9} │ {:>9} {:>9} {:>9} {:>9} {:>8} │ {:>8} {:>6} {:>7} {:>6}", "", "solver", "mean µs", "p50", "p99", "max", ">step", "iter", "max", "unconv", "failed");
     for (name, s) in [("A", &pair.a), ("B", &pair.b)] {
         println!(
-            "{:<2} {:<9} │ {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>8} │ {:>8.1} {:>6} {:>7}",
-            name, s.solver, s.mean_us, s.p50_us, s.p99_us, s.max_us, s.steps_over_timestep, s.iterations_mean, s.iterations_max, s.unconverged_steps
+            "{:<2} {:<9} │ {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>8} │ {:>8.1} {:>6} {:>7} {:>6}",
+            name, s.solver, s.mean_us, s.p50_us, s.p99_us, s.max_us, s.steps_over_timestep, s.iterations_mean, s.iterations_max, s.unconverged_steps, s.failed_steps
         );
     }
     println!("A: {} {}", pair.a.scene_file, pair.a.solver_params);
