@@ -9,10 +9,10 @@
 //! side's weight impulse, stays out: its friction is undetermined to the square root of the
 //! tolerance in the block's residual, and its limit-surface rows scale as `1/p_n`, which makes
 //! the block's Newton matrix numerically singular. Its impulse stays frozen on its bodies while
-//! the block is solved, and the sweeps after the block solve it. The robots' own ground contacts and joint rows stay
-//! Gauss–Seidel items: their impulses are frozen in the robots' velocity while the block is
-//! solved. After a solve the sweeps go on from the block's solution; a sweep that changes no
-//! impulse ends the step.
+//! the block is solved, and the sweeps after the block solve it. The robots' own ground
+//! contacts and joint rows stay Gauss–Seidel items: their impulses are frozen in the robots'
+//! velocity while the block is solved. After a solve the sweeps go on from the block's solution;
+//! a sweep that changes no impulse ends the step.
 
 use super::block::{BlockBody, BlockContact, BlockRow, BodyDynamics, LocalProblem, Owner};
 use super::links::link_twist;
