@@ -18,6 +18,7 @@
 //! link holds to first order in `h` only (the next step starts from the actual pose and closes
 //! any residual gap or overlap through the signed-gap condition).
 
+use super::joint_law;
 use super::history::{BodyHistory, JointHistory};
 use super::{carry_to_start, contact_key, mncp, EcpBody, EcpBodyState, EcpContact, EcpParams, EcpPlane, EcpStepper, SolvedContact};
 use crate::collision::Contact;
@@ -86,6 +87,9 @@ struct JointRows {
     /// `−multiplier` (the row is `v_k − multiplier v_leader`), the leader's position coordinate,
     /// the multiplier and the offset (rad or m).
     mimic: Option<(usize, f64, usize, f64, f64)>,
+    /// For a mimic row: the follower's and the leader's own rows (indices into the joints), when
+    /// both have them.
+    partners: Option<(usize, usize)>,
     /// `M̃⁻¹ Jᵀ` of the row (`J = e_k`, or `e_k − multiplier e_leader` for a mimic row; length
     /// nv) and `J M̃⁻¹ Jᵀ`.
     y: Vec<f64>,
@@ -109,6 +113,7 @@ impl JointRows {
             friction: 0.0,
             friction_bound: 0.0,
             mimic: None,
+            partners: None,
             y: vec![0.0; nv],
             minv: 0.0,
             active: [false; 3],
@@ -203,8 +208,11 @@ impl RobotLinks {
         for m in &model.mimics {
             let (f, l) = (&model.bodies[m.follower], &model.bodies[m.leader]);
             let tree = &model.trees[f.tree];
+            let own = |dof: usize| links.joints.iter().position(|j| j.mimic.is_none() && j.dof == dof);
+            let partners = own(f.joint.v_index).zip(own(l.joint.v_index));
             links.joints.push(JointRows {
                 mimic: Some((l.joint.v_index, -m.multiplier, l.joint.q_index, m.multiplier, m.offset)),
+                partners,
                 ..JointRows::new(f.joint.v_index, f.joint.q_index, (tree.v_start, tree.v_end), nv)
             });
         }
@@ -281,7 +289,7 @@ impl RobotLinks {
                     change = change.max(moved / p);
                 }
             } else {
-                solve_joint(&mut self.joints[item - self.slots.len()], velocity, &mut self.joint_impulse_change);
+                solve_joint(&mut self.joints, item - self.slots.len(), velocity, &mut self.joint_impulse_change);
             }
         }
         let p = self.slots.first().map_or(self.joint_scale, scale);
@@ -308,6 +316,14 @@ impl RobotLinks {
     /// upper limit, 2 friction.
     pub(super) fn active_rows(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
         self.joints.iter().enumerate().flat_map(|(j, rows)| (0..3).filter(move |&r| rows.active[r] && rows.minv > 0.0).map(move |r| (j, r)))
+    }
+
+    /// Whether row `row` of joint `joint` is a friction row whose coordinate an active limit row
+    /// also holds (the block leaves such a row to the sweeps, docs/ecp.md "A coordinate's rows as
+    /// one law").
+    pub(super) fn friction_held_by_limit(&self, joint: usize, row: usize) -> bool {
+        let j = &self.joints[joint];
+        j.mimic.is_none() && row == 2 && (j.active[0] || j.active[1])
     }
 
     /// Row `row` of joint `joint` as the block sees it ([`super::block::BlockRow`]): its
@@ -599,47 +615,105 @@ fn prepare_joint(j: &mut JointRows, model: &Model, input: &SchemeInput, state: &
 /// block and the sweeps solve the same law (docs/ecp.md, "Redundant joint rows").
 pub(super) const FRICTION_ROW_COMPLIANCE: f64 = 1e-8;
 
-/// One projected Gauss–Seidel update of each active row of a joint: lower limit `v_k + b ≥ 0`,
-/// upper `−v_k + b ≥ 0` (impulses ≥ 0, complementary), friction `v_k + ε (M̃⁻¹)_kk λ = 0` with
-/// `|λ| ≤ f h` (ε [`FRICTION_ROW_COMPLIANCE`]; the rows of the impulse solvers, `J = ±e_k`,
-/// `J M̃⁻¹ Jᵀ = (M̃⁻¹)_kk`), or the mimic row
-/// `v_k − c v_l + b = 0` (`J = e_k − c e_l`). Adds the generalised impulse the updates apply,
-/// `Σ Δλ Jᵀ` (N·m·s or N·s), to `impulse_change` (length nv): the rows move the robot only
-/// through it (see [`RobotLinks::sweep`] for why the sweeps measure that and not the rows).
-/// Measured row by row, the drift along a free split kept the sweeps going to their cap (838 of
-/// 1 000 steps of the arm opening its gripper).
-fn solve_joint(j: &mut JointRows, velocity: &mut [f64], impulse_change: &mut [f64]) {
-    let k = j.dof;
-    if let Some((l, coef, ..)) = j.mimic {
-        if j.minv <= 0.0 {
-            return;
-        }
-        let u = velocity[k] + coef * velocity[l] + j.bias[0];
-        let d = -u / j.minv;
-        axpy_range(d, &j.y, velocity, j.dofs);
-        j.lambda[0] += d;
-        impulse_change[k] += d;
-        impulse_change[l] += coef * d;
+/// One Gauss–Seidel item of the joint rows. A joint's rows on its coordinate — lower limit
+/// `v_k + b ≥ 0`, upper `−v_k + b ≥ 0` (impulses ≥ 0, complementary), friction
+/// `v_k + ε (M̃⁻¹)_kk λ = 0` with `|λ| ≤ f h` (ε [`FRICTION_ROW_COMPLIANCE`]; the rows of the
+/// impulse solvers, `J = ±e_k`) — are solved together and exactly, as one law
+/// ([`joint_law::solve_coordinate`]). A mimic row `v_k − c v_l + b = 0` (`J = e_k − c e_l`) is
+/// solved with its follower's and leader's rows ([`joint_law::solve_mimic_pair`]) when both have
+/// rows this step, otherwise alone. Row by row, Gauss–Seidel crept along the split of a limit and
+/// a sticking friction on one coordinate, and along the mimic row against the fingers' friction,
+/// by about ε of the gap per sweep (docs/ecp.md, "A coordinate's rows as one law").
+///
+/// Adds the generalised impulse the item applies, `Σ Δλ Jᵀ` (N·m·s or N·s), to
+/// `impulse_change` (length nv): the rows move the robot only through it (see
+/// [`RobotLinks::sweep`] for why the sweeps measure that and not the rows). Measured row by row,
+/// the drift along a free split kept the sweeps going to their cap (838 of 1 000 steps of the
+/// arm opening its gripper).
+fn solve_joint(joints: &mut [JointRows], index: usize, velocity: &mut [f64], impulse_change: &mut [f64]) {
+    if joints[index].mimic.is_none() {
+        solve_coordinate_exactly(&mut joints[index], velocity, impulse_change);
         return;
     }
-    let mut net = 0.0;
-    for r in 0..3 {
-        if !j.active[r] || j.minv <= 0.0 {
-            continue;
-        }
-        let eps = FRICTION_ROW_COMPLIANCE;
-        let (sign, u, lo, hi, soft) = match r {
-            0 => (1.0, velocity[k] + j.bias[0], 0.0, f64::INFINITY, 0.0),
-            1 => (-1.0, -velocity[k] + j.bias[1], 0.0, f64::INFINITY, 0.0),
-            _ => (1.0, velocity[k] + eps * j.minv * j.lambda[r], -j.friction_bound, j.friction_bound, eps),
-        };
-        let new = (j.lambda[r] - u / (j.minv * (1.0 + soft))).clamp(lo, hi);
-        let d = new - j.lambda[r];
-        axpy_range(sign * d, &j.y, velocity, j.dofs);
-        j.lambda[r] = new;
-        net += sign * d;
+    if solve_mimic_exactly(joints, index, velocity, impulse_change) {
+        return;
     }
-    impulse_change[k] += net;
+    let j = &mut joints[index];
+    let (k, Some((l, coef, ..))) = (j.dof, j.mimic) else { return };
+    if j.minv <= 0.0 {
+        return;
+    }
+    let u = velocity[k] + coef * velocity[l] + j.bias[0];
+    let d = -u / j.minv;
+    axpy_range(d, &j.y, velocity, j.dofs);
+    j.lambda[0] += d;
+    impulse_change[k] += d;
+    impulse_change[l] += coef * d;
+}
+
+/// Whether a joint's rows exist this step (and `y`, `minv` hold `M̃⁻¹ e_k` and its entry).
+fn has_rows(j: &JointRows) -> bool {
+    j.mimic.is_none() && j.minv > 0.0 && j.active.iter().any(|a| *a)
+}
+
+/// A joint's active rows as one law ([`joint_law::CoordinateLaw`]).
+fn coordinate_law(j: &JointRows) -> joint_law::CoordinateLaw {
+    joint_law::CoordinateLaw {
+        lower: j.active[0].then(|| -j.bias[0]),
+        upper: j.active[1].then_some(j.bias[1]),
+        bound: if j.active[2] { j.friction_bound } else { 0.0 },
+        compliance: FRICTION_ROW_COMPLIANCE * j.minv,
+    }
+}
+
+/// A joint's net generalised impulse on its coordinate.
+fn joint_net(j: &JointRows) -> f64 {
+    j.lambda[0] - j.lambda[1] + j.lambda[2]
+}
+
+/// The rows of one coordinate (limits and friction) solved together and exactly
+/// ([`joint_law::solve_coordinate`]); their change of impulse applied to `velocity` and added to
+/// `impulse_change`.
+fn solve_coordinate_exactly(j: &mut JointRows, velocity: &mut [f64], impulse_change: &mut [f64]) {
+    if !has_rows(j) {
+        return;
+    }
+    let k = j.dof;
+    let old = joint_net(j);
+    let Some(s) = joint_law::solve_coordinate(&coordinate_law(j), velocity[k] - j.minv * old, j.minv) else { return };
+    j.lambda = s.impulses;
+    let d = joint_net(j) - old;
+    axpy_range(d, &j.y, velocity, j.dofs);
+    impulse_change[k] += d;
+}
+
+/// The mimic row `index` with its follower's and leader's rows, solved together and exactly
+/// ([`joint_law::solve_mimic_pair`]). `false` (nothing changed) when the two coordinates do not
+/// both have rows this step or the pair has no exact solution.
+fn solve_mimic_exactly(joints: &mut [JointRows], index: usize, velocity: &mut [f64], impulse_change: &mut [f64]) -> bool {
+    let m = &joints[index];
+    let (Some((fi, li)), Some((l, coef, ..))) = (m.partners, m.mimic) else { return false };
+    let (f, ld) = (&joints[fi], &joints[li]);
+    if !(has_rows(f) && has_rows(ld)) {
+        return false;
+    }
+    let k = m.dof;
+    let mobility = [f.y[k], ld.y[k], f.y[l], ld.y[l]];
+    let mu = m.lambda[0];
+    let (g_k, g_l) = (joint_net(f) + mu, joint_net(ld) + coef * mu);
+    let free = [velocity[k] - mobility[0] * g_k - mobility[1] * g_l, velocity[l] - mobility[2] * g_k - mobility[3] * g_l];
+    let pair = joint_law::MimicPair { free, mobility, coef, bias: m.bias[0] };
+    let Some(s) = joint_law::solve_mimic_pair(&coordinate_law(f), &coordinate_law(ld), &pair) else { return false };
+    let (d_k, d_l) = (s.follower.net() + s.mimic - g_k, s.leader.net() + coef * s.mimic - g_l);
+    joints[fi].lambda = s.follower.impulses;
+    joints[li].lambda = s.leader.impulses;
+    joints[index].lambda[0] = s.mimic;
+    let dofs = joints[fi].dofs;
+    axpy_range(d_k, &joints[fi].y, velocity, dofs);
+    axpy_range(d_l, &joints[li].y, velocity, dofs);
+    impulse_change[k] += d_k;
+    impulse_change[l] += d_l;
+    true
 }
 
 impl RobotLinks {

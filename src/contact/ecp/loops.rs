@@ -10,8 +10,9 @@
 //! tolerance in the block's residual, and its limit-surface rows scale as `1/p_n`, which makes
 //! the block's Newton matrix numerically singular. Its impulse stays frozen on its bodies while
 //! the block is solved, and the sweeps after the block solve it. The robots' own ground
-//! contacts and joint rows stay Gauss–Seidel items: their impulses are frozen in the robots'
-//! velocity while the block is solved. After a solve the sweeps go on from the block's solution;
+//! contacts stay Gauss–Seidel items, their impulses frozen in the robots' velocity while the
+//! block is solved. The joint rows of a robot with a link in the block join it, all but a
+//! friction row whose coordinate an active limit also holds (frozen the same way). After a solve the sweeps go on from the block's solution;
 //! a sweep that changes no impulse ends the step.
 
 use super::block::{BlockBody, BlockContact, BlockRow, BodyDynamics, LocalProblem, Owner};
@@ -91,6 +92,13 @@ impl EcpScheme {
         // the joint rows of the robots with a link in the block, and their couplings
         let mut row_index = 0;
         for (joint, row) in self.links.active_rows() {
+            // a friction row whose coordinate an active limit also holds stays a sweep item, its
+            // impulse frozen: the two rows' split is a mode of stiffness 1/ε whose Newton step
+            // crosses the friction bound or the limit's sign, and the block's line search then
+            // fails (docs/ecp.md, "A coordinate's rows as one law")
+            if self.links.friction_held_by_limit(joint, row) {
+                continue;
+            }
             let data = self.links.block_row(joint, row, velocity);
             let Some(&(_, k)) = self.block_links.iter().find(|(_, k)| self.link_pairs[*k].link_jacobians().2 .0 == data.robot) else { continue };
             if self.block.rows.len() == self.block.rows.capacity() {

@@ -31,6 +31,7 @@
 mod block;
 mod dual;
 mod history;
+mod joint_law;
 mod link_object;
 mod links;
 mod loops;
