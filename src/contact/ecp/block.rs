@@ -602,7 +602,7 @@ impl Block {
 /// too) and its derivatives `(∂F/∂λ̃, ∂F/∂ũ)`: a bilateral row `ũ`; a unilateral row the
 /// Fischer–Burmeister function `λ̃ + ũ − √(λ̃² + ũ²)`; a box (friction) row `λ̃ − clamp(λ̃ − w̃,
 /// −bound, bound)` on its compliant velocity `w̃ = ũ + ε λ̃` (ε
-/// [`super::links::FRICTION_ROW_COMPLIANCE`], the sweeps' own law).
+/// [`super::joint_rows::FRICTION_ROW_COMPLIANCE`], the sweeps' own law).
 fn row_complementarity(kind: RowKind, scale: f64, lambda: f64, u: f64) -> (f64, f64, f64) {
     match kind {
         RowKind::Bilateral => (u, 0.0, 1.0),
@@ -616,7 +616,7 @@ fn row_complementarity(kind: RowKind, scale: f64, lambda: f64, u: f64) -> (f64, 
         }
         RowKind::Box { bound } => {
             let b = bound / scale;
-            let eps = super::links::FRICTION_ROW_COMPLIANCE;
+            let eps = super::joint_rows::FRICTION_ROW_COMPLIANCE;
             let w = u + eps * lambda;
             let t = lambda - w;
             if t > b {

@@ -3,7 +3,7 @@
 //!
 //! A one-coordinate joint can carry a lower limit, an upper limit and Coulomb friction. Solved
 //! row by row, Gauss–Seidel only creeps towards how their impulses share the load: the friction
-//! row's compliance `ε` (`FRICTION_ROW_COMPLIANCE` in `links`) makes the split unique but leaves
+//! row's compliance `ε` (`FRICTION_ROW_COMPLIANCE` in `joint_rows`) makes the split unique but leaves
 //! it a mode of stiffness `1/ε`, which the row updates move by about `ε` of the gap per sweep.
 //! Together the rows are one monotone law between the coordinate's velocity `v` and the net
 //! generalised impulse `Λ` they apply (N·s or N·m·s):

@@ -85,7 +85,7 @@ impl EcpScheme {
                 let nv = velocity.len();
                 let same_robot = dofs_i == dofs_j;
                 self.block.mobility[(first_link + i) * nb + first_link + j] = std::array::from_fn(|r| {
-                    std::array::from_fn(|c| if same_robot { super::links::dot_range(&jac[r * nv..(r + 1) * nv], &y[c * nv..(c + 1) * nv], dofs_i) } else { 0.0 })
+                    std::array::from_fn(|c| if same_robot { super::tree_range::dot_range(&jac[r * nv..(r + 1) * nv], &y[c * nv..(c + 1) * nv], dofs_i) } else { 0.0 })
                 });
             }
         }

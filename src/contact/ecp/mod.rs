@@ -16,7 +16,7 @@
 //! robot-link rule, [`MethodParams::outside_coverage`]); a robot link's problem takes its
 //! operational-space mobility `J M̃⁻¹ Jᵀ` in place of its mass and inertia, and the links, the
 //! link–object pairs (`link_object`) and the joint rows (limits, friction, mimic couplings) of a
-//! robot are coupled by Gauss–Seidel sweeps over its generalised velocity (`links`, docs/ecp.md
+//! robot are coupled by Gauss–Seidel sweeps over its generalised velocity (`links`, `joint_rows`, docs/ecp.md
 //! "Robot links" and "Robot links against objects"). Other scenes are refused when they are loaded. A model built without that check (a library
 //! user calling `Simulation::from_scene`) still steps: trees the scheme does not own move as if
 //! they had no contacts (v⁺ = v*, positions with the engine's map).
@@ -32,12 +32,14 @@ mod block;
 mod dual;
 mod history;
 mod joint_law;
+mod joint_rows;
 mod link_object;
 mod links;
 mod loops;
 pub mod mncp;
 mod scheme;
 mod shape;
+mod tree_range;
 pub mod pair;
 mod stepper;
 #[cfg(test)]
