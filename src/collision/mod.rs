@@ -409,8 +409,13 @@ pub fn ground_contacts(shape: &GeomShape, x: &Pose, n: &Vec3, offset: f64, margi
                 let p = x * nalgebra::Point3::from(local);
                 verts[i as usize] = (phi(&p.coords), p.coords, i);
             }
+            // the deepest `max_points` within the margin, then emitted in vertex order: the four
+            // corners of a box resting flat are at depths equal to round-off, whose order changes
+            // from step to step; in vertex order the contacts keep their rows from step to step
             verts.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
-            for (d, p, f) in verts {
+            let kept = verts.iter().take(max_points).take_while(|v| v.0 <= margin).count();
+            verts[..kept].sort_unstable_by_key(|v| v.2);
+            for &(d, p, f) in &verts[..kept] {
                 try_point(p, d, f, &mut count);
             }
         }

@@ -447,7 +447,10 @@ impl WholeStepScheme for NewtonScheme {
         self.velocity_impulse[..m].copy_from_slice(impulse);
         let problem = NewtonProblem { delassus: &prob.delassus[..m * m], free_row_velocity: &rows.free_row_velocity[..m], rows: &self.rows[..m], row_trees: Some(&rows.row_trees[..m]) };
         let mut it = NewtonIterate { impulse, velocity_impulse: &mut self.velocity_impulse[..m], free_weight: free_weight0 };
+        // the factorisation kept between steps is history: it lives in the state
+        self.scratch.lend_kept_factor(&mut state.method_history);
         let stats = core::solve(&problem, &resolved.options, &mut self.scratch, &mut it);
+        self.scratch.return_kept_factor(&mut state.method_history);
         let free_weight = it.free_weight;
         // the iterate meets the cone only to the tolerance: report (and move the bodies with)
         // impulses exactly inside it — p_n ≥ 0, ‖p_f‖ ≤ μ p_n — moving y by the same change so that
@@ -461,6 +464,6 @@ impl WholeStepScheme for NewtonScheme {
         }
         self.last = stats;
         let converged = stats.residual_m_s <= self.params.tolerance_m_s;
-        SolveStats { iterations: stats.newton_iterations, residual: stats.residual_m_s, converged }
+        SolveStats { iterations: stats.newton_iterations + stats.kept_factor_solves, residual: stats.residual_m_s, converged }
     }
 }

@@ -5,6 +5,7 @@
 
 use super::blocks::consecutive_blocks;
 use super::delassus::block_delassus_product;
+use super::kept;
 use super::laws::exact_laws;
 use super::{NewtonIterate, NewtonOptions, NewtonProblem, NewtonScratch, NewtonStats};
 use crate::math::dense::{block_is_symmetric, cholesky_in_place_block, cholesky_solve_block, lu_in_place_block, lu_solve_block};
@@ -36,7 +37,12 @@ const MAX_HALVINGS: u32 = 10;
 /// Long by design: one numeric algorithm read top to bottom against the paper, whose
 /// intermediate values feed each other in a fixed order (splitting it would move state into
 /// parameter structs without making a step of it separately meaningful).
-pub(super) fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScratch, it: &mut NewtonIterate) -> NewtonStats {
+///
+/// With `keep`, a factorisation kept from an earlier step ([`super::kept`], in `scr.kept`) is
+/// tried once on the warm start before any new Jacobian, and the last factorisation of this
+/// solve is kept for the next step (the solve of the step's own problem; the rescues' modified
+/// problems pass `false`).
+pub(super) fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScratch, it: &mut NewtonIterate, keep: bool) -> NewtonStats {
     let m = prob.dim();
     let d = prob.delassus;
     let mut stats = NewtonStats::default();
@@ -90,6 +96,30 @@ pub(super) fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut 
         if stats.newton_iterations >= opts.max_newton_iterations {
             break;
         }
+        if keep && stats.newton_iterations == 0 && stats.kept_factor_solves == 0 && kept::matches(&scr.kept, m, &scr.block_ends[..blocks]) {
+            // the chord step: one solve with the kept factorisation from the warm start, accepted
+            // only if it meets the tolerance
+            stats.kept_factor_solves = 1;
+            for i in 0..m {
+                scr.increment[i] = -scr.residual[i];
+            }
+            kept::solve(&scr.kept, &mut scr.increment[..m], &mut scr.pivot[..m]);
+            block_delassus_product(d, m, &scr.block_ends[..blocks], &scr.increment, &mut scr.rhs, scr.pool.as_ref());
+            for i in 0..m {
+                scr.trial_impulse[i] = it.impulse[i] + scr.increment[i];
+                scr.trial_velocity_impulse[i] = scr.row_velocity[i] + scr.rhs[i];
+            }
+            let [cf, cn, ..] = &mut scr.cr;
+            let (trial_inf, _) = exact_laws(prob, opts, &scr.trial_impulse[..m], &scr.trial_velocity_impulse[..m], &mut cf[..m], &mut cn[..m], None);
+            if opts.tolerance_m_s > 0.0 && trial_inf <= opts.tolerance_m_s {
+                it.impulse.copy_from_slice(&scr.trial_impulse[..m]);
+                stats.residual_m_s = trial_inf;
+                stats.converged = true;
+                break;
+            }
+            // stale: the Newton iteration from the warm start, and a new factorisation to keep
+            kept::clear(&mut scr.kept);
+        }
         if opts.line_search && !searching && (stats.newton_iterations >= FULL_STEPS || stalls >= FULL_STEP_STALLS) {
             searching = true;
             // the full steps did not converge: back to the best iterate, then globalise
@@ -117,7 +147,8 @@ pub(super) fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut 
         // solve each on its own
         let mut singular = false;
         let mut block_start = 0;
-        for &block_end in &scr.block_ends[..blocks] {
+        for k in 0..blocks {
+            let block_end = scr.block_ends[k];
             let n = block_end - block_start;
             // a block whose rows are all Delassus rows (active normals, sticking friction,
             // interior joint friction, bilateral rows) has the symmetric positive definite
@@ -127,6 +158,7 @@ pub(super) fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut 
                 if cholesky_in_place_block(&mut scr.dense[..m * m], m, block_start, n) {
                     cholesky_solve_block(&scr.dense[..m * m], m, block_start, &mut scr.increment[block_start..block_end]);
                     solved = true;
+                    scr.block_cholesky[k] = true;
                 } else {
                     // not positive definite after all (round-off): the block again, by LU
                     exact_laws(prob, opts, it.impulse, &scr.row_velocity[..m], &mut scr.residual[..m], &mut scr.natural[..m], Some((&mut scr.dense[..m * m], &scr.block_ends[..blocks])));
@@ -136,16 +168,20 @@ pub(super) fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut 
                 }
             }
             if !solved {
-                if !lu_in_place_block(&mut scr.dense[..m * m], m, block_start, n, &mut scr.pivot[..n]) {
+                if !lu_in_place_block(&mut scr.dense[..m * m], m, block_start, n, &mut scr.pivot[block_start..block_end]) {
                     singular = true;
                     break;
                 }
-                lu_solve_block(&scr.dense[..m * m], m, block_start, &scr.pivot[..n], &mut scr.increment[block_start..block_end]);
+                lu_solve_block(&scr.dense[..m * m], m, block_start, &scr.pivot[block_start..block_end], &mut scr.increment[block_start..block_end]);
+                scr.block_cholesky[k] = false;
             }
             block_start = block_end;
         }
         if singular {
             break; // singular: only with a non-finite input; reported unconverged
+        }
+        if keep && proximal == 0.0 {
+            kept::record(&mut scr.kept, &scr.dense[..m * m], m, &scr.block_ends[..blocks], &scr.block_cholesky[..blocks], &scr.pivot[..m]);
         }
         stats.newton_iterations += 1;
         // D x, then backtracking along (x, D x)

@@ -63,6 +63,7 @@ mod blocks;
 mod delassus;
 mod exact;
 mod frozen;
+mod kept;
 mod krylov;
 mod laws;
 mod rescue;
@@ -229,6 +230,10 @@ pub struct NewtonStats {
     /// ([`super::fem`]) moves `u` and `p` separately and the step is converged only when this and
     /// the rows' residual are both within the tolerance.
     pub momentum_residual_m_s: f64,
+    /// Solves with the factorisation kept from an earlier step, which ended the solve
+    /// ([`NewtonJacobian::Exact`], [`KeptFactor`]; 0 or 1): a linear solve without a new
+    /// Jacobian or factorisation, not counted in `newton_iterations`.
+    pub kept_factor_solves: u32,
     /// Whether the residual reached the tolerance.
     pub converged: bool,
 }
@@ -306,11 +311,34 @@ pub struct NewtonScratch {
     /// `D + R` and `J̄ũ − R p_k` of the proximal-point rescue ([`NewtonJacobian::Exact`]).
     proximal_delassus: Vec<f64>,
     proximal_free: Vec<f64>,
+    /// The factorisation of the last Newton matrix, kept for the next step's first solve
+    /// ([`NewtonJacobian::Exact`], [`KeptFactor`]); lent by the caller for one solve
+    /// ([`NewtonScratch::lend_kept_factor`]), empty otherwise.
+    pub(crate) kept: Vec<f64>,
+    /// Per consecutive block of the last factorisation: Cholesky (true) or LU.
+    block_cholesky: Vec<bool>,
     /// The dedicated pool of the Delassus products (`None`: serial).
     pool: Option<rayon::ThreadPool>,
 }
 
 impl NewtonScratch {
+    /// Lends the kept factorisation (`history`, the state's [`crate::state::State::method_history`])
+    /// to the scratch for one [`solve`]; [`Self::return_kept_factor`] gives it back. Swaps the
+    /// vectors (no copy); sizes `history` for the scratch's capacity the first time (the one
+    /// allocation, at a run's first step).
+    pub(crate) fn lend_kept_factor(&mut self, history: &mut Vec<f64>) {
+        std::mem::swap(&mut self.kept, history);
+        let capacity = kept::capacity(self.pivot.len());
+        if self.kept.capacity() < capacity {
+            self.kept.reserve_exact(capacity - self.kept.len());
+        }
+    }
+
+    /// Gives the kept factorisation back to `history` (see [`Self::lend_kept_factor`]).
+    pub(crate) fn return_kept_factor(&mut self, history: &mut Vec<f64>) {
+        std::mem::swap(&mut self.kept, history);
+    }
+
     /// Scratch for up to `capacity` rows, serial.
     pub fn new(capacity: usize) -> Self {
         Self::with_threads(capacity, 1)
@@ -342,6 +370,8 @@ impl NewtonScratch {
             exact_impulse: v(),
             proximal_delassus: vec![0.0; capacity * capacity],
             proximal_free: v(),
+            kept: Vec::new(),
+            block_cholesky: vec![false; capacity],
             pool: if threads > 1 { rayon::ThreadPoolBuilder::new().num_threads(threads).thread_name(|i| format!("newton-{i}")).build().ok() } else { None },
         }
     }

@@ -578,3 +578,53 @@ fn the_profile_cholesky_solves_a_banded_block_like_lu_and_refuses_an_indefinite_
     banded[2 * n + 1] += 1e-9;
     assert!(!block_is_symmetric(&banded, n, 0, n));
 }
+
+/// The factorisation kept from one solve ([`super::kept`]) ends the next solve of a nearby
+/// problem (the free row velocities moved by 1e-7 m/s, as between two steps at rest) in one
+/// solve, without a new Jacobian, to the tolerance and to the impulses a fresh solve finds; on
+/// a problem far from it (a contact that separates) the chord step misses the tolerance, is
+/// dropped, and the Newton iteration gives the bits it gives without a kept factorisation.
+#[test]
+fn a_kept_factorisation_ends_a_nearby_solve_and_a_stale_one_is_dropped() {
+    let (d, rows, free, p0) = mixed_rows_problem();
+    let m = rows.len();
+    let opts = exact_options(1e-9);
+    // solves `free` from `warm`, with the kept factorisation `history` lent when given
+    let solve_from = |free: &[f64], warm: &[f64], history: Option<&mut Vec<f64>>| {
+        let prob = NewtonProblem { delassus: &d, free_row_velocity: free, rows: &rows, row_trees: None };
+        let mut scr = NewtonScratch::new(m);
+        let (mut p, mut y) = (warm.to_vec(), warm.to_vec());
+        let mut it = NewtonIterate { impulse: &mut p, velocity_impulse: &mut y, free_weight: 1.0 };
+        let stats = match history {
+            Some(h) => {
+                scr.lend_kept_factor(h);
+                let stats = solve(&prob, &opts, &mut scr, &mut it);
+                scr.return_kept_factor(h);
+                stats
+            }
+            None => solve(&prob, &opts, &mut scr, &mut it),
+        };
+        (stats, p)
+    };
+    let mut history = Vec::new();
+    let (first, p1) = solve_from(&free, &p0, Some(&mut history));
+    assert!(first.converged && first.newton_iterations > 0 && first.kept_factor_solves == 0, "{first:?}");
+    assert!(kept::matches(&history, m, &[m]), "a factorisation is kept");
+    // nearby: one solve with the kept factor
+    let near: Vec<f64> = free.iter().enumerate().map(|(i, f)| f + 1e-7 * (1.0 + i as f64 * 0.1)).collect();
+    let (chord, p_chord) = solve_from(&near, &p1, Some(&mut history.clone()));
+    assert!(chord.converged && chord.newton_iterations == 0 && chord.kept_factor_solves == 1, "{chord:?}");
+    assert!(chord.residual_m_s <= 1e-9);
+    let (fresh, p_fresh) = solve_from(&near, &p1, None);
+    assert!(fresh.converged && fresh.newton_iterations >= 1, "{fresh:?}");
+    let gap = p_chord.iter().zip(&p_fresh).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+    assert!(gap < 1e-9, "the chord step's impulses against a fresh solve's: {gap:e} N·s apart");
+    // far: the pressed contact's row velocity reversed, it separates
+    let mut far = free;
+    far[0] = 0.5;
+    let (dropped, p_dropped) = solve_from(&far, &p1, Some(&mut history.clone()));
+    assert!(dropped.converged && dropped.kept_factor_solves == 1 && dropped.newton_iterations >= 1, "{dropped:?}");
+    let (without, p_without) = solve_from(&far, &p1, None);
+    assert_eq!(dropped.newton_iterations, without.newton_iterations);
+    assert!(p_dropped.iter().zip(&p_without).all(|(a, b)| a.to_bits() == b.to_bits()), "{p_dropped:?} vs {p_without:?}");
+}
