@@ -224,8 +224,9 @@ pub struct Simulation {
 impl Simulation {
     /// A simulation of `model` with the given solver.
     pub fn new(model: Model, solver: &SolverConfig) -> Self {
-        let state = State::new(&model);
-        let workspace = Workspace::new(&model, solver);
+        let mut state = State::new(&model);
+        let mut workspace = Workspace::new(&model, solver);
+        workspace.solver.prepare_state(&mut state);
         let commands = Commands::new(&model);
         Simulation {
             initial_state: state.clone(),

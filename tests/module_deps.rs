@@ -468,7 +468,7 @@ fn method_of(node: &str) -> Option<String> {
     methods().into_iter().map(|(n, _)| n).find(|n| child == n || child.starts_with(&format!("{n}_")))
 }
 
-const SEAM: &[&str] = &["contact::method", "contact::problem", "contact::nodal"];
+const SEAM: &[&str] = &["contact::method", "contact::problem", "contact::nodal", "contact::delassus"];
 
 /// Method → method edges that are allowed, with the reason.
 const METHOD_EDGES_ALLOWED: &[(&str, &str, &str)] =

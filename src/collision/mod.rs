@@ -342,19 +342,25 @@ fn separate_overlap(
     // parry's manifold query at the moved pose must not see an intersection, or it runs its own,
     // allocating EPA: make the same query here, and double the extra distance while the moved
     // pair still intersects (EPA's depth is a tolerance-bound estimate; zero after its failure)
-    let mut extra = SEPARATION_M;
-    for _ in 0..SEPARATION_RETRIES {
-        let s = depth + extra;
-        let mut moved = *pos12;
-        moved.translation += n * s;
-        let dir = init_dir.or_else(|| moved.translation.try_normalize()).unwrap_or(parry3d_f64::math::Vector::X);
-        simplex.reset(CsoPoint::from_shapes(&moved, g1, g2, dir));
-        if gjk::closest_points(&moved, g1, g2, prediction + s, true, simplex) != GJKResult::Intersection {
-            return Some((n, s));
+    // EPA's direction can be far off on a nearly degenerate overlap (seen on the arch: a normal
+    // with a component across the arch's plane, still intersecting after every doubling); then
+    // the line between the centres, along which two convex shapes always come apart
+    let centres = pos12.translation.try_normalize().unwrap_or(n);
+    for way in [n, centres] {
+        let mut extra = SEPARATION_M;
+        for _ in 0..SEPARATION_RETRIES {
+            let s = depth + extra;
+            let mut moved = *pos12;
+            moved.translation += way * s;
+            let dir = init_dir.or_else(|| moved.translation.try_normalize()).unwrap_or(parry3d_f64::math::Vector::X);
+            simplex.reset(CsoPoint::from_shapes(&moved, g1, g2, dir));
+            if gjk::closest_points(&moved, g1, g2, prediction + s, true, simplex) != GJKResult::Intersection {
+                return Some((way, s));
+            }
+            extra *= 2.0;
         }
-        extra *= 2.0;
     }
-    Some((n, depth + extra))
+    Some((n, depth + SEPARATION_M * 2f64.powi(SEPARATION_RETRIES as i32)))
 }
 
 /// Below this distance (m) two shapes count as touching for [`separate_overlap`]: GJK's

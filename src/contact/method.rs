@@ -103,6 +103,10 @@ pub struct Capabilities {
     /// its rows are shorter than the factored ones (a few rows on long trees); otherwise the
     /// step leaves its assembly, the largest cost of a contact-rich step, out.
     pub delassus: bool,
+    /// Assembles G itself, from the factored rows ([`crate::contact::assemble_delassus`]), on the
+    /// steps that need it: on rigid scenes the rows stage then leaves G out (with deformables it
+    /// builds it). Only for methods of kind [`MethodKind::WholeStepOnRows`].
+    pub delassus_on_demand: bool,
     /// The rigid scenes it can simulate (scenes outside are refused at load).
     pub coverage: SceneCoverage,
 }
@@ -116,6 +120,7 @@ impl Capabilities {
         friction: FrictionModel::Coulomb,
         dense_mass: false,
         delassus: true,
+        delassus_on_demand: false,
         coverage: SceneCoverage::AllRigid,
     };
 }
@@ -405,6 +410,9 @@ pub struct ConstraintRows<'a> {
     pub factor_jt: &'a [f64],
     /// The kinematic trees each row touches ([`NO_TREE`]: none).
     pub row_trees: &'a [(usize, usize)],
+    /// The rows in groups on the same trees, `(first row, count)`
+    /// ([`crate::workspace::Workspace::row_groups`]), for [`crate::contact::assemble_delassus`].
+    pub row_groups: &'a [(usize, usize)],
     /// What each joint row is (limit, friction, mimic), in row order after the contact rows.
     pub joint_rows: &'a [JointRow],
 }
@@ -506,4 +514,10 @@ pub trait WholeStepScheme {
     /// `contacts`) followed by `num_joint_rows` joint rows; both must stay consistent. Must not
     /// allocate: `contacts` may not grow beyond its capacity. Default: nothing changes.
     fn rewrite_contacts(&mut self, _contacts: &mut Vec<Contact>, _impulse: &mut [f64], _num_joint_rows: usize) {}
+
+    /// Sizes the scheme's history in a new state (`State::method_history` and
+    /// `State::method_state`) before its first step, so that a real-time loop started on it
+    /// never allocates ([`crate::sim::Simulation::new`] calls it). Default: nothing (the scheme
+    /// sizes its history at its first step).
+    fn prepare_state(&mut self, _state: &mut State) {}
 }

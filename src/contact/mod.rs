@@ -33,6 +33,7 @@
 //!    `cargo test --release --test suite golden::` (other methods' trajectories must not move).
 
 mod bisection;
+mod delassus;
 pub mod lstable;
 pub mod newton;
 pub mod ecp;
@@ -55,6 +56,7 @@ pub use newton::{NewtonParams, NewtonPreset, NewtonScheme};
 pub use ecp::{EcpParams, EcpScheme};
 pub use crate::collision::Contact;
 pub use pgs::{PgsParams, PgsSolver};
+pub use delassus::{assemble_delassus, delassus_diagonal};
 pub use problem::{ContactProblem, ContactRow, ContactRows, FactoredRows, PrimalView};
 pub use crate::state::MAX_ROWS_PER_CONTACT;
 pub use nodal::{NodalConstraint, NodalSystem};

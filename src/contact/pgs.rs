@@ -42,7 +42,7 @@ impl MethodParams for PgsParams {
     const NAME: &'static str = "pgs";
     const SUMMARY: &'static str = "projected Gauss–Seidel on the Coulomb cone (the baseline)";
     const CAPABILITIES: Capabilities =
-        Capabilities { deformables: false, contact_rows: ContactRows::POINT, friction: FrictionModel::Coulomb, dense_mass: false, delassus: false, coverage: SceneCoverage::AllRigid };
+        Capabilities { deformables: false, contact_rows: ContactRows::POINT, friction: FrictionModel::Coulomb, dense_mass: false, delassus: false, delassus_on_demand: false, coverage: SceneCoverage::AllRigid };
 
     fn validate(&self) -> Result<(), ParamError> {
         check_params(&[

@@ -170,6 +170,13 @@ macro_rules! contact_methods {
             pub fn stage(&mut self) -> ConstraintStage<'_> {
                 match self { $( Solver::$variant(s) => s.stage(), )+ }
             }
+            /// Sizes the method's history in a new state before its first step
+            /// ([`WholeStepScheme::prepare_state`](crate::contact::WholeStepScheme::prepare_state)).
+            pub fn prepare_state(&mut self, state: &mut crate::state::State) {
+                if let ConstraintStage::WholeStep(s) | ConstraintStage::WholeStepOnRows(s) = self.stage() {
+                    s.prepare_state(state);
+                }
+            }
         }
     };
 }

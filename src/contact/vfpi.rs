@@ -127,7 +127,7 @@ impl MethodParams for VfpiParams {
     const NAME: &'static str = "vfpi";
     const SUMMARY: &'static str = "velocity fixed-point iteration with contact nodalization (Lee, Lee & Lee); handles deformables";
     const CAPABILITIES: Capabilities =
-        Capabilities { deformables: true, contact_rows: ContactRows::POINT, friction: FrictionModel::Coulomb, dense_mass: true, delassus: true, coverage: SceneCoverage::AllRigid };
+        Capabilities { deformables: true, contact_rows: ContactRows::POINT, friction: FrictionModel::Coulomb, dense_mass: true, delassus: true, delassus_on_demand: false, coverage: SceneCoverage::AllRigid };
 
     fn validate(&self) -> Result<(), ParamError> {
         check_params(&[

@@ -360,7 +360,10 @@ pub fn constraint_rows(model: &Model, state: &State, ws: &mut Workspace, report:
     // a sweep reads a row of G (m entries) or its factored row twice (a dot product and an
     // update over the row's trees): G is worth assembling only when its rows are the shorter
     let factored_len: usize = ws.row_ranges[..m].iter().map(|r| r[0].1 - r[0].0 + r[1].1 - r[1].0).sum();
-    if ws.solver.capabilities().delassus || m * m < 2 * factored_len {
+    let caps = ws.solver.capabilities();
+    // a method that assembles G itself when it needs it gets it here only with deformables
+    let on_demand = caps.delassus_on_demand && model.deformables.is_empty();
+    if !on_demand && (caps.delassus || m * m < 2 * factored_len) {
         build_delassus(model, ws, m);
     } else {
         build_factored_rows(model, ws, m);
@@ -435,6 +438,8 @@ pub fn whole_step_stage(
         jacobian,
         factor_jt,
         row_trees,
+        row_groups,
+        delassus_built,
         joint_rows,
         fem,
         ..
@@ -447,7 +452,7 @@ pub fn whole_step_stage(
             friction: &friction[..nc],
             row_lower: &row_lower[..nj],
             row_upper: &row_upper[..nj],
-            delassus: &delassus[..m * m],
+            delassus: if *delassus_built { &delassus[..m * m] } else { &[] },
             free_velocity: &free_constraint_velocity[..m],
             primal: None,
             factored: None,
@@ -456,6 +461,7 @@ pub fn whole_step_stage(
         free_row_velocity: &free_row_velocity[..m],
         factor_jt: &factor_jt[..m * nv],
         row_trees: &row_trees[..m],
+        row_groups,
         joint_rows: &joint_rows[..nj],
     });
     let scheme: &mut dyn WholeStepScheme = match external {

@@ -775,6 +775,7 @@ impl MethodParams for BisectionParams {
         friction: FrictionModel::MaximumDissipation,
         dense_mass: false,
         delassus: true,
+        delassus_on_demand: false,
         coverage: SceneCoverage::AllRigid,
     };
 

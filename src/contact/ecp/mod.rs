@@ -116,6 +116,7 @@ impl MethodParams for EcpParams {
         friction: FrictionModel::EllipsoidalLimitSurface,
         dense_mass: false,
         delassus: true,
+        delassus_on_demand: false,
         coverage: SceneCoverage::ConvexObjects,
     };
 

@@ -241,7 +241,7 @@ impl MethodParams for NewtonParams {
     type Runtime = NewtonScheme;
     const NAME: &'static str = "newton";
     const SUMMARY: &'static str = "non-smooth Newton: implicit step, position-level contact complementarity with effective-mass scaling, exact friction Jacobian (dense LU) or frozen friction compliance (Krylov or dense), after Macklin et al.";
-    const CAPABILITIES: Capabilities = Capabilities { deformables: true, ..Capabilities::RIGID_POINT_COULOMB };
+    const CAPABILITIES: Capabilities = Capabilities { deformables: true, delassus_on_demand: true, ..Capabilities::RIGID_POINT_COULOMB };
 
     fn validate(&self) -> Result<(), ParamError> {
         let pos = |v: Option<f64>| v.is_none_or(|v| v.is_finite() && v > 0.0);
@@ -318,6 +318,14 @@ pub struct NewtonScheme {
     fem: Option<fem::FemNewton>,
     /// The deformables' primal solver (`None` without deformables or in the dual form).
     primal: Option<primal::PrimalFem>,
+    /// The Delassus matrix, assembled here on the steps that need a Newton iteration (rigid
+    /// scenes, where the rows stage leaves it out: `Capabilities::delassus_on_demand`);
+    /// `rows²` (empty with deformables).
+    delassus: Vec<f64>,
+    /// `Zᵀ x` (an `nv`-vector): the factored rows' image of a row vector, for `D x = Z (Zᵀ x)`.
+    row_image: Vec<f64>,
+    /// D's diagonal (rows long), from the factored rows.
+    diagonal: Vec<f64>,
 }
 
 impl NewtonScheme {
@@ -336,6 +344,9 @@ impl NewtonScheme {
             last: NewtonStats::default(),
             fem: (deformables && formulation == FemFormulation::DualRows).then(|| fem::FemNewton::new(model)),
             primal: (deformables && formulation == FemFormulation::Primal).then(|| primal::PrimalFem::new(model, threads)),
+            delassus: if deformables { Vec::new() } else { vec![0.0; rows * rows] },
+            row_image: vec![0.0; model.nv],
+            diagonal: vec![0.0; rows],
         }
     }
 
@@ -406,6 +417,14 @@ pub(crate) fn project_into_cones(layout: ContactRows, friction: &[f64], impulse:
 }
 
 impl WholeStepScheme for NewtonScheme {
+    fn prepare_state(&mut self, state: &mut State) {
+        // the rigid form's kept factorisation ([`core::kept`]); the deformables' forms size theirs
+        // at their first step
+        if self.fem.is_none() && self.primal.is_none() {
+            self.scratch.reserve_kept_factor(&mut state.method_history);
+        }
+    }
+
     fn advance(&mut self, input: &SchemeInput, state: &mut State, output: &mut SchemeOutput) -> SolveStats {
         let model = input.model;
         let nv = model.nv;
@@ -445,11 +464,34 @@ impl WholeStepScheme for NewtonScheme {
             impulse.fill(0.0);
         }
         self.velocity_impulse[..m].copy_from_slice(impulse);
-        let problem = NewtonProblem { delassus: &prob.delassus[..m * m], free_row_velocity: &rows.free_row_velocity[..m], rows: &self.rows[..m], row_trees: Some(&rows.row_trees[..m]) };
         let mut it = NewtonIterate { impulse, velocity_impulse: &mut self.velocity_impulse[..m], free_weight: free_weight0 };
         // the factorisation kept between steps is history: it lives in the state
         self.scratch.lend_kept_factor(&mut state.method_history);
-        let stats = core::solve(&problem, &resolved.options, &mut self.scratch, &mut it);
+        let (free_rows, row_trees) = (&rows.free_row_velocity[..m], &rows.row_trees[..m]);
+        let stats = if prob.delassus.is_empty() {
+            // D on demand (rigid scenes): the warm start and the chord step on the factored rows
+            // first, D assembled only when a Newton iteration is needed
+            let z = rows.factor_jt;
+            let d = &mut self.delassus[..m * m];
+            crate::contact::delassus_diagonal(model, z, row_trees, &mut self.diagonal[..m]);
+            for (i, g) in self.diagonal[..m].iter().enumerate() {
+                d[i * m + i] = *g;
+            }
+            let view = NewtonProblem { delassus: &self.delassus[..m * m], free_row_velocity: free_rows, rows: &self.rows[..m], row_trees: Some(row_trees) };
+            let image = &mut self.row_image;
+            let apply = |x: &[f64], out: &mut [f64]| factored_product(model, z, row_trees, x, image, out);
+            match core::first_look(&view, &resolved.options, &mut self.scratch, &mut it, apply) {
+                Some(stats) => stats,
+                None => {
+                    crate::contact::assemble_delassus(model, z, row_trees, rows.row_groups, m, &mut self.delassus[..m * m]);
+                    let problem = NewtonProblem { delassus: &self.delassus[..m * m], free_row_velocity: free_rows, rows: &self.rows[..m], row_trees: Some(row_trees) };
+                    core::solve(&problem, &resolved.options, &mut self.scratch, &mut it)
+                }
+            }
+        } else {
+            let problem = NewtonProblem { delassus: &prob.delassus[..m * m], free_row_velocity: free_rows, rows: &self.rows[..m], row_trees: Some(row_trees) };
+            core::solve(&problem, &resolved.options, &mut self.scratch, &mut it)
+        };
         self.scratch.return_kept_factor(&mut state.method_history);
         let free_weight = it.free_weight;
         // the iterate meets the cone only to the tolerance: report (and move the bodies with)
@@ -465,5 +507,26 @@ impl WholeStepScheme for NewtonScheme {
         self.last = stats;
         let converged = stats.residual_m_s <= self.params.tolerance_m_s;
         SolveStats { iterations: stats.newton_iterations + stats.kept_factor_solves, residual: stats.residual_m_s, converged }
+    }
+}
+
+/// `out = D x` with `D = Zᵀ Z` from the factored rows `z` (row-major `m × nv`, row `i` on the
+/// trees `row_trees[i]`): the image `y = Σ xᵢ zᵢ` into `image` (`nv` long), then
+/// `outᵢ = zᵢ · y` over row `i`'s trees, in ascending coordinate order.
+fn factored_product(model: &Model, z: &[f64], row_trees: &[(usize, usize)], x: &[f64], image: &mut [f64], out: &mut [f64]) {
+    let nv = model.nv;
+    image.fill(0.0);
+    crate::contact::sum_row_images(model, z, row_trees, x, image);
+    for (i, o) in out.iter_mut().enumerate() {
+        let row = &z[i * nv..(i + 1) * nv];
+        let (t0, t1) = row_trees[i];
+        let mut s = 0.0;
+        for t in [t0, t1] {
+            if t != crate::contact::NO_TREE {
+                let tr = &model.trees[t];
+                s += row[tr.v_start..tr.v_end].iter().zip(&image[tr.v_start..tr.v_end]).map(|(a, b)| a * b).sum::<f64>();
+            }
+        }
+        *o = s;
     }
 }

@@ -111,7 +111,8 @@ pub(super) fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut 
             }
             let [cf, cn, ..] = &mut scr.cr;
             let (trial_inf, _) = exact_laws(prob, opts, &scr.trial_impulse[..m], &scr.trial_velocity_impulse[..m], &mut cf[..m], &mut cn[..m], None);
-            if opts.tolerance_m_s > 0.0 && trial_inf <= opts.tolerance_m_s {
+            if kept::accepts(trial_inf, opts.tolerance_m_s) {
+                kept::note_use(&mut scr.kept);
                 it.impulse.copy_from_slice(&scr.trial_impulse[..m]);
                 stats.residual_m_s = trial_inf;
                 stats.converged = true;

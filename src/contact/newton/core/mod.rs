@@ -62,6 +62,7 @@
 mod blocks;
 mod delassus;
 mod exact;
+mod first_look;
 mod frozen;
 mod kept;
 mod krylov;
@@ -72,6 +73,7 @@ mod tests;
 
 pub use blocks::consecutive_blocks;
 pub use delassus::{block_delassus_product, delassus_product, symmetric_delassus_product, PARALLEL_ROWS};
+pub use first_look::first_look;
 pub use frozen::solve;
 pub use krylov::conjugate_residual;
 pub use laws::{disk_residual, evaluate_laws, fischer_burmeister, friction_compliance, min_map, RowLaws};
@@ -331,6 +333,16 @@ impl NewtonScratch {
         let capacity = kept::capacity(self.pivot.len());
         if self.kept.capacity() < capacity {
             self.kept.reserve_exact(capacity - self.kept.len());
+        }
+    }
+
+    /// Reserves `history` (a new state's [`crate::state::State::method_history`]) for the
+    /// largest kept factorisation of this scratch's capacity (the allocation
+    /// [`Self::lend_kept_factor`] would otherwise make at the first step).
+    pub(crate) fn reserve_kept_factor(&self, history: &mut Vec<f64>) {
+        let capacity = kept::capacity(self.pivot.len());
+        if history.capacity() < capacity {
+            history.reserve_exact(capacity - history.len());
         }
     }
 

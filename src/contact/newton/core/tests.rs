@@ -627,4 +627,14 @@ fn a_kept_factorisation_ends_a_nearby_solve_and_a_stale_one_is_dropped() {
     let (without, p_without) = solve_from(&far, &p1, None);
     assert_eq!(dropped.newton_iterations, without.newton_iterations);
     assert!(p_dropped.iter().zip(&p_without).all(|(a, b)| a.to_bits() == b.to_bits()), "{p_dropped:?} vs {p_without:?}");
+    // a factorisation serves kept::MAX_USES chord steps, then the Newton iteration runs again
+    let mut used = history.clone();
+    for _ in 0..kept::MAX_USES as usize {
+        assert!(kept::matches(&used, m, &[m]));
+        kept::note_use(&mut used);
+    }
+    assert!(!kept::matches(&used, m, &[m]));
+    let (renewed, _) = solve_from(&near, &p1, Some(&mut used));
+    assert!(renewed.converged && renewed.kept_factor_solves == 0 && renewed.newton_iterations >= 1, "{renewed:?}");
+    assert!(kept::matches(&used, m, &[m]), "the new factorisation is kept");
 }
