@@ -233,7 +233,7 @@ pub struct NewtonStats {
     /// the rows' residual are both within the tolerance.
     pub momentum_residual_m_s: f64,
     /// Solves with the factorisation kept from an earlier step, which ended the solve
-    /// ([`NewtonJacobian::Exact`], [`KeptFactor`]; 0 or 1): a linear solve without a new
+    /// ([`NewtonJacobian::Exact`], the kept factorisation, `core::kept`; 0 or 1): a linear solve without a new
     /// Jacobian or factorisation, not counted in `newton_iterations`.
     pub kept_factor_solves: u32,
     /// Whether the residual reached the tolerance.
@@ -314,7 +314,7 @@ pub struct NewtonScratch {
     proximal_delassus: Vec<f64>,
     proximal_free: Vec<f64>,
     /// The factorisation of the last Newton matrix, kept for the next step's first solve
-    /// ([`NewtonJacobian::Exact`], [`KeptFactor`]); lent by the caller for one solve
+    /// ([`NewtonJacobian::Exact`], the kept factorisation, `core::kept`); lent by the caller for one solve
     /// ([`NewtonScratch::lend_kept_factor`]), empty otherwise.
     pub(crate) kept: Vec<f64>,
     /// Per consecutive block of the last factorisation: Cholesky (true) or LU.
