@@ -13,7 +13,7 @@
 use super::blocks::consecutive_blocks;
 use super::kept;
 use super::laws::exact_laws;
-use super::{NewtonIterate, NewtonOptions, NewtonProblem, NewtonScratch, NewtonStats};
+use super::{NewtonIterate, NewtonJacobian, NewtonOptions, NewtonProblem, NewtonScratch, NewtonStats};
 
 /// Evaluates the warm start `it.impulse` and, if it misses the tolerance and a kept
 /// factorisation fits the rows, takes the chord step: `Some(stats)` when either meets the
@@ -23,7 +23,9 @@ use super::{NewtonIterate, NewtonOptions, NewtonProblem, NewtonScratch, NewtonSt
 pub fn first_look(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScratch, it: &mut NewtonIterate, mut apply: impl FnMut(&[f64], &mut [f64])) -> Option<NewtonStats> {
     let m = prob.dim();
     let tolerance = opts.tolerance_m_s;
-    if m == 0 || tolerance <= 0.0 {
+    // the exact iteration's laws and stopping test only: the frozen-compliance iteration works
+    // on D from its start
+    if m == 0 || tolerance <= 0.0 || opts.jacobian != NewtonJacobian::Exact {
         return None;
     }
     let blocks = consecutive_blocks(prob, &mut scr.block_reach[..m], &mut scr.tree_last_row[..2 * m], &mut scr.block_ends[..m]);
