@@ -578,13 +578,7 @@ mod separation_tests {
         // the second shape out of the first
         let (cyl, cube) = (Cylinder::new(0.0175, 0.04), Cuboid::new(Vector::new(0.06, 0.06, 0.06)));
         let (mut simplex, mut epa) = (VoronoiSimplex::new(), grown_epa());
-        let mut seed = 0x9e3779b97f4a7c15u64;
-        let mut rand = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-        };
+        let mut rand = crate::math::xorshift(0x9e3779b97f4a7c15);
         let (mut apart, mut touching, mut separated) = (0, 0, 0);
         for k in 0..3000 {
             let u = Vector::new(rand(), rand(), rand()).normalize();

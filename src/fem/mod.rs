@@ -701,13 +701,7 @@ mod tests {
     #[test]
     fn newton_polar_rotation_matches_the_svd_one_also_for_inverted_elements() {
         // deterministic pseudo-random F: rotations times stretches, some inverted
-        let mut seed = 0x2545F4914F6CDD1Du64;
-        let mut rnd = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-        };
+        let mut rnd = crate::math::xorshift(0x2545F4914F6CDD1D);
         let mut worst: f64 = 0.0;
         for k in 0..2000 {
             let axis = Vec3::new(rnd(), rnd(), rnd());

@@ -190,6 +190,17 @@ pub fn tangent_basis(n: &Vec3) -> (Vec3, Vec3) {
     (t1, t2)
 }
 
+/// Deterministic pseudo-random numbers in [-1, 1) (xorshift64), for the unit tests.
+#[cfg(test)]
+pub(crate) fn xorshift(mut seed: u64) -> impl FnMut() -> f64 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

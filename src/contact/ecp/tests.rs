@@ -3,7 +3,7 @@
 
 use super::mncp::{residual_and_jacobian, residual_value, BodyPlaneProblem, GapMode, MovingBody, NZ};
 use super::*;
-use crate::math::{Mat3, Pose, Vec3};
+use crate::math::{xorshift, Mat3, Pose, Vec3};
 use nalgebra::UnitQuaternion;
 
 /// A box–plane problem with a slightly rotated spinning cube near the plane.
@@ -58,16 +58,6 @@ fn dual_number_jacobian_matches_central_differences_at_random_states() {
         }
     }
     assert!(worst > 0.0, "the comparison must see round-off, not nothing");
-}
-
-/// Deterministic pseudo-random numbers in [-1, 1) (xorshift64).
-fn xorshift(mut seed: u64) -> impl FnMut() -> f64 {
-    move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-    }
 }
 
 /// One box, one sphere, one cylinder, of about unit size.
