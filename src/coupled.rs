@@ -130,6 +130,7 @@ pub fn solve(model: &Model, state: &mut State, ws: &mut Workspace, m: usize) -> 
         num_virtual: vr,
         constraints: &cs.constraints,
         k_tilde: kt,
+        fem_bodies: &cs.fem_bodies,
     };
     let stats = vs.solve_nodal(&sys);
     scatter_impulses(vs.impulses(), m, base, first_weld, nv, f, cs, state, impulse);

@@ -148,6 +148,8 @@ pub struct CoupledScratch {
     pub rigid_impulse: Vec<f64>,
     /// Solve statistics of the last step.
     pub last_solve: crate::contact::SolveStats,
+    /// Node ranges `[first, end)` of the deformable bodies ([`crate::contact::NodalSystem::fem_bodies`]).
+    pub fem_bodies: Vec<(usize, usize)>,
 }
 
 impl CoupledScratch {
@@ -162,6 +164,7 @@ impl CoupledScratch {
             rigid_b: vec![0.0; model.nv],
             rigid_impulse: vec![0.0; model.nv],
             last_solve: crate::contact::SolveStats::default(),
+            fem_bodies: model.deformables.iter().map(|d| (d.node_start, d.node_start + d.num_nodes())).collect(),
         }
     }
 }

@@ -128,6 +128,7 @@ fn rigid_correction_keeps_the_grasp_and_cuts_the_iterations() {
         let mut s = scene_file("config/examples/fem_gripper_ball.yaml");
         if let contact_sim::contact::SolverConfig::Vfpi(p) = &mut s.solver {
             p.rigid_correction = correct;
+            p.translation_correction = false; // the rigid correction alone
         } else {
             panic!("the grasp scene uses vfpi");
         }
@@ -149,6 +150,46 @@ fn rigid_correction_keeps_the_grasp_and_cuts_the_iterations() {
     let dq = q_on.iter().zip(&q_off).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
     assert!(dq < 5e-4, "gripper joints differ by {dq} m");
     assert!(its_on < 60.0 && its_on < 0.5 * its_off, "{its_on:.1} vs {its_off:.1} iterations per step");
+}
+
+/// The deformable translation correction (on in the grasp scene) leaves the grasp where it was
+/// and cuts the iterations by a third; the slow steps of the lift's start and end most.
+#[test]
+fn translation_correction_keeps_the_grasp_and_cuts_the_iterations() {
+    let run = |translate: bool| {
+        let mut s = scene_file("config/examples/fem_gripper_ball.yaml");
+        if let contact_sim::contact::SolverConfig::Vfpi(p) = &mut s.solver {
+            assert!(p.rigid_correction && p.translation_correction, "the grasp scene runs both corrections");
+            p.translation_correction = translate;
+        } else {
+            panic!("the grasp scene uses vfpi");
+        }
+        let mut sim = Simulation::from_scene(&s, None);
+        let (mut its, mut steps, mut unconverged, mut worst_lift) = (0u64, 0u64, 0u64, 0u32);
+        while sim.state.time_s < 1.3 - 1e-9 {
+            let r = sim.step();
+            its += u64::from(r.solve.iterations);
+            unconverged += u64::from(!r.solve.converged);
+            // the lift starts at 0.6 s and stops at 1.2 s
+            if (0.6..0.67).contains(&sim.state.time_s) || (1.2..1.27).contains(&sim.state.time_s) {
+                worst_lift = worst_lift.max(r.solve.iterations);
+            }
+            steps += 1;
+        }
+        (centroid(&sim), sim.state.q.clone(), its as f64 / steps as f64, unconverged, worst_lift)
+    };
+    let (c_on, q_on, its_on, unc_on, lift_on) = run(true);
+    let (c_off, q_off, its_off, unc_off, lift_off) = run(false);
+    println!("with the translation correction: {its_on:.1} iterations per step, {lift_on} at most at the lift's start and end ({unc_on} unconverged); without: {its_off:.1}, {lift_off} ({unc_off})");
+    assert_eq!((unc_on, unc_off), (0, 0));
+    // lifted alike; across the squeeze (y) the ball's place between two fingers pushing with
+    // equal efforts is neutral, and the solves' tolerances move it by a fraction of a millimetre
+    let d = c_on - c_off;
+    assert!(d.x.abs() < 5e-4 && d.z.abs() < 5e-4 && d.y.abs() < 2e-3, "ball centroid {c_on:?} vs {c_off:?}");
+    let dq = q_on.iter().zip(&q_off).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+    assert!(dq < 2e-3, "gripper joints differ by {dq} m");
+    assert!(its_on < 0.8 * its_off, "{its_on:.1} vs {its_off:.1} iterations per step");
+    assert!(lift_on * 2 < lift_off, "slowest step of the lift's start and end: {lift_on} vs {lift_off} iterations");
 }
 
 #[test]

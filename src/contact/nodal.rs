@@ -66,6 +66,9 @@ pub struct NodalSystem<'a> {
     pub constraints: &'a [NodalConstraint],
     /// Damper gain in impulse units, k̃ = k_v h (kg).
     pub k_tilde: f64,
+    /// Node ranges `[first, end)` of the deformable bodies (node indices: unknowns `3 first ..
+    /// 3 end`); `A` has no block between two bodies. Empty for a system without deformables.
+    pub fem_bodies: &'a [(usize, usize)],
 }
 
 impl NodalSystem<'_> {
