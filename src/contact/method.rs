@@ -430,21 +430,64 @@ impl ConstraintRows<'_> {
 
 /// `out += Σᵢ λᵢ zᵢ` over the trees each row touches (`row_trees`, `usize::MAX`: none): the
 /// Z-space image of the impulses, with `factor_jt` holding `zᵢ = L⁻ᵀ Jᵢᵀ` row-major.
+///
+/// Consecutive rows on the same trees (a contact's normal and tangents) are added together,
+/// up to three at a time: each `out[k]` is loaded once, takes their terms in row order and is
+/// stored once, which is bit for bit the row-by-row sum but keeps the running sums in registers
+/// instead of a store-to-load chain through `out` per row. Rows with `λᵢ = 0` add nothing, as
+/// before.
 pub fn sum_row_images(model: &Model, factor_jt: &[f64], row_trees: &[(usize, usize)], impulse: &[f64], out: &mut [f64]) {
     let nv = model.nv;
-    for (i, &l) in impulse.iter().enumerate() {
-        if l == 0.0 {
+    let m = impulse.len();
+    let mut i = 0;
+    while i < m {
+        // the run of rows on row i's trees, at most three, and its rows with an impulse
+        let trees = row_trees[i];
+        let mut end = i + 1;
+        while end < m && end < i + 3 && row_trees[end] == trees {
+            end += 1;
+        }
+        let mut terms: [(f64, usize); 3] = [(0.0, 0); 3];
+        let mut n = 0;
+        for r in i..end {
+            if impulse[r] != 0.0 {
+                terms[n] = (impulse[r], r * nv);
+                n += 1;
+            }
+        }
+        i = end;
+        if n == 0 {
             continue;
         }
-        let z = &factor_jt[i * nv..(i + 1) * nv];
-        let (t0, t1) = row_trees[i];
-        for t in [t0, t1] {
+        for t in [trees.0, trees.1] {
             if t == usize::MAX {
                 continue;
             }
             let tr = &model.trees[t];
-            for k in tr.v_start..tr.v_end {
-                out[k] += l * z[k];
+            let (s, e) = (tr.v_start, tr.v_end);
+            let out = &mut out[s..e];
+            match n {
+                1 => {
+                    let (l0, z0) = (terms[0].0, &factor_jt[terms[0].1 + s..terms[0].1 + e]);
+                    for (o, a) in out.iter_mut().zip(z0) {
+                        *o += l0 * a;
+                    }
+                }
+                2 => {
+                    let (l0, z0) = (terms[0].0, &factor_jt[terms[0].1 + s..terms[0].1 + e]);
+                    let (l1, z1) = (terms[1].0, &factor_jt[terms[1].1 + s..terms[1].1 + e]);
+                    for ((o, a), b) in out.iter_mut().zip(z0).zip(z1) {
+                        *o = *o + l0 * a + l1 * b;
+                    }
+                }
+                _ => {
+                    let (l0, z0) = (terms[0].0, &factor_jt[terms[0].1 + s..terms[0].1 + e]);
+                    let (l1, z1) = (terms[1].0, &factor_jt[terms[1].1 + s..terms[1].1 + e]);
+                    let (l2, z2) = (terms[2].0, &factor_jt[terms[2].1 + s..terms[2].1 + e]);
+                    for (((o, a), b), c) in out.iter_mut().zip(z0).zip(z1).zip(z2) {
+                        *o = *o + l0 * a + l1 * b + l2 * c;
+                    }
+                }
             }
         }
     }
