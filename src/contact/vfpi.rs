@@ -690,7 +690,8 @@ fn rigid_correction(s: &mut VfpiScratch, sys: &NodalSystem) {
 /// read from the held nodes' rows only. Per body `C = Σ_{k free} r_k` and `Σ_{k free} b_k`.
 fn translation_correction_setup(s: &mut VfpiScratch, sys: &NodalSystem) -> bool {
     let Some(a) = sys.fem else { return false };
-    if sys.fem_bodies.is_empty() {
+    // (the scratch holds a body per 4 nodes, a tetrahedron's)
+    if sys.fem_bodies.is_empty() || sys.fem_bodies.len() > s.translation_inverse.len() {
         return false;
     }
     let (ro, vals, cols) = (a.row_offsets(), a.values(), a.col_indices());
