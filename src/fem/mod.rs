@@ -60,6 +60,7 @@
 //! damper's steady creep `λ / k̃` (`docs/vfpi.md`). A welded node never also gets a contact
 //! (one constraint per node keeps `J_c W J_cᵀ` diagonal, paper Prop. 3; `docs/fem.md`).
 
+mod assembly;
 mod material;
 mod mesh;
 pub mod selfcontact;
@@ -67,11 +68,11 @@ pub mod stable_neo_hookean;
 pub use selfcontact::DeformableContactOptions;
 
 pub use crate::math::sparse::{block3_mul_rows, csr_mul_rows};
+pub use assembly::{polar_rotation, polar_rotation_fast, FemSystem, ASSEMBLY_CHUNK, GATHER_CHUNK};
 pub use material::{ElasticModel, FemMaterial};
 pub use mesh::{signed_volume, MeshDefect, TetMesh};
 
 use crate::math::{Mat3, Vec3};
-use nalgebra_sparse::CsrMatrix;
 
 /// What a node is attached to.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -184,75 +185,6 @@ impl Deformable {
     }
 }
 
-/// Rotation of the polar decomposition `F = R S` (proper: `det R = +1`, also for inverted
-/// elements, where the singular vector of the smallest singular value is flipped).
-pub fn polar_rotation(f: &Mat3) -> Mat3 {
-    let svd = f.svd(true, true);
-    let (mut u, v_t) = (svd.u.unwrap(), svd.v_t.unwrap());
-    let r = u * v_t;
-    if r.determinant() < 0.0 {
-        // nalgebra sorts singular values in decreasing order: flip the last column of U
-        let mut c = u.column_mut(2);
-        c *= -1.0;
-        return u * v_t;
-    }
-    r
-}
-
-/// [`polar_rotation`] by Newton's iteration for the orthogonal polar factor,
-/// `X ← (X + X⁻ᵀ)/2` from `X = F` (Higham, "Computing the polar decomposition — with
-/// applications", SIAM J. Sci. Stat. Comput. 7, 1986): quadratic convergence, 3–5 iterations of
-/// a 3×3 inverse for the strains of our scenes, ~10× cheaper than the SVD. Elements that are
-/// inverted or nearly degenerate (`det F ≤ 10⁻⁶ |F|³`; there the orthogonal factor is not a
-/// rotation) and the rare non-converging case take the SVD path.
-pub fn polar_rotation_fast(f: &Mat3) -> Mat3 {
-    let scale = f.norm();
-    if f.determinant() <= 1e-6 * scale * scale * scale {
-        return polar_rotation(f);
-    }
-    let mut x = *f;
-    for _ in 0..30 {
-        let Some(inv) = x.try_inverse() else { break };
-        let next = (x + inv.transpose()) * 0.5;
-        let change = (next - x).abs().max();
-        x = next;
-        if change < 1e-14 {
-            return x;
-        }
-    }
-    polar_rotation(f)
-}
-
-/// The deformable part of a step's linear system, `A v⁺ = b + Jᵀ λ` (impulse units: A in kg,
-/// b in N·s), for all deformable bodies of a model (block diagonal per body).
-///
-/// The sparsity pattern (3×3 blocks between nodes sharing an element) is built once; assembly
-/// only overwrites values, so stepping allocates nothing.
-pub struct FemSystem {
-    /// System matrix (3 rows per node; kg).
-    pub a: CsrMatrix<f64>,
-    /// Right-hand side (N·s).
-    pub b: Vec<f64>,
-    /// Per element (global order over bodies) and node pair `(a, b)`: the position of node b's
-    /// 3-column block within node a's rows.
-    block_pos: Vec<[[u32; 4]; 4]>,
-    /// Per node: the position of its own block within its rows.
-    diag_pos: Vec<u32>,
-    /// Element rotations of the last assembly (the identity for Stable Neo-Hookean elements,
-    /// which need none).
-    pub rotation: Vec<Mat3>,
-    /// Per element (global order): phase (a) of [`FemSystem::assemble_on`], its forces and
-    /// scaled stiffness blocks.
-    elements: Vec<ElementTerms>,
-    /// Per node: `true` when its velocity is prescribed (pinned to the world or driven one-way
-    /// by a link; two-way welded nodes are free unknowns held by [`FemWeld`] constraints).
-    pub prescribed: Vec<bool>,
-    /// Prescribed velocity of pinned and one-way driven nodes (m/s, world, 3 per node).
-    pub prescribed_velocity: Vec<f64>,
-    /// The time discretisation of the elastic and damping forces.
-    pub integrator: FemIntegrator,
-}
-
 /// The time discretisation of the deformable bodies (see the module docs, "Time stepping").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -269,289 +201,6 @@ pub enum FemIntegrator {
     /// Euler, and still carries 1.4 % lateral contact force after 2 s.
     Midpoint,
 }
-
-impl FemSystem {
-    /// Builds the pattern for the deformables of a model.
-    pub fn new(bodies: &[Deformable]) -> Self {
-        let n_nodes: usize = bodies.iter().map(|b| b.num_nodes()).sum();
-        let mut neighbours: Vec<Vec<usize>> = vec![vec![]; n_nodes];
-        for d in bodies {
-            for t in &d.tets {
-                for &a in t {
-                    for &b in t {
-                        neighbours[d.node_start + a].push(d.node_start + b);
-                    }
-                }
-            }
-        }
-        for (i, nb) in neighbours.iter_mut().enumerate() {
-            nb.push(i);
-            nb.sort_unstable();
-            nb.dedup();
-        }
-        let n = 3 * n_nodes;
-        let mut offsets = Vec::with_capacity(n + 1);
-        let mut cols = vec![];
-        offsets.push(0);
-        for nb in neighbours.iter() {
-            for _ in 0..3 {
-                for &j in nb {
-                    cols.extend_from_slice(&[3 * j, 3 * j + 1, 3 * j + 2]);
-                }
-                offsets.push(cols.len());
-            }
-        }
-        let nnz = cols.len();
-        let diag_pos = neighbours.iter().enumerate().map(|(i, nb)| nb.binary_search(&i).unwrap() as u32).collect();
-        let a = CsrMatrix::try_from_csr_data(n, n, offsets, cols, vec![0.0; nnz]).expect("valid CSR pattern");
-        let mut block_pos = vec![];
-        for d in bodies {
-            for t in &d.tets {
-                let mut p = [[0u32; 4]; 4];
-                for (ka, &a) in t.iter().enumerate() {
-                    let nb = &neighbours[d.node_start + a];
-                    for (kb, &b) in t.iter().enumerate() {
-                        p[ka][kb] = nb.binary_search(&(d.node_start + b)).unwrap() as u32;
-                    }
-                }
-                block_pos.push(p);
-            }
-        }
-        let mut prescribed = vec![false; n_nodes];
-        for d in bodies {
-            for (i, at) in d.attachment.iter().enumerate() {
-                prescribed[d.node_start + i] = matches!(at, NodeAttachment::World | NodeAttachment::BodyOneWay(..));
-            }
-        }
-        FemSystem {
-            a,
-            b: vec![0.0; n],
-            block_pos,
-            diag_pos,
-            rotation: vec![Mat3::identity(); bodies.iter().map(|b| b.tets.len()).sum()],
-            elements: vec![ElementTerms::ZERO; bodies.iter().map(|b| b.tets.len()).sum()],
-            prescribed,
-            prescribed_velocity: vec![0.0; n],
-            integrator: FemIntegrator::default(),
-        }
-    }
-
-    /// Number of scalar unknowns (3 per node).
-    pub fn dim(&self) -> usize {
-        self.b.len()
-    }
-
-    /// Assembles `A` and `b` at positions `x` and velocities `v` (3 per node, m and m/s) for a
-    /// step `h` (s) under `gravity` (m/s²), serially: [`FemSystem::assemble_on`] without a pool.
-    /// Allocates nothing.
-    pub fn assemble(&mut self, bodies: &[Deformable], x: &[f64], v: &[f64], h: f64, gravity: &Vec3) {
-        self.assemble_on(bodies, x, v, h, gravity, None);
-    }
-
-    /// Assembles `A` and `b` (see [`FemSystem::assemble`]) in two phases:
-    ///
-    /// 1. per element, its rotation, nodal forces and the 16 scaled world-frame stiffness blocks
-    ///    (and, for the midpoint integrator, the blocks times the nodal velocities). Elements
-    ///    are independent: with a `pool`, every element of a body with more than
-    ///    [`ASSEMBLY_CHUNK`] elements is computed first, in parallel (fixed chunks of that many
-    ///    elements), into a per-element buffer sized in [`FemSystem::new`]; without one (or for
-    ///    a smaller body), each element is computed just before its scatter into a stack
-    ///    buffer. One function computes an element in both cases, so its output does not depend
-    ///    on the thread count;
-    /// 2. a serial scatter into the CSR values and `b`, in body, node and element order, so
-    ///    that every sum is accumulated in one fixed order: `A` and `b` are bit-identical for
-    ///    any pool (and to the single-pass assembly this replaced).
-    ///
-    /// Without a pool it allocates nothing; with one, rayon allocates inside its pool.
-    pub fn assemble_on(&mut self, bodies: &[Deformable], x: &[f64], v: &[f64], h: f64, gravity: &Vec3, pool: Option<&rayon::ThreadPool>) {
-        let integrator = self.integrator;
-        let FemSystem { a, b, block_pos, diag_pos, rotation, elements, .. } = self;
-        // phase (a) on the pool: every element's terms into the buffer
-        let buffered = |d: &Deformable| pool.is_some() && d.tets.len() > ASSEMBLY_CHUNK;
-        if let Some(p) = pool {
-            let mut start = 0;
-            for d in bodies {
-                let n_e = d.tets.len();
-                if buffered(d) {
-                    let scales = StepScales::new(integrator, h, &d.material);
-                    let out = &mut elements[start..start + n_e];
-                    use rayon::prelude::*;
-                    p.install(|| {
-                        out.par_chunks_mut(ASSEMBLY_CHUNK).enumerate().for_each(|(k, chunk)| {
-                            for (i, terms) in chunk.iter_mut().enumerate() {
-                                element_terms(d, k * ASSEMBLY_CHUNK + i, x, v, &scales, terms);
-                            }
-                        })
-                    });
-                }
-                start += n_e;
-            }
-        }
-        // phase (b): the serial scatter, in the fixed order (serially, phase (a) of each element
-        // runs just before its scatter, into a stack buffer: the same operations, no memory
-        // traffic through the element buffer)
-        a.values_mut().fill(0.0);
-        let mut local = ElementTerms::ZERO;
-        let mut e_global = 0;
-        for d in bodies {
-            let s = d.node_start;
-            let scales = StepScales::new(integrator, h, &d.material);
-            let from_buffer = buffered(d);
-            // mass and external force
-            for i in 0..d.num_nodes() {
-                let gi = s + i;
-                let m = d.mass[i];
-                for c in 0..3 {
-                    b[3 * gi + c] = scales.mv * m * v[3 * gi + c] + h * m * gravity[c];
-                }
-                let pos = diag_pos[gi] as usize;
-                for c in 0..3 {
-                    let idx = a.row_offsets()[3 * gi + c] + 3 * pos + c;
-                    a.values_mut()[idx] += scales.m * m;
-                }
-            }
-            // elements
-            for (e, t) in d.tets.iter().enumerate() {
-                let terms = if from_buffer {
-                    &elements[e_global]
-                } else {
-                    element_terms(d, e, x, v, &scales, &mut local);
-                    &local
-                };
-                rotation[e_global] = terms.rotation;
-                for ka in 0..4 {
-                    let gi = s + t[ka];
-                    for c in 0..3 {
-                        b[3 * gi + c] -= h * terms.force[ka][c];
-                    }
-                    for kb in 0..4 {
-                        if scales.kv != 0.0 {
-                            let kv = &terms.kv[ka][kb];
-                            for c in 0..3 {
-                                b[3 * gi + c] -= kv[c];
-                            }
-                        }
-                        let k_rot = &terms.block[ka][kb];
-                        let pos = block_pos[e_global][ka][kb] as usize;
-                        for ra in 0..3 {
-                            let base = a.row_offsets()[3 * gi + ra] + 3 * pos;
-                            let vals = a.values_mut();
-                            for cb in 0..3 {
-                                vals[base + cb] += k_rot[(ra, cb)];
-                            }
-                        }
-                    }
-                }
-                e_global += 1;
-            }
-        }
-    }
-}
-
-/// Elements per parallel work item of [`FemSystem::assemble_on`] (a fixed chunking; the results
-/// do not depend on it).
-pub const ASSEMBLY_CHUNK: usize = 128;
-
-/// The coefficients of one body's step system: `A = m M + k K`,
-/// `b = mv M v + h (f_ext − f_int) − kv K v` (see the module docs, "Time stepping").
-struct StepScales {
-    /// Mass scale `m` (1).
-    m: f64,
-    /// Stiffness scale `k` (s²).
-    k: f64,
-    /// Scale of the `K v` term of `b` (s²; 0 for backward Euler).
-    kv: f64,
-    /// Scale of the momentum `M v` in `b` (1).
-    mv: f64,
-}
-
-impl StepScales {
-    fn new(integrator: FemIntegrator, h: f64, material: &FemMaterial) -> Self {
-        let (alpha, beta) = (material.rayleigh_mass_1_s, material.rayleigh_stiffness_s);
-        let (m, k, kv) = match integrator {
-            FemIntegrator::BackwardEuler => (1.0 + h * alpha, h * h + h * beta, 0.0),
-            FemIntegrator::Midpoint => (1.0 + 0.5 * h * alpha, 0.25 * h * h + 0.5 * h * beta, 0.25 * h * h + 0.5 * h * beta),
-        };
-        let mv = match integrator {
-            FemIntegrator::BackwardEuler => 1.0,
-            FemIntegrator::Midpoint => 1.0 - 0.5 * h * alpha,
-        };
-        StepScales { m, k, kv, mv }
-    }
-}
-
-/// What one element contributes to the step system (phase (a) of [`FemSystem::assemble_on`]).
-#[derive(Clone, Copy)]
-struct ElementTerms {
-    /// Polar rotation `R` of the deformation gradient (identity for Stable Neo-Hookean).
-    rotation: Mat3,
-    /// Internal force `f_a` on each of the 4 nodes (N, world).
-    force: [Vec3; 4],
-    /// Tangent block `(ab)` in world axes times the stiffness scale: `k R K_ab Rᵀ`, or `k K_ab`
-    /// for Stable Neo-Hookean (kg).
-    block: [[Mat3; 4]; 4],
-    /// `block[a][b] v_b` (N·s), the midpoint integrator's `K v` term (unset for backward Euler).
-    kv: [[Vec3; 4]; 4],
-}
-
-impl ElementTerms {
-    const ZERO: ElementTerms = ElementTerms { rotation: Mat3::new(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0), force: [Vec3::new(0.0, 0.0, 0.0); 4], block: [[Mat3::new(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0); 4]; 4], kv: [[Vec3::new(0.0, 0.0, 0.0); 4]; 4] };
-}
-
-/// Phase (a) for element `e` of body `d` at positions `x` and velocities `v` (global, 3 per
-/// node): the one implementation of the element computation, for the serial and the parallel
-/// path.
-fn element_terms(d: &Deformable, e: usize, x: &[f64], v: &[f64], scales: &StepScales, out: &mut ElementTerms) {
-    let s = d.node_start;
-    let t = &d.tets[e];
-    let p = |k: usize| Vec3::new(x[3 * (s + t[k])], x[3 * (s + t[k]) + 1], x[3 * (s + t[k]) + 2]);
-    let xs = [p(0), p(1), p(2), p(3)];
-    let g = &d.grads[e];
-    let f_def = xs[0] * g[0].transpose() + xs[1] * g[1].transpose() + xs[2] * g[2].transpose() + xs[3] * g[3].transpose();
-    // Stable Neo-Hookean: world-frame blocks of the projected Hessian, not R K₀ Rᵀ, and no
-    // rotation
-    let world_blocks = d.material.model == ElasticModel::StableNeoHookean;
-    let r = if world_blocks { Mat3::identity() } else { polar_rotation_fast(&f_def) };
-    out.rotation = r;
-    // rotated-back displacement u_b = Rᵀ x_b − X_b
-    let u = [0, 1, 2, 3].map(|k| r.transpose() * xs[k] - d.rest[t[k]]);
-    let mut blocks = [[Mat3::zeros(); 4]; 4];
-    if !world_blocks {
-        for ka in 0..4 {
-            for kb in 0..4 {
-                blocks[ka][kb] = d.stiffness_block(e, ka, kb);
-            }
-        }
-    }
-    out.force = match d.material.model {
-        ElasticModel::Corotational => [0, 1, 2, 3].map(|ka| r * (0..4).fold(Vec3::zeros(), |acc, kb| acc + blocks[ka][kb] * u[kb])),
-        ElasticModel::NeoHookean => {
-            let (lambda, mu) = (d.material.lame_lambda(), d.material.lame_mu());
-            let j = f_def.determinant().max(1e-6);
-            let f_inv_t = f_def.try_inverse().map(|m| m.transpose()).unwrap_or_else(Mat3::zeros);
-            let pk1 = (f_def - f_inv_t) * mu + f_inv_t * (lambda * j.ln());
-            [0, 1, 2, 3].map(|ka| pk1 * g[ka] * d.volume[e])
-        }
-        ElasticModel::StableNeoHookean => {
-            let law = stable_neo_hookean::StableNeoHookean::from_lame(d.material.lame_lambda(), d.material.lame_mu());
-            let (forces, k) = law.element(&f_def, g, d.volume[e]);
-            blocks = k;
-            forces
-        }
-    };
-    for ka in 0..4 {
-        for kb in 0..4 {
-            let k_rot = if world_blocks { blocks[ka][kb] * scales.k } else { r * blocks[ka][kb] * r.transpose() * scales.k };
-            out.block[ka][kb] = k_rot;
-            if scales.kv != 0.0 {
-                let gb = s + t[kb];
-                let vb = Vec3::new(v[3 * gb], v[3 * gb + 1], v[3 * gb + 2]);
-                out.kv[ka][kb] = k_rot * vb;
-            }
-        }
-    }
-}
-
 
 /// A contact of a deformable surface node in the last step.
 #[derive(Clone, Copy, Debug)]
@@ -702,7 +351,7 @@ mod tests {
     fn newton_polar_rotation_matches_the_svd_one_also_for_inverted_elements() {
         // deterministic pseudo-random F: rotations times stretches, some inverted
         let mut rnd = crate::math::xorshift(0x2545F4914F6CDD1D);
-        let mut worst: f64 = 0.0;
+        let (mut worst, mut orthogonality): (f64, f64) = (0.0, 0.0);
         for k in 0..2000 {
             let axis = Vec3::new(rnd(), rnd(), rnd());
             let rot = nalgebra::Rotation3::new(axis * 2.0).into_inner();
@@ -720,8 +369,10 @@ mod tests {
             let r = polar_rotation_fast(&f);
             assert!((r.determinant() - 1.0).abs() < 1e-9);
             worst = worst.max((r - reference).abs().max());
+            orthogonality = orthogonality.max((r.transpose() * r - Mat3::identity()).abs().max());
         }
-        assert!(worst < 1e-8, "largest entry difference {worst:e}");
+        assert!(worst < 1e-12, "largest entry difference {worst:e}");
+        assert!(orthogonality < 1e-13, "largest entry of RᵀR − I {orthogonality:e}");
     }
 
     fn internal_force(model: ElasticModel, stretch: &Mat3) -> Vec<f64> {
