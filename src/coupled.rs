@@ -121,6 +121,7 @@ pub fn solve(model: &Model, state: &mut State, ws: &mut Workspace, m: usize) -> 
     }
     let sys = NodalSystem {
         fem: Some(&f.system.a),
+        fem_block_cols: &f.system.block_cols,
         fem_b: &f.system.b,
         fem_fixed: &f.system.prescribed,
         nv,

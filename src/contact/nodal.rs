@@ -48,6 +48,9 @@ pub struct NodalSystem<'a> {
     /// FEM matrix (`3 N × 3 N`, kg), if any, with [`crate::fem::FemSystem`]'s node-block
     /// pattern (see [`crate::fem::block3_mul_rows`]).
     pub fem: Option<&'a CsrMatrix<f64>>,
+    /// The first column of each 3×3 block of `fem` ([`crate::math::sparse::node_block_columns`];
+    /// empty without deformables).
+    pub fem_block_cols: &'a [u32],
     /// FEM right-hand side (N·s).
     pub fem_b: &'a [f64],
     /// Prescribed FEM nodes (excluded from the iteration).

@@ -488,22 +488,21 @@ fn diagonal_preconditioner(s: &mut VfpiScratch, sys: &NodalSystem) {
     let nv0 = nf + nv; // first virtual index
     let kt = sys.k_tilde;
     if let Some(a) = sys.fem {
-        let (ro, vals, cols) = (a.row_offsets(), a.values(), a.col_indices());
+        let (ro, vals) = (a.row_offsets(), a.values());
         for node in 0..nf / 3 {
             if sys.fem_fixed[node] {
                 s.w[3 * node..3 * node + 3].fill(0.0);
                 continue;
             }
-            let (mut d, mut r2) = (0.0, 0.0);
-            for row in 3 * node..3 * node + 3 {
-                for idx in ro[row]..ro[row + 1] {
-                    let v = vals[idx];
-                    r2 += v * v;
-                    if cols[idx] == row {
-                        d += v;
-                    }
-                }
-            }
+            // the node's three rows are contiguous; its own block is the one whose first
+            // column is 3 node (sums in row order, as row by row)
+            let r2 = vals[ro[3 * node]..ro[3 * node + 3]].iter().fold(0.0, |acc, v| acc + v * v);
+            let first = ro[3 * node] / 9;
+            let blocks = &sys.fem_block_cols[first..first + (ro[3 * node + 1] - ro[3 * node]) / 3];
+            let d = match blocks.iter().position(|&c| c as usize == 3 * node) {
+                Some(b) => (0..3).fold(0.0, |acc, r| acc + vals[ro[3 * node + r] + 3 * b + r]),
+                None => 0.0,
+            };
             let w = if r2 > 0.0 { d / r2 } else { 0.0 };
             s.w[3 * node..3 * node + 3].fill(w);
         }
@@ -811,7 +810,7 @@ fn jacobi_step(pool: Option<&rayon::ThreadPool>, s: &mut VfpiScratch, sys: &Noda
             let b = sys.fem_b;
             run_chunks(pool, &mut s.xs[..nf], CHUNK, |k, out| {
                 let r0 = k * CHUNK;
-                crate::fem::block3_mul_rows(a, x, out, r0..r0 + out.len());
+                crate::fem::block3_mul_rows(a, sys.fem_block_cols, x, out, r0..r0 + out.len());
                 for (t, o) in out.iter_mut().enumerate() {
                     let i = r0 + t;
                     *o = x[i] - w[i] * (*o - b[i]);
@@ -1060,6 +1059,7 @@ impl ImpulseSolver for VfpiSolver {
         self.scratch.x[..nv].copy_from_slice(&pr.initial_velocity[..nv]);
         let sys = NodalSystem {
             fem: None,
+            fem_block_cols: &[],
             fem_b: &[],
             fem_fixed: &[],
             nv,
@@ -1145,7 +1145,8 @@ mod tests {
         // a ground contact on node 1 of the first body (held whatever its impulse)
         let contact = NodalConstraint { i: 3, i_is_fem: true, j: None, j_is_fem: false, dim: 3, frame: Mat3::identity(), bias: [0.0; 3], mu: 0.5, lo: 0.0, hi: 0.0, bilateral: false };
         let constraints = [contact];
-        let sys = NodalSystem { fem: Some(&a), fem_b: &b, fem_fixed: &fixed, nv: 0, mass: &[], rigid_b: &[], jv: &[], num_virtual: 0, constraints: &constraints, k_tilde: 1.0, fem_bodies: &[(0, 5), (5, 9)] };
+        let block_cols = crate::math::sparse::node_block_columns(&a);
+        let sys = NodalSystem { fem: Some(&a), fem_block_cols: &block_cols, fem_b: &b, fem_fixed: &fixed, nv: 0, mass: &[], rigid_b: &[], jv: &[], num_virtual: 0, constraints: &constraints, k_tilde: 1.0, fem_bodies: &[(0, 5), (5, 9)] };
         let mut s = VfpiScratch::new(n, 3, 0);
         assert!(translation_correction_setup(&mut s, &sys));
         for x in s.x[..n].iter_mut() {

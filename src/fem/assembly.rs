@@ -39,6 +39,9 @@ pub struct FemSystem {
     pub a: CsrMatrix<f64>,
     /// Right-hand side (N·s).
     pub b: Vec<f64>,
+    /// The first column of each 3×3 block of `a`, compactly
+    /// ([`crate::math::sparse::node_block_columns`]), for [`super::block3_mul_rows`].
+    pub block_cols: Vec<u32>,
     /// Per element (global order over bodies) and node pair `(a, b)`: the position of node b's
     /// 3-column block within node a's rows.
     block_pos: Vec<[[u32; 4]; 4]>,
@@ -138,6 +141,7 @@ impl FemSystem {
         let n_elements = e_global as usize;
         let any_world = bodies.iter().any(|d| d.material.model == ElasticModel::StableNeoHookean);
         FemSystem {
+            block_cols: crate::math::sparse::node_block_columns(&a),
             a,
             b: vec![0.0; n],
             block_pos,

@@ -335,11 +335,11 @@ mod tests {
         let n = sys.dim();
         let (mut reference, mut scalar, mut dispatched) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
         csr_mul_rows(&sys.a, &v, &mut reference, 0..n);
-        crate::math::sparse::block3_mul_rows_scalar(&sys.a, &v, &mut scalar, 0..n);
+        crate::math::sparse::block3_mul_rows_scalar(&sys.a, &sys.block_cols, &v, &mut scalar, 0..n);
         // in two pieces, as the parallel chunks call it
         let half = 3 * (n / 6);
-        block3_mul_rows(&sys.a, &v, &mut dispatched[..half], 0..half);
-        block3_mul_rows(&sys.a, &v, &mut dispatched[half..], half..n);
+        block3_mul_rows(&sys.a, &sys.block_cols, &v, &mut dispatched[..half], 0..half);
+        block3_mul_rows(&sys.a, &sys.block_cols, &v, &mut dispatched[half..], half..n);
         let scale = reference.iter().fold(0.0f64, |m, y| m.max(y.abs()));
         for i in 0..n {
             assert!((scalar[i] - reference[i]).abs() <= 1e-13 * scale, "row {i}");
