@@ -104,8 +104,9 @@ mod simd {
     }
 
     /// AVX2/FMA version of [`super::block3_mul_rows_scalar`]: per block, the 3-vector of `x`
-    /// and each row's 3 values are loaded into 4 lanes (4th lane masked to zero) and fused
-    /// into one accumulator per row; the lanes are summed at the end of the row.
+    /// and each row's 3 values are loaded into 4 lanes and fused into one accumulator per row;
+    /// the first three lanes are summed at the end of the row (the 4th lane holds the next
+    /// stored value times the next entry of `x`, or zeros at the ends, and is never read).
     #[target_feature(enable = "avx2,fma")]
     pub unsafe fn block3_mul_rows_avx2(a: &CsrMatrix<f64>, block_cols: &[u32], x: &[f64], y: &mut [f64], rows: std::ops::Range<usize>) {
         let off = a.row_offsets();
@@ -123,16 +124,27 @@ mod simd {
             let c = &block_cols[o0 / 9..o0 / 9 + len / 3];
             let (mut s0, mut s1, mut s2) = (_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd());
             let vp = vals.as_ptr();
+            // plain 4-lane loads where a 4th value exists (its lane is never summed; a NaN
+            // there stays in its lane), masked loads at the ends of `x` and of the values
+            let full_rows = o2 + len < vals.len();
             for (b, &j) in (0..len).step_by(3).zip(c) {
                 let j = j as usize;
                 assert!(j + 3 <= x.len());
-                // SAFETY: j + 3 ≤ x.len() and o2 + len ≤ vals.len(); the masked 4th lane is
-                // never read.
-                let xb = _mm256_maskload_pd(x.as_ptr().add(j), mask);
-                let row = |o: usize| _mm256_maskload_pd(vp.add(o + b), mask);
-                s0 = _mm256_fmadd_pd(row(o0), xb, s0);
-                s1 = _mm256_fmadd_pd(row(o1), xb, s1);
-                s2 = _mm256_fmadd_pd(row(o2), xb, s2);
+                // SAFETY: j + 3 ≤ x.len() and o2 + len ≤ vals.len(); the 4th lane is read only
+                // where it is in bounds (j + 4 ≤ x.len(), o2 + b + 4 ≤ vals.len()), and masked
+                // otherwise.
+                let xb = if j + 4 <= x.len() { _mm256_loadu_pd(x.as_ptr().add(j)) } else { _mm256_maskload_pd(x.as_ptr().add(j), mask) };
+                if full_rows || b + 3 < len {
+                    let row = |o: usize| _mm256_loadu_pd(vp.add(o + b));
+                    s0 = _mm256_fmadd_pd(row(o0), xb, s0);
+                    s1 = _mm256_fmadd_pd(row(o1), xb, s1);
+                    s2 = _mm256_fmadd_pd(row(o2), xb, s2);
+                } else {
+                    let row = |o: usize| _mm256_maskload_pd(vp.add(o + b), mask);
+                    s0 = _mm256_fmadd_pd(row(o0), xb, s0);
+                    s1 = _mm256_fmadd_pd(row(o1), xb, s1);
+                    s2 = _mm256_fmadd_pd(row(o2), xb, s2);
+                }
             }
             y[3 * k] = hsum(s0);
             y[3 * k + 1] = hsum(s1);
