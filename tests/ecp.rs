@@ -1243,6 +1243,44 @@ fn a_contact_that_barely_touches_stays_out_of_the_block_and_the_block_needs_fewe
     assert!(dv < 1e-5, "the two steps' velocities differ by {dv}");
 }
 
+/// The tangential compliance of robot links' contacts with objects (docs/ecp.md, "A tangential
+/// compliance for robot links") is elastic: `ecp_gripper_grasp.yaml` squeezes a 0.2 kg cube
+/// between two pads of a 1.75 kg gripper, lifts it and holds it. Each pad's friction grows from
+/// nothing to half the cube's weight, `p = 1/2` in the lighter side's (the cube's) weight
+/// impulses, so with compliance `c` the cube ends `c h p` = 0.5 µm lower in the pads than with
+/// rigid contacts (1 µm per weight at 1 ms), and while it is held with a constant load it does
+/// not creep at all.
+#[test]
+fn a_cube_held_between_two_pads_yields_by_the_tangential_compliance_and_does_not_creep() {
+    let scene = scene(&std::fs::read_to_string(path("config/examples/ecp_gripper_grasp.yaml")).unwrap());
+    let run = |c: f64| {
+        let cfg = SolverConfig::Ecp(EcpParams { link_tangential_compliance: c, ..EcpParams::default() });
+        let mut sim = contact_sim::sim::Simulation::from_scene(&scene, Some(&cfg));
+        let cube = sim.model.bodies.iter().position(|b| b.name == "cube").expect("the scene's cube");
+        let carriage = sim.model.bodies.iter().position(|b| b.joint.name.ends_with("lift")).expect("the lift joint");
+        let (zi, li) = (sim.model.bodies[cube].joint.q_index + 2, sim.model.bodies[carriage].joint.q_index);
+        let steps = (scene.duration_s / sim.model.timestep_s).round() as usize;
+        let held_from = (1.0 / sim.model.timestep_s).round() as usize;
+        let (mut unconverged, mut at_hold) = (0, 0.0);
+        for k in 0..steps {
+            unconverged += !sim.step().solve.converged as usize;
+            if k + 1 == held_from {
+                at_hold = sim.state.q[zi] - sim.state.q[li];
+            }
+        }
+        let end = sim.state.q[zi] - sim.state.q[li];
+        (end, end - at_hold, unconverged, sim.model.timestep_s)
+    };
+    let c = EcpParams::default().link_tangential_compliance;
+    assert_eq!(c, 1e-3);
+    let (rigid, rigid_creep, rigid_unconverged, _) = run(0.0);
+    let (compliant, creep, unconverged, h) = run(c);
+    println!("cube in the pads: rigid {rigid:.9} m, compliant {compliant:.9} m (difference {:.3e} m, expected {:.3e}); creep over the last 0.5 s {rigid_creep:.1e} / {creep:.1e} m; unconverged {rigid_unconverged} / {unconverged}", compliant - rigid, -0.5 * c * h);
+    assert!(((compliant - rigid) - (-0.5 * c * h)).abs() < 0.05 * 0.5 * c * h, "the cube sits {} m lower with the compliance, expected {}", rigid - compliant, 0.5 * c * h);
+    assert!(creep.abs() < 1e-10 && rigid_creep.abs() < 1e-10, "the held cube crept by {creep} m (rigid: {rigid_creep} m) in 0.5 s");
+    assert_eq!((rigid_unconverged, unconverged), (0, 0));
+}
+
 /// `arm_push_box.yaml` under ecp, the whole 7 s: the arm reaches down, closes its mimic gripper
 /// on the box's top edge and pushes it along the ground. The closed gripper's rows are redundant
 /// (each finger's lower limit and friction on one coordinate, the mimic row with both fingers'
@@ -1252,8 +1290,10 @@ fn a_contact_that_barely_touches_stays_out_of_the_block_and_the_block_needs_fewe
 /// coordinate's rows as one law"). At the shipped placement 1 023 of the 7 000 steps stopped at
 /// the sweep cap before the first two; with the box 0.2668 mm further, where the sweeps over the
 /// finger rows alone two-cycled on the follower's coordinate, 546 did before the third (16 after
-/// it at either placement). The remaining ones are the two fingertips' load split of "Closed
-/// loops: one block".
+/// it at either placement; 17 at the shipped one with rigid contacts today). Those were the two
+/// fingertips' friction split on the box, which rigid contacts leave undetermined ("Closed
+/// loops: one block"); with the links' tangential compliance ("A tangential compliance for
+/// robot links") 0 and 2 remain.
 #[test]
 fn the_arm_pushing_a_box_with_its_gripper_closed_rarely_stops_at_the_sweep_cap() {
     let shipped = std::fs::read_to_string(path("config/examples/arm_push_box.yaml")).unwrap();
@@ -1272,7 +1312,7 @@ fn the_arm_pushing_a_box_with_its_gripper_closed_rarely_stops_at_the_sweep_cap()
         }
         let x1 = sim.state.q[sim.model.bodies[box_body].joint.q_index];
         println!("arm_push_box under ecp, box at x = {x} m: {unconverged} of {steps} steps at the cap; the box moved {:.1} mm", (x1 - x0) * 1e3);
-        assert!(unconverged <= 40, "box at x = {x} m: {unconverged} of {steps} steps stopped at the sweep cap");
+        assert!(unconverged <= 3, "box at x = {x} m: {unconverged} of {steps} steps stopped at the sweep cap");
         // the push happened: the box slid about 30 cm (832 mm from 530 mm)
         assert!((x1 - x0 - 0.302).abs() < 0.01, "box at x = {x} m: the box moved {} m", x1 - x0);
     }

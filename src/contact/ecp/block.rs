@@ -93,7 +93,7 @@ pub(super) fn probe(body: &MovingBody) -> MovingBody {
 /// `k1` and impulse scale (N·s).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn pair_problem(a: &MovingBody, b: &MovingBody, n0: &crate::math::Vec3, friction: f64, limit_surface: [f64; 3], k1: usize, h: f64, scale: f64) -> BodyPairProblem {
-    BodyPairProblem { h_s: h, a: probe(a), b: probe(b), tangent_ref: crate::math::tangent_basis(n0).0.into(), friction, limit_surface, k1, impulse_scale: scale }
+    BodyPairProblem { h_s: h, a: probe(a), b: probe(b), tangent_ref: crate::math::tangent_basis(n0).0.into(), friction, limit_surface, k1, impulse_scale: scale, tangential_compliance: 0.0, friction_ref: [0.0; 6] }
 }
 
 /// One contact of the block.

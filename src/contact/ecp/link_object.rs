@@ -61,8 +61,9 @@ pub(super) struct LinkObjectPair {
 }
 
 /// The link–object pairs of `model`, with `slot_of(geom)` the scheme's object slot of a free
-/// object's geometry. Allocates all scratch.
-pub(super) fn build(model: &Model, slot_of: impl Fn(usize) -> Option<usize>) -> Vec<LinkObjectPair> {
+/// object's geometry and `tangential_compliance` their contacts' compliance
+/// ([`super::EcpParams::link_tangential_compliance`]). Allocates all scratch.
+pub(super) fn build(model: &Model, slot_of: impl Fn(usize) -> Option<usize>, tangential_compliance: f64) -> Vec<LinkObjectPair> {
     let nv = model.nv;
     let link_of = |g: usize| {
         let b = model.geoms[g].body?;
@@ -94,7 +95,7 @@ pub(super) fn build(model: &Model, slot_of: impl Fn(usize) -> Option<usize>) -> 
             com_local: body.com,
             link_body: EcpBody { mass_kg: mass.max(1e-6), inertia_body: body.inertia_com, shape, geom_in_body },
             friction: p.friction,
-            stepper: pair::PairStepper::default(),
+            stepper: pair::PairStepper { tangential_compliance, ..Default::default() },
             active: false,
             n0: Vec3::z(),
             start: super::rest_state(),
@@ -144,6 +145,13 @@ impl LinkObjectPair {
             self.last = pair::PairContact::default();
             return;
         }
+        // the previous step's friction, the reference of the tangential compliance: the exchanged
+        // impulse less its part along the last solve's normal, over this step's scale
+        let scale = bo.mass_kg.min(bl.mass_kg) * input.model.gravity.norm().max(1.0) * h;
+        let n_last = if self.last.in_contact { self.last.frame[0] } else { n0 };
+        let friction = (self.exchange.force - n_last * n_last.dot(&self.exchange.force)) / scale;
+        let moment = self.exchange.twist / scale;
+        self.stepper.friction_ref = [friction.x, friction.y, friction.z, moment.x, moment.y, moment.z];
         link_mobility(input, dofs, &self.jac, &mut self.y, &mut self.mobility);
         // warm start: the last impulse on the link, its moment about the new centre of mass
         let (force, twist, point) = self.on_link();
@@ -225,7 +233,8 @@ impl LinkObjectPair {
         let (mo, _, _) = mncp::moving_body(bo, so, &(Vec3::zeros(), Vec3::zeros()), gravity, h);
         let (a, b, ma, mb) = if self.link_is_a { (ml, mo, self.link_body.mass_kg, bo.mass_kg) } else { (mo, ml, bo.mass_kg, self.link_body.mass_kg) };
         let scale = ma.min(mb) * h * gravity.norm().max(1.0);
-        let problem = super::block::pair_problem(&a, &b, &self.n0, self.friction, [params.e_t, params.e_o, params.e_r_m], k1, h, scale);
+        let mut problem = super::block::pair_problem(&a, &b, &self.n0, self.friction, [params.e_t, params.e_o, params.e_r_m], k1, h, scale);
+        (problem.tangential_compliance, problem.friction_ref) = (self.stepper.tangential_compliance, self.stepper.friction_ref);
         Some((problem, z, scale))
     }
 

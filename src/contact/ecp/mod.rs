@@ -97,11 +97,20 @@ pub struct EcpParams {
     /// would make the block's Newton matrix numerically singular (docs/ecp.md, "Closed loops:
     /// one block").
     pub block_min_impulse: f64,
+    /// Tangential compliance of robot links' contacts with objects, c (m/s per friction impulse
+    /// equal to the lighter side's weight impulse m g h; 0: rigid, as in the paper). While such a
+    /// contact sticks, a change of its friction by the lighter side's weight moves its two sides
+    /// apart tangentially by `c h` (1 µm at the default and a 1 ms step), and by nothing while the
+    /// friction holds constant: an elastic tangential stiffness. It makes the split of friction
+    /// inside a closed loop (a hand pressing a box with two fingertips, a cube between two pads),
+    /// which rigid contacts leave undetermined, a definite one (docs/ecp.md, "A tangential
+    /// compliance for robot links").
+    pub link_tangential_compliance: f64,
 }
 
 impl Default for EcpParams {
     fn default() -> Self {
-        EcpParams { max_iterations: 60, tolerance: 1e-10, gap_mode: GapMode::SignedGap, e_t: 1.0, e_o: 1.0, e_r_m: 1.0, max_sweeps: 200, sweep_tolerance: 1e-9, max_step_iterations: 50_000, block_after_sweeps: 3, block_min_impulse: 1e-7 }
+        EcpParams { max_iterations: 60, tolerance: 1e-10, gap_mode: GapMode::SignedGap, e_t: 1.0, e_o: 1.0, e_r_m: 1.0, max_sweeps: 200, sweep_tolerance: 1e-9, max_step_iterations: 50_000, block_after_sweeps: 3, block_min_impulse: 1e-7, link_tangential_compliance: 1e-3 }
     }
 }
 
@@ -131,6 +140,7 @@ impl MethodParams for EcpParams {
             (self.sweep_tolerance > 0.0 && self.sweep_tolerance.is_finite(), "sweep_tolerance", "must be > 0"),
             (self.max_step_iterations >= self.max_iterations, "max_step_iterations", "must be ≥ max_iterations"),
             ((0.0..1.0).contains(&self.block_min_impulse), "block_min_impulse", "must be in [0, 1) (a fraction of the weight impulse)"),
+            (self.link_tangential_compliance >= 0.0 && self.link_tangential_compliance <= 1.0, "link_tangential_compliance", "must be in [0, 1] (m/s per weight impulse)"),
         ])
     }
     tolerance_and_iterations!(tolerance, "1 (scaled residual)", max_iterations);

@@ -77,6 +77,16 @@ pub struct BodyPairProblem {
     pub k1: usize,
     /// Impulse scale P (N·s).
     pub impulse_scale: f64,
+    /// Tangential compliance c (m/s per unit of scaled friction impulse; 0: rigid, the paper's
+    /// rows): the friction rows hold `slip + c (p − p_ref)` in place of the slip, `p` the
+    /// friction impulses `(p_t, p_o, p_r)` over `P`. While the contact sticks, its two sides move
+    /// apart tangentially by `c h (p − p_ref)` in a step: an elastic tangential stiffness of
+    /// `P / (c h²)` (N/m) with `p_ref` the previous step's friction.
+    pub tangential_compliance: f64,
+    /// `p_ref` of [`Self::tangential_compliance`]: the previous step's friction force on A over
+    /// `P` (world, entries 0–2; its components on this step's tangents are taken) and its friction
+    /// moment on A over `P · 1 m` (world, entries 3–5; its component on the normal).
+    pub friction_ref: [f64; 6],
 }
 
 fn v3<const N: usize>(z: &[Dual<N>; NZ_PAIR], i: usize) -> V3<N> {
@@ -120,7 +130,16 @@ pub fn pair_residual<const N: usize>(p: &BodyPairProblem, z: &[Dual<N>; NZ_PAIR]
     // friction on the relative motion at the contact
     let slip = sub3(&add3(&va, &cross3(&wa, &r_a)), &add3(&vb, &cross3(&wb, &r_b)));
     let spin = dot3(&n, &sub3(&wa, &wb));
-    let (rows, zeta) = friction_rows(pn * p.friction, &p.limit_surface, [dot3(&t, &slip), dot3(&o, &slip), spin], [pt, po, pr], sigma);
+    // with the tangential compliance c: `slip + c (p − p_ref)` in place of the slip (docs/ecp.md,
+    // "Robot links against objects: a tangential compliance")
+    let (f_ref, m_ref) = (cst3::<N>(&[p.friction_ref[0], p.friction_ref[1], p.friction_ref[2]]), cst3::<N>(&[p.friction_ref[3], p.friction_ref[4], p.friction_ref[5]]));
+    let c_t = p.tangential_compliance;
+    let compliant = [
+        dot3(&t, &slip) + (pt - dot3(&t, &f_ref)) * c_t,
+        dot3(&o, &slip) + (po - dot3(&o, &f_ref)) * c_t,
+        spin + (pr - dot3(&n, &m_ref)) * c_t,
+    ];
+    let (rows, zeta) = friction_rows(pn * p.friction, &p.limit_surface, compliant, [pt, po, pr], sigma);
     out[18..21].copy_from_slice(&rows);
 
     // complementarity
@@ -215,6 +234,10 @@ pub struct PairStepper {
     /// the start-of-step ones otherwise, which on an ill-conditioned loop lands on another root
     /// within the tolerance). Cleared by that solve.
     pub(super) warm_is_solution: bool,
+    /// [`BodyPairProblem::tangential_compliance`] of the problems it solves (0 for two objects).
+    pub(super) tangential_compliance: f64,
+    /// [`BodyPairProblem::friction_ref`] of this step's problems.
+    pub(super) friction_ref: [f64; 6],
 }
 
 impl PairStepper {
@@ -269,6 +292,8 @@ impl PairStepper {
             limit_surface: [params.e_t, params.e_o, params.e_r_m],
             k1: 0,
             impulse_scale: scale,
+            tangential_compliance: self.tangential_compliance,
+            friction_ref: self.friction_ref,
         };
         let (ca, ra) = geom_at(a, sa, h, &va_free, &wa_free);
         let (cb, rb) = geom_at(b, sb, h, &vb_free, &wb_free);

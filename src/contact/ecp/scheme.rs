@@ -196,7 +196,7 @@ impl EcpScheme {
                 });
             }
         }
-        let link_pairs = link_object::build(model, slot_of);
+        let link_pairs = link_object::build(model, slot_of, params.link_tangential_compliance);
         let links = links::RobotLinks::new(&params, model, ground.map(|(_, g)| g));
         let mut link_bodies: Vec<usize> = link_pairs.iter().map(|p| p.link).collect();
         link_bodies.sort_unstable();

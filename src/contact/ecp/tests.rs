@@ -137,7 +137,7 @@ fn pair_jacobian_matches_central_differences_at_random_states() {
                 for m in [&mut a.mobility, &mut b.mobility].into_iter().flatten() {
                     *m = std::array::from_fn(|_| std::array::from_fn(|_| next()));
                 }
-                let p = BodyPairProblem { h_s: 0.01, a, b, tangent_ref: [1.0, 0.0, 0.0], friction: 0.4, limit_surface: [1.0, 1.0, 0.5], k1: trial % shape_a.inequality_count(), impulse_scale: 0.098 };
+                let p = BodyPairProblem { h_s: 0.01, a, b, tangent_ref: [1.0, 0.0, 0.0], friction: 0.4, limit_surface: [1.0, 1.0, 0.5], k1: trial % shape_a.inequality_count(), impulse_scale: 0.098, tangential_compliance: 0.0, friction_ref: [0.0; 6] };
                 let z: [f64; NZ_PAIR] = std::array::from_fn(|_| 0.3 + next());
                 worst = worst.max(jacobian_error_against_differences(&p, &z, &format!("shape {s} trial {trial}")));
             }
