@@ -100,7 +100,7 @@ pub struct EcpParams {
     /// Tangential compliance of robot links' contacts with objects, c (m/s per friction impulse
     /// equal to the lighter side's weight impulse m g h; 0: rigid, as in the paper). While such a
     /// contact sticks, a change of its friction by the lighter side's weight moves its two sides
-    /// apart tangentially by `c h` (1 µm at the default and a 1 ms step), and by nothing while the
+    /// apart tangentially by `c h` (30 µm at the default and a 1 ms step), and by nothing while the
     /// friction holds constant: an elastic tangential stiffness. It makes the split of friction
     /// inside a closed loop (a hand pressing a box with two fingertips, a cube between two pads),
     /// which rigid contacts leave undetermined, a definite one (docs/ecp.md, "A tangential
@@ -110,7 +110,7 @@ pub struct EcpParams {
 
 impl Default for EcpParams {
     fn default() -> Self {
-        EcpParams { max_iterations: 60, tolerance: 1e-10, gap_mode: GapMode::SignedGap, e_t: 1.0, e_o: 1.0, e_r_m: 1.0, max_sweeps: 200, sweep_tolerance: 1e-9, max_step_iterations: 50_000, block_after_sweeps: 3, block_min_impulse: 1e-7, link_tangential_compliance: 1e-3 }
+        EcpParams { max_iterations: 60, tolerance: 1e-10, gap_mode: GapMode::SignedGap, e_t: 1.0, e_o: 1.0, e_r_m: 1.0, max_sweeps: 200, sweep_tolerance: 1e-9, max_step_iterations: 50_000, block_after_sweeps: 3, block_min_impulse: 1e-7, link_tangential_compliance: 3e-2 }
     }
 }
 
