@@ -1294,7 +1294,7 @@ fn a_cube_held_between_two_pads_yields_by_the_tangential_compliance_and_does_not
 /// it at either placement; 17 at the shipped one with rigid contacts today). Those were the two
 /// fingertips' friction split on the box, which rigid contacts leave undetermined ("Closed
 /// loops: one block"); with the links' tangential compliance ("A tangential compliance for
-/// robot links") 0 and 2 remain.
+/// robot links") 3 and 0 remain.
 #[test]
 fn the_arm_pushing_a_box_with_its_gripper_closed_rarely_stops_at_the_sweep_cap() {
     let shipped = std::fs::read_to_string(path("config/examples/arm_push_box.yaml")).unwrap();
@@ -1313,7 +1313,7 @@ fn the_arm_pushing_a_box_with_its_gripper_closed_rarely_stops_at_the_sweep_cap()
         }
         let x1 = sim.state.q[sim.model.bodies[box_body].joint.q_index];
         println!("arm_push_box under ecp, box at x = {x} m: {unconverged} of {steps} steps at the cap; the box moved {:.1} mm", (x1 - x0) * 1e3);
-        assert!(unconverged <= 3, "box at x = {x} m: {unconverged} of {steps} steps stopped at the sweep cap");
+        assert!(unconverged <= 5, "box at x = {x} m: {unconverged} of {steps} steps stopped at the sweep cap");
         // the push happened: the box slid about 30 cm (832 mm from 530 mm)
         assert!((x1 - x0 - 0.302).abs() < 0.01, "box at x = {x} m: the box moved {} m", x1 - x0);
     }
