@@ -131,7 +131,7 @@ pub fn pair_residual<const N: usize>(p: &BodyPairProblem, z: &[Dual<N>; NZ_PAIR]
     let slip = sub3(&add3(&va, &cross3(&wa, &r_a)), &add3(&vb, &cross3(&wb, &r_b)));
     let spin = dot3(&n, &sub3(&wa, &wb));
     // with the tangential compliance c: `slip + c (p − p_ref)` in place of the slip (docs/ecp.md,
-    // "Robot links against objects: a tangential compliance")
+    // "A tangential compliance for robot links")
     let (f_ref, m_ref) = (cst3::<N>(&[p.friction_ref[0], p.friction_ref[1], p.friction_ref[2]]), cst3::<N>(&[p.friction_ref[3], p.friction_ref[4], p.friction_ref[5]]));
     let c_t = p.tangential_compliance;
     let compliant = [
