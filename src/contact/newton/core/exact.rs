@@ -4,8 +4,9 @@
 //! (Cholesky where the block is symmetric), full steps, then an Armijo backtracking on `½‖F‖²`.
 
 use super::blocks::consecutive_blocks;
+use super::decoupled::{factor_and_solve, split_rows};
 use super::delassus::block_delassus_product;
-use super::kept;
+use super::kept::{self, BlockFactor};
 use super::laws::exact_laws;
 use super::{NewtonIterate, NewtonOptions, NewtonProblem, NewtonScratch, NewtonStats};
 use crate::math::dense::{block_is_symmetric, cholesky_in_place_block, cholesky_solve_block, lu_in_place_block, lu_solve_block};
@@ -110,7 +111,7 @@ pub(super) fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut 
             for i in 0..m {
                 scr.increment[i] = -scr.residual[i];
             }
-            kept::solve(&scr.kept, &mut scr.increment[..m], &mut scr.pivot[..m]);
+            kept::solve(&scr.kept, &mut scr.increment[..m], &mut scr.pivot[..m], &mut scr.row_order[..m], &mut scr.coupled_rhs[..m]);
             block_delassus_product(d, m, &scr.block_ends[..blocks], &scr.increment, &mut scr.rhs, scr.pool.as_ref());
             for i in 0..m {
                 scr.trial_impulse[i] = it.impulse[i] + scr.increment[i];
@@ -154,6 +155,9 @@ pub(super) fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut 
         // the Newton matrix is block-diagonal on the problem's consecutive blocks: factorise and
         // solve each on its own
         let mut singular = false;
+        // a Cholesky that failed re-evaluates the whole Jacobian, over the blocks factorised
+        // before it: then their factors are not kept
+        let mut evaluated_again = false;
         let mut block_start = 0;
         for k in 0..blocks {
             let block_end = scr.block_ends[k];
@@ -166,9 +170,10 @@ pub(super) fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut 
                 if cholesky_in_place_block(&mut scr.dense[..m * m], m, block_start, n) {
                     cholesky_solve_block(&scr.dense[..m * m], m, block_start, &mut scr.increment[block_start..block_end]);
                     solved = true;
-                    scr.block_cholesky[k] = true;
+                    scr.block_factor[k] = BlockFactor::Cholesky;
                 } else {
                     // not positive definite after all (round-off): the block again, by LU
+                    evaluated_again = true;
                     exact_laws(prob, opts, it.impulse, &scr.row_velocity[..m], &mut scr.residual[..m], &mut scr.natural[..m], Some((&mut scr.dense[..m * m], &scr.block_ends[..blocks])));
                     for i in block_start..block_end {
                         scr.dense[i * m + i] += proximal * d[i * m + i];
@@ -176,12 +181,24 @@ pub(super) fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut 
                 }
             }
             if !solved {
-                if !lu_in_place_block(&mut scr.dense[..m * m], m, block_start, n, &mut scr.pivot[block_start..block_end]) {
-                    singular = true;
-                    break;
+                // rows whose Jacobian is their diagonal alone (a joint's friction at its bound, an
+                // open contact) are solved by a division, the LU runs on the others
+                let coupled = split_rows(&scr.dense[..m * m], m, block_start, n, &mut scr.row_order[block_start..block_end]);
+                if coupled < n {
+                    let factor = &mut scr.split_factors[block_start * m..block_end * m];
+                    if !factor_and_solve(&scr.dense[..m * m], m, block_start, &scr.row_order[block_start..block_end], coupled, factor, &mut scr.pivot[block_start..block_end], &mut scr.increment[block_start..block_end], &mut scr.coupled_rhs[..n]) {
+                        singular = true;
+                        break;
+                    }
+                    scr.block_factor[k] = BlockFactor::SplitLu { coupled };
+                } else {
+                    if !lu_in_place_block(&mut scr.dense[..m * m], m, block_start, n, &mut scr.pivot[block_start..block_end]) {
+                        singular = true;
+                        break;
+                    }
+                    lu_solve_block(&scr.dense[..m * m], m, block_start, &scr.pivot[block_start..block_end], &mut scr.increment[block_start..block_end]);
+                    scr.block_factor[k] = BlockFactor::Lu;
                 }
-                lu_solve_block(&scr.dense[..m * m], m, block_start, &scr.pivot[block_start..block_end], &mut scr.increment[block_start..block_end]);
-                scr.block_cholesky[k] = false;
             }
             block_start = block_end;
         }
@@ -189,7 +206,11 @@ pub(super) fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut 
             break; // singular: only with a non-finite input; reported unconverged
         }
         if keep && proximal == 0.0 {
-            kept::record(&mut scr.kept, &scr.dense[..m * m], m, &scr.block_ends[..blocks], &scr.block_cholesky[..blocks], &scr.pivot[..m]);
+            if evaluated_again {
+                kept::clear(&mut scr.kept);
+            } else {
+                kept::record(&mut scr.kept, &scr.dense[..m * m], m, &scr.block_ends[..blocks], &scr.block_factor[..blocks], &scr.pivot[..m], &scr.row_order[..m], &scr.split_factors);
+            }
         }
         stats.newton_iterations += 1;
         // D x, then backtracking along (x, D x)

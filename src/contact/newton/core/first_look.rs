@@ -48,7 +48,7 @@ pub fn first_look(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonSc
     for i in 0..m {
         scr.increment[i] = -scr.residual[i];
     }
-    kept::solve(&scr.kept, &mut scr.increment[..m], &mut scr.pivot[..m]);
+    kept::solve(&scr.kept, &mut scr.increment[..m], &mut scr.pivot[..m], &mut scr.row_order[..m], &mut scr.coupled_rhs[..m]);
     apply(&scr.increment[..m], &mut scr.rhs[..m]);
     for i in 0..m {
         scr.trial_impulse[i] = it.impulse[i] + scr.increment[i];

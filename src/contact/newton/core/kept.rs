@@ -24,12 +24,53 @@
 //! | 1 | `B`, the consecutive blocks |
 //! | 1 | the chord steps taken on it so far |
 //! | `B` | each block's end row |
-//! | `B` | 1 where the block was factorised by Cholesky, 0 by LU |
-//! | `m` | the LU's row pivots, local to each block (unused for Cholesky blocks) |
-//! | `m` | per row of a Cholesky block, how many entries right of its diagonal the factor `U` has up to its last nonzero (the block's profile) |
-//! | `Σ n_b²` | each block's factor, row-major `n_b × n_b`, one block after the other |
+//! | `B` | each block's factorisation: 0 LU, 1 Cholesky, `2 + c` LU of its `c` coupled rows beside decoupled ones ([`super::decoupled`]) |
+//! | `m` | the LU's row pivots, local to each block (for a split block, the first `c` are the coupled rows' pivots; unused for Cholesky blocks) |
+//! | `m` | per row of a Cholesky block, how many entries right of its diagonal the factor `U` has up to its last nonzero (the block's profile); per row of a split block, the block-local row order (coupled rows, then decoupled); unused for LU blocks |
+//! | per block | an LU or Cholesky block's factor, row-major `n_b × n_b`; a split block's coupled factor (`c × c`), its coupled rows' entries on the decoupled columns (`c × s`, `s = n_b − c`) and the decoupled rows' diagonal (`s`), `c² + c s + s` in all |
 
-use crate::math::dense::lu_solve_block;
+use super::decoupled::solve_split;
+use crate::math::dense::{dot, lu_solve_block};
+
+/// How the Newton iteration factorised one consecutive block of its matrix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum BlockFactor {
+    /// LU with row pivots, the whole block.
+    Lu,
+    /// Cholesky on the block's profile (a symmetric block).
+    Cholesky,
+    /// LU of the block's `coupled` coupled rows, the decoupled rows by division ([`super::decoupled`]).
+    SplitLu {
+        /// The coupled rows.
+        coupled: usize,
+    },
+}
+
+impl BlockFactor {
+    fn code(self) -> f64 {
+        match self {
+            BlockFactor::Lu => 0.0,
+            BlockFactor::Cholesky => 1.0,
+            BlockFactor::SplitLu { coupled } => 2.0 + coupled as f64,
+        }
+    }
+
+    fn from_code(code: f64) -> Self {
+        match code as usize {
+            0 => BlockFactor::Lu,
+            1 => BlockFactor::Cholesky,
+            k => BlockFactor::SplitLu { coupled: k - 2 },
+        }
+    }
+
+    /// The entries of the block's factor data in the kept record (`n` rows).
+    fn len(self, n: usize) -> usize {
+        match self {
+            BlockFactor::Lu | BlockFactor::Cholesky => n * n,
+            BlockFactor::SplitLu { coupled: c } => c * c + c * (n - c) + (n - c),
+        }
+    }
+}
 
 /// The entries of a kept factorisation of `m` rows in at most `m` blocks, its largest size.
 pub(super) fn capacity(m: usize) -> usize {
@@ -75,26 +116,43 @@ pub(super) fn matches(kept: &[f64], m: usize, block_ends: &[usize]) -> bool {
 }
 
 /// Solves `A x = b` in place (`x` holds b on entry) with the kept factors of `A`'s blocks; `kept`
-/// must [`matches`] `x`'s rows. `pivot` (at least `x.len()` long) takes the LU pivots as indices.
-pub(super) fn solve(kept: &[f64], x: &mut [f64], pivot: &mut [usize]) {
+/// must [`matches`] `x`'s rows. `pivot` and `order` (each at least `x.len()` long) take the LU
+/// pivots and a split block's row order as indices, `work` (as long) the split blocks' coupled
+/// right-hand sides.
+pub(super) fn solve(kept: &[f64], x: &mut [f64], pivot: &mut [usize], order: &mut [usize], work: &mut [f64]) {
     let m = x.len();
     let b = kept[1] as usize;
     let (ends, rest) = kept[3..].split_at(b);
-    let (cholesky, rest) = rest.split_at(b);
+    let (kinds, rest) = rest.split_at(b);
     let (pivots, rest) = rest.split_at(m);
     let (widths, mut factors) = rest.split_at(m);
     let mut start = 0;
     for (k, &end) in ends.iter().enumerate() {
         let end = end as usize;
         let n = end - start;
-        let (factor, later) = factors.split_at(n * n);
-        if cholesky[k] != 0.0 {
-            cholesky_solve_profile(factor, &widths[start..end], &mut x[start..end]);
-        } else {
-            for (p, &q) in pivot[..n].iter_mut().zip(&pivots[start..end]) {
-                *p = q as usize;
+        let kind = BlockFactor::from_code(kinds[k]);
+        let (factor, later) = factors.split_at(kind.len(n));
+        match kind {
+            BlockFactor::Cholesky => cholesky_solve_profile(factor, &widths[start..end], &mut x[start..end]),
+            BlockFactor::Lu => {
+                for (p, &q) in pivot[..n].iter_mut().zip(&pivots[start..end]) {
+                    *p = q as usize;
+                }
+                lu_solve_block(factor, n, 0, &pivot[..n], &mut x[start..end]);
             }
-            lu_solve_block(factor, n, 0, &pivot[..n], &mut x[start..end]);
+            BlockFactor::SplitLu { coupled: c } => {
+                let s = n - c;
+                // the row order is stored as f64 in the widths' slot
+                for (p, &q) in pivot[..c].iter_mut().zip(&pivots[start..start + c]) {
+                    *p = q as usize;
+                }
+                for (o, &w) in order[..n].iter_mut().zip(&widths[start..end]) {
+                    *o = w as usize;
+                }
+                let (lu, rest) = factor.split_at(c * c);
+                let (coupling, diagonal) = rest.split_at(c * s);
+                solve_split(|i, j| coupling[i * s + j], |j| diagonal[j], &order[..n], c, lu, &pivot[..c], &mut x[start..end], work);
+            }
         }
         factors = later;
         start = end;
@@ -121,21 +179,24 @@ fn cholesky_solve_profile(u: &[f64], widths: &[f64], x: &mut [f64]) {
     for i in (0..n).rev() {
         let row = &u[i * n..(i + 1) * n];
         let w = widths[i] as usize;
-        let s: f64 = row[i + 1..i + 1 + w].iter().zip(&x[i + 1..i + 1 + w]).map(|(u, v)| u * v).sum();
+        let s = dot(&row[i + 1..i + 1 + w], &x[i + 1..i + 1 + w]);
         x[i] = (x[i] - s) / row[i];
     }
 }
 
-/// Writes the factors of the blocks ending at `block_ends` into `kept`: the blocks' factors are
-/// the diagonal blocks of the row-major `m × m` matrix `dense`, factorised by Cholesky where
-/// `cholesky[k]`, else by LU with the local row pivots `pivots[start..end]`. Leaves nothing kept
-/// when `kept` cannot hold them without allocating.
-pub(super) fn record(kept: &mut Vec<f64>, dense: &[f64], m: usize, block_ends: &[usize], cholesky: &[bool], pivots: &[usize]) {
+/// Writes the factors of the blocks ending at `block_ends` into `kept`: an LU or Cholesky
+/// block's factor is the diagonal block of the row-major `m × m` matrix `dense` (LU with the
+/// local row pivots `pivots[start..end]`); a split block's coupled factor is at
+/// `split_factors[start · m..]` (`c × c`, its pivots `pivots[start..start + c]`), its row order
+/// `order[start..end]`, and its other entries are read from `dense` (not factorised there).
+/// Leaves nothing kept when `kept` cannot hold them without allocating.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn record(kept: &mut Vec<f64>, dense: &[f64], m: usize, block_ends: &[usize], kinds: &[BlockFactor], pivots: &[usize], order: &[usize], split_factors: &[f64]) {
     let b = block_ends.len();
     let mut len = 3 + 2 * b + 2 * m;
     let mut start = 0;
-    for &end in block_ends {
-        len += (end - start) * (end - start);
+    for (k, &end) in block_ends.iter().enumerate() {
+        len += kinds[k].len(end - start);
         start = end;
     }
     if len > kept.capacity() {
@@ -147,21 +208,40 @@ pub(super) fn record(kept: &mut Vec<f64>, dense: &[f64], m: usize, block_ends: &
     kept.push(b as f64);
     kept.push(0.0);
     kept.extend(block_ends.iter().map(|&e| e as f64));
-    kept.extend(cholesky[..b].iter().map(|&c| if c { 1.0 } else { 0.0 }));
+    kept.extend(kinds[..b].iter().map(|k| k.code()));
     kept.extend(pivots[..m].iter().map(|&p| p as f64));
     let mut start = 0;
     for (k, &end) in block_ends.iter().enumerate() {
-        for r in start..end {
-            let upper = &dense[r * m + r + 1..r * m + end];
-            let width = if cholesky[k] { upper.iter().rposition(|&u| u != 0.0).map_or(0, |j| j + 1) } else { 0 };
-            kept.push(width as f64);
+        match kinds[k] {
+            BlockFactor::Cholesky => {
+                for r in start..end {
+                    let upper = &dense[r * m + r + 1..r * m + end];
+                    kept.push(upper.iter().rposition(|&u| u != 0.0).map_or(0, |j| j + 1) as f64);
+                }
+            }
+            BlockFactor::Lu => kept.extend((start..end).map(|_| 0.0)),
+            BlockFactor::SplitLu { .. } => kept.extend(order[start..end].iter().map(|&o| o as f64)),
         }
         start = end;
     }
     let mut start = 0;
-    for &end in block_ends {
-        for r in start..end {
-            kept.extend_from_slice(&dense[r * m + start..r * m + end]);
+    for (k, &end) in block_ends.iter().enumerate() {
+        match kinds[k] {
+            BlockFactor::Lu | BlockFactor::Cholesky => {
+                for r in start..end {
+                    kept.extend_from_slice(&dense[r * m + start..r * m + end]);
+                }
+            }
+            BlockFactor::SplitLu { coupled: c } => {
+                let n = end - start;
+                let (rows_r, rows_s) = order[start..end].split_at(c);
+                kept.extend_from_slice(&split_factors[start * m..start * m + c * c]);
+                for &r in rows_r {
+                    kept.extend(rows_s.iter().map(|&s| dense[(start + r) * m + start + s]));
+                }
+                kept.extend(rows_s.iter().map(|&s| dense[(start + s) * m + start + s]));
+                debug_assert_eq!(c * c + c * (n - c) + (n - c), kinds[k].len(n));
+            }
         }
         start = end;
     }

@@ -57,9 +57,14 @@
 //! - `rescue.rs`: the rescues of a stalled exact iteration, proximal point and projected sweeps
 //!   (ours);
 //! - `blocks.rs`: the consecutive blocks of a problem ([`consecutive_blocks`]);
+//! - `decoupled.rs`: the exact Newton matrix's rows that stand alone, solved by a division
+//!   beside the LU of the others (ours);
+//! - `kept.rs`: the last factorisation, kept for the next step's chord step (ours);
+//! - `first_look.rs`: [`first_look`], the warm start and the chord step before `D` is assembled;
 //! - `tests.rs`: the unit tests.
 
 mod blocks;
+mod decoupled;
 mod delassus;
 mod exact;
 mod first_look;
@@ -317,8 +322,15 @@ pub struct NewtonScratch {
     /// ([`NewtonJacobian::Exact`], the kept factorisation, `core::kept`); lent by the caller for one solve
     /// ([`NewtonScratch::lend_kept_factor`]), empty otherwise.
     pub(crate) kept: Vec<f64>,
-    /// Per consecutive block of the last factorisation: Cholesky (true) or LU.
-    block_cholesky: Vec<bool>,
+    /// Per consecutive block of the last factorisation: how it was factorised.
+    block_factor: Vec<kept::BlockFactor>,
+    /// Per row, its place in its block's row order when the block's LU is split
+    /// (`core::decoupled`): block-local indices, coupled rows first.
+    row_order: Vec<usize>,
+    /// The coupled rows' LU factors of split blocks, each at `block_start · m` (`m` the problem's rows).
+    split_factors: Vec<f64>,
+    /// The coupled rows' right-hand sides of a split solve.
+    coupled_rhs: Vec<f64>,
     /// The dedicated pool of the Delassus products (`None`: serial).
     pool: Option<rayon::ThreadPool>,
 }
@@ -383,7 +395,10 @@ impl NewtonScratch {
             proximal_delassus: vec![0.0; capacity * capacity],
             proximal_free: v(),
             kept: Vec::new(),
-            block_cholesky: vec![false; capacity],
+            block_factor: vec![kept::BlockFactor::Lu; capacity],
+            row_order: vec![0; capacity],
+            split_factors: vec![0.0; capacity * capacity],
+            coupled_rhs: v(),
             pool: if threads > 1 { rayon::ThreadPoolBuilder::new().num_threads(threads).thread_name(|i| format!("newton-{i}")).build().ok() } else { None },
         }
     }

@@ -638,3 +638,76 @@ fn a_kept_factorisation_ends_a_nearby_solve_and_a_stale_one_is_dropped() {
     assert!(renewed.converged && renewed.kept_factor_solves == 0 && renewed.newton_iterations >= 1, "{renewed:?}");
     assert!(kept::matches(&used, m, &[m]), "the new factorisation is kept");
 }
+
+/// A block whose rows 2, 5 and 9 have their diagonal alone (a joint's friction at its bound, an
+/// open contact): the split solve (division on those rows, LU on the other nine) solves
+/// `A x = b` as the LU of the whole block does, to round-off; the kept record of a split block
+/// beside a whole-LU block gives the same bits again in the chord step's solve.
+#[test]
+fn a_block_with_decoupled_rows_is_solved_by_a_division_and_a_smaller_lu() {
+    use super::decoupled::{factor_and_solve, split_rows};
+    use super::kept::BlockFactor;
+    let n = 12;
+    let mut a = spd(n, 11, 1e2);
+    for (k, v) in a.iter_mut().enumerate() {
+        *v += ((k * 7919 % 101) as f64 - 50.0) * 1e-2;
+    }
+    let alone = [2, 5, 9];
+    for &r in &alone {
+        for c in 0..n {
+            if c != r {
+                a[r * n + c] = 0.0;
+            }
+        }
+        a[r * n + r] = 0.3 + r as f64;
+    }
+    let b: Vec<f64> = (0..n).map(|i| (i as f64 * 0.61).cos()).collect();
+    let mut order = vec![0; n];
+    let coupled = split_rows(&a, n, 0, n, &mut order);
+    assert_eq!(coupled, n - alone.len());
+    assert_eq!(&order[coupled..], &alone);
+    assert!(order[..coupled].windows(2).all(|w| w[0] < w[1]) && !order[..coupled].iter().any(|r| alone.contains(r)));
+    let (mut factor, mut pivot, mut x, mut work) = (vec![0.0; n * n], vec![0; n], b.clone(), vec![0.0; n]);
+    assert!(factor_and_solve(&a, n, 0, &order, coupled, &mut factor, &mut pivot, &mut x, &mut work));
+    let (mut whole, mut whole_pivot, mut x_whole) = (a.clone(), vec![0; n], b.clone());
+    assert!(lu_in_place(&mut whole, n, &mut whole_pivot));
+    lu_solve(&whole, n, &whole_pivot, &mut x_whole);
+    for r in 0..n {
+        let ax: f64 = (0..n).map(|c| a[r * n + c] * x[c]).sum();
+        assert!((ax - b[r]).abs() < 1e-12, "row {r}: A x − b = {}", ax - b[r]);
+        assert!((x[r] - x_whole[r]).abs() < 1e-12 * x_whole[r].abs().max(1.0), "row {r}: {} against the whole LU's {}", x[r], x_whole[r]);
+    }
+    for &r in &alone {
+        assert_eq!(x[r], b[r] / a[r * n + r], "a decoupled row is one division");
+    }
+    // a zero diagonal on a decoupled row is singular, not a division by zero
+    let mut zero = a.clone();
+    zero[5 * n + 5] = 0.0;
+    assert!(!factor_and_solve(&zero, n, 0, &order, coupled, &mut factor.clone(), &mut pivot.clone(), &mut b.clone(), &mut work));
+
+    // the kept record: block 0 the split one (rows 0..12), block 1 a whole LU (rows 12..16)
+    let m = n + 4;
+    let mut big = vec![0.0; m * m];
+    for r in 0..n {
+        big[r * m..r * m + n].copy_from_slice(&a[r * n..(r + 1) * n]);
+    }
+    let small = spd(4, 3, 10.0);
+    for r in 0..4 {
+        big[(n + r) * m + n..(n + r) * m + m].copy_from_slice(&small[r * 4..(r + 1) * 4]);
+    }
+    let mut rhs: Vec<f64> = (0..m).map(|i| (i as f64 * 0.29).sin()).collect();
+    let (mut order_m, mut pivot_m, mut split_factors) = (vec![0; m], vec![0; m], vec![0.0; m * m]);
+    assert_eq!(split_rows(&big, m, 0, n, &mut order_m[..n]), coupled);
+    let mut dense = big.clone();
+    assert!(factor_and_solve(&big, m, 0, &order_m[..n], coupled, &mut split_factors[..n * m], &mut pivot_m[..n], &mut rhs[..n], &mut work));
+    assert!(lu_in_place_block(&mut dense, m, n, 4, &mut pivot_m[n..]));
+    lu_solve_block(&dense, m, n, &pivot_m[n..], &mut rhs[n..]);
+    let kinds = [BlockFactor::SplitLu { coupled }, BlockFactor::Lu];
+    let mut kept_record = Vec::with_capacity(kept::capacity(m));
+    kept::record(&mut kept_record, &dense, m, &[n, m], &kinds, &pivot_m, &order_m, &split_factors);
+    assert!(kept::matches(&kept_record, m, &[n, m]));
+    let mut chord: Vec<f64> = (0..m).map(|i| (i as f64 * 0.29).sin()).collect();
+    let (mut pivot_scratch, mut order_scratch, mut work_m) = (vec![0; m], vec![0; m], vec![0.0; m]);
+    kept::solve(&kept_record, &mut chord, &mut pivot_scratch, &mut order_scratch, &mut work_m);
+    assert!(chord.iter().zip(&rhs).all(|(c, r)| c.to_bits() == r.to_bits()), "the kept solve repeats the step's solve bit for bit");
+}
