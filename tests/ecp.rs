@@ -1313,8 +1313,39 @@ fn the_arm_pushing_a_box_with_its_gripper_closed_rarely_stops_at_the_sweep_cap()
         }
         let x1 = sim.state.q[sim.model.bodies[box_body].joint.q_index];
         println!("arm_push_box under ecp, box at x = {x} m: {unconverged} of {steps} steps at the cap; the box moved {:.1} mm", (x1 - x0) * 1e3);
-        assert!(unconverged <= 5, "box at x = {x} m: {unconverged} of {steps} steps stopped at the sweep cap");
+        assert!(unconverged <= 2, "box at x = {x} m: {unconverged} of {steps} steps stopped at the sweep cap");
         // the push happened: the box slid about 30 cm (832 mm from 530 mm)
         assert!((x1 - x0 - 0.302).abs() < 0.01, "box at x = {x} m: the box moved {} m", x1 - x0);
     }
+}
+
+/// A fingertip of the arm grazes the floor as the arm lifts away from the box
+/// (`arm_push_box.yaml` under ecp, 5.212–5.214 s): its normal impulse comes out of the sweeps
+/// between 1e-30 and 3e-7 N·s. Its friction is held on the limit surface
+/// `(p_t/e_t)² + (p_o/e_o)² + (p_r/e_r)² ≤ μ² p_n²` exactly (the body–plane solve meets that
+/// quadratic condition only to its residual, about 1e-7 N·s of friction when p_n → 0, which
+/// kept these steps at the cap for 145–230 ms), and the steps converge.
+#[test]
+fn a_fingertip_grazing_the_floor_keeps_its_friction_in_the_limit_surface_and_the_step_converges() {
+    let scene = scene_file("config/examples/arm_push_box.yaml");
+    let cfg = SolverConfig::from_kind("ecp").unwrap();
+    let mut sim = contact_sim::sim::Simulation::from_scene(&scene, Some(&cfg));
+    let p = EcpParams::default();
+    let (mut grazing, mut checked) = (0, 0);
+    for k in 0..5215 {
+        let r = sim.step();
+        if k < 5100 {
+            continue;
+        }
+        assert!(r.solve.converged, "step {k}: unconverged after {} iterations", r.solve.iterations);
+        for (body, _, c) in ecp_scheme(&sim).last_link_contacts().filter(|(_, _, c)| c.in_contact) {
+            let mu = 0.8; // the scene's default material, fingertip on the floor
+            let size = ((c.tangent_impulse[0] / p.e_t).powi(2) + (c.tangent_impulse[1] / p.e_o).powi(2) + (c.torsion_impulse / p.e_r_m).powi(2)).sqrt();
+            assert!(size <= mu * c.normal_impulse.max(0.0) * (1.0 + 1e-12), "step {k}, link {body}: friction {size:e} N·s outside μ p_n = {:e} N·s", mu * c.normal_impulse);
+            checked += 1;
+            grazing += (c.normal_impulse < 1e-6) as usize;
+        }
+    }
+    println!("5.100–5.215 s: {checked} link–floor contacts checked, {grazing} of them with p_n < 1e-6 N·s");
+    assert!(grazing > 0, "no fingertip grazed the floor in the window: the test no longer covers the case");
 }
