@@ -1349,3 +1349,29 @@ fn a_fingertip_grazing_the_floor_keeps_its_friction_in_the_limit_surface_and_the
     println!("5.100–5.215 s: {checked} link–floor contacts checked, {grazing} of them with p_n < 1e-6 N·s");
     assert!(grazing > 0, "no fingertip grazed the floor in the window: the test no longer covers the case");
 }
+
+/// The two-pad grasp while the gripper lifts the cube at a steady 75 mm/s
+/// (`ecp_gripper_grasp.yaml`, 0.65–0.79 s): the last step's solution is again a fixed point of
+/// the sweeps, because the warm start's exchanged impulses act where their bodies will be at
+/// this step's end (`carry_over_step`), as the solved ones do. Left at the last step's points
+/// (75 µm lower), the other pad's frozen squeeze put a moment of 4e-7 N·m·s on the cube; each
+/// step then took four sweeps and a block (22 Newton iterations, 0.85 ms); now one to three
+/// sweeps and no block.
+#[test]
+fn a_steadily_lifted_cube_starts_each_step_from_the_last_solution() {
+    let scene = scene_file("config/examples/ecp_gripper_grasp.yaml");
+    let mut sim = contact_sim::sim::Simulation::from_scene(&scene, None);
+    let (mut most, mut total, mut steps) = (0, 0, 0);
+    for k in 0..790 {
+        let r = sim.step();
+        if k < 650 {
+            continue;
+        }
+        assert!(r.solve.converged, "step {k}: unconverged");
+        let sweeps = ecp_scheme(&sim).last_sweeps();
+        (most, total, steps) = (most.max(sweeps), total + sweeps, steps + 1);
+    }
+    println!("the lift, 0.65–0.79 s: {steps} steps, sweeps per step at most {most}, mean {:.2}", total as f64 / steps as f64);
+    assert!(most <= 3, "a step of the steady lift took {most} sweeps (a block runs after 3)");
+    assert!((total as f64) < 2.0 * steps as f64, "{total} sweeps over {steps} steps of the steady lift");
+}

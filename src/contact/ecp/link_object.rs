@@ -145,6 +145,8 @@ impl LinkObjectPair {
             self.last = pair::PairContact::default();
             return;
         }
+        // the warm start's exchange acts where the link and the object will be at this step's end
+        self.exchange = if self.link_is_a { self.exchange.carried(sl, Some(so), h) } else { self.exchange.carried(so, Some(sl), h) };
         // the previous step's friction, the reference of the tangential compliance: the exchanged
         // impulse less its part along the last solve's normal, over this step's scale
         let scale = bo.mass_kg.min(bl.mass_kg) * input.model.gravity.norm().max(1.0) * h;

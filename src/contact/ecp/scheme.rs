@@ -21,6 +21,25 @@ pub(super) fn carry_to_start(start: &EcpBodyState, end: &EcpBodyState, point: &V
     start.com_m + start.rotation * (end.rotation.inverse() * (point - end.com_m))
 }
 
+/// A material point of a body, where the last step's end left it (this step's start pose
+/// `start`), carried to this step's expected end at the body's start twist:
+/// `p + h (v + ω × (p − x⁰))`. The warm start's exchanged impulses act at the last step's
+/// end-of-step points; a contact solved this step acts at this step's. Carried forward, the
+/// frozen ones agree with the solved ones on a body in steady motion, so that the last step's
+/// solution is again a fixed point of the sweeps (docs/ecp.md, "Robot links against objects").
+pub(super) fn carry_over_step(start: &EcpBodyState, point: &Vec3, h: f64) -> Vec3 {
+    point + (start.velocity + start.angular_velocity.cross(&(point - start.com_m))) * h
+}
+
+impl Exchange {
+    /// The exchange's points carried to this step's expected end with their bodies
+    /// ([`carry_over_step`]): `a` the state of the body at `point_a`, `b` of the body at
+    /// `point_b` (`None`: the ground, whose point stays).
+    pub(super) fn carried(&self, a: &EcpBodyState, b: Option<&EcpBodyState>, h: f64) -> Exchange {
+        Exchange { point_a: carry_over_step(a, &self.point_a, h), point_b: b.map_or(self.point_b, |b| carry_over_step(b, &self.point_b, h)), ..*self }
+    }
+}
+
 /// The contact key of the one contact the scheme reports for collision pair `pair`.
 pub(super) fn contact_key(pair: usize) -> crate::state::ContactKey {
     crate::state::ContactKey { pair: pair as u32, feature_a: u32::MAX, feature_b: u32::MAX }
@@ -532,6 +551,8 @@ impl WholeStepScheme for EcpScheme {
                 angular_velocity: rot * Vec3::new(v[3], v[4], v[5]),
             };
             slot.end = slot.start;
+            // the warm start's ground contact acts where the body will be at this step's end
+            slot.ground = slot.ground.carried(&slot.start, None, h);
         }
         // which body pairs can touch by the end of the step: close at their free end poses
         // along the expected normal (the collision normal at the start, else centre to centre)
@@ -559,6 +580,9 @@ impl WholeStepScheme for EcpScheme {
                 p.stepper.reset();
                 p.exchange = Exchange::default();
                 p.last = pair::PairContact::default();
+            }
+            if near {
+                p.exchange = p.exchange.carried(&sa, Some(&sb), h);
             }
             p.active = near;
             p.n0 = n0;
