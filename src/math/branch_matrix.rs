@@ -8,6 +8,12 @@
 //! ancestor of `k`, the tail of `k`'s row that starts at `i` lines up entry for entry with `i`'s
 //! whole row, so every update of the factorization and of the solves is a dense loop over two
 //! contiguous slices.
+//!
+//! A factor's row often ends in exact zeros: a free body whose centre of mass is its frame's
+//! origin has no coupling between its linear and angular coordinates, so the angular rows of its
+//! `L` are zero over the three linear ancestors. [`BranchMatrix::factorize_ltl`] notes where each
+//! row's last nonzero lies and the solves stop there: `x − 0·y` is `x` (up to the sign of a zero),
+//! so they give the same values as over the whole row.
 
 use nalgebra::DMatrix;
 
@@ -26,6 +32,9 @@ pub struct BranchMatrix {
     column: Vec<usize>,
     /// The stored entries.
     values: Vec<f64>,
+    /// Row `k` of the factor is zero in `[used_end[k], row_start[k + 1])`: the solves stop at
+    /// `used_end[k]` (set by [`BranchMatrix::factorize_ltl`]; the whole row otherwise).
+    used_end: Vec<usize>,
 }
 
 impl BranchMatrix {
@@ -53,7 +62,8 @@ impl BranchMatrix {
             row_start.push(column.len());
         }
         let values = vec![0.0; column.len()];
-        BranchMatrix { row_start, column, values }
+        let used_end = row_start[1..].to_vec();
+        BranchMatrix { row_start, column, values, used_end }
     }
 
     /// The dimension `n`.
@@ -73,9 +83,18 @@ impl BranchMatrix {
         (&self.column[r.clone()], &self.values[r])
     }
 
+    /// Row `k` of a factor up to its last nonzero (the diagonal at least): the columns and
+    /// the values the solves read.
+    #[inline]
+    fn used_row(&self, k: usize) -> (&[usize], &[f64]) {
+        let r = self.row_start[k]..self.used_end[k];
+        (&self.column[r.clone()], &self.values[r])
+    }
+
     /// Row `k`: the columns and the values, mutable.
     #[inline]
     pub fn row_mut(&mut self, k: usize) -> (&[usize], &mut [f64]) {
+        self.used_end[k] = self.row_start[k + 1];
         let r = self.row_start[k]..self.row_start[k + 1];
         (&self.column[r.clone()], &mut self.values[r])
     }
@@ -83,6 +102,7 @@ impl BranchMatrix {
     /// Row `k`'s values, mutable (columns as in [`BranchMatrix::row`]).
     #[inline]
     pub fn row_values_mut(&mut self, k: usize) -> &mut [f64] {
+        self.used_end[k] = self.row_start[k + 1];
         let r = self.row_start[k]..self.row_start[k + 1];
         &mut self.values[r]
     }
@@ -99,11 +119,13 @@ impl BranchMatrix {
     /// If the patterns differ in size.
     pub fn copy_from(&mut self, other: &BranchMatrix) {
         self.values.copy_from_slice(&other.values);
+        self.used_end.copy_from_slice(&other.used_end);
     }
 
     /// Sets every entry to zero.
     pub fn fill_zero(&mut self) {
         self.values.fill(0.0);
+        self.used_end.copy_from_slice(&self.row_start[1..]);
     }
 
     /// Entry `(i, j)` of the symmetric matrix (0 outside the pattern). O(depth).
@@ -189,9 +211,12 @@ impl BranchMatrix {
             for v in &mut row_k[1..] {
                 *v /= d;
             }
+            // the row up to its last nonzero: the updates below and the solves stop there
+            let used = 1 + row_k[1..].iter().rposition(|v| *v != 0.0).map_or(0, |t| t + 1);
+            self.used_end[k] = s + used;
             // A[i][j] -= L[k][i] L[k][j] for every ancestor i of k and j ∈ {i} ∪ ancestors(i):
             // row i's entries line up with row k's tail from i on.
-            for t in 1..row_k.len() {
+            for t in 1..used {
                 let i = self.column[s + t];
                 let l_ki = row_k[t];
                 let row_i = &mut earlier[self.row_start[i]..self.row_start[i + 1]];
@@ -214,7 +239,7 @@ impl BranchMatrix {
             if x[i] == 0.0 {
                 continue;
             }
-            let (cols, vals) = self.row(i);
+            let (cols, vals) = self.used_row(i);
             let xi = x[i] / vals[0];
             x[i] = xi;
             for (&j, &l) in cols[1..].iter().zip(&vals[1..]) {
@@ -233,7 +258,7 @@ impl BranchMatrix {
             if x0[i] == 0.0 && x1[i] == 0.0 && x2[i] == 0.0 {
                 continue;
             }
-            let (cols, vals) = self.row(i);
+            let (cols, vals) = self.used_row(i);
             let d = vals[0];
             let (y0, y1, y2) = (x0[i] / d, x1[i] / d, x2[i] / d);
             x0[i] = y0;
@@ -252,7 +277,7 @@ impl BranchMatrix {
     #[inline]
     pub fn solve_l(&self, s: usize, e: usize, x: &mut [f64]) {
         for i in s..e {
-            let (cols, vals) = self.row(i);
+            let (cols, vals) = self.used_row(i);
             // two running sums (the even and the odd ancestors): a row's products then form two
             // dependency chains of half the depth instead of one
             let (mut even, mut odd) = (0.0, 0.0);
