@@ -69,6 +69,44 @@ pub fn mass_matrix(model: &Model, ws: &mut Workspace) {
             mass_matrix.add_to_diagonal(j.v_index, j.armature);
         }
     }
+    for &b in &mass_bodies.lone_free {
+        lone_free_block(&model.bodies[b], mass_matrix);
+    }
+}
+
+/// The mass matrix block of a free body that carries nothing, in its own coordinates: the
+/// velocity `v` of its origin and its angular velocity `ω`, both in its own axes (the free
+/// joint's coordinates, [`crate::kinematics`]). With `c` its centre of mass and `I_c` its
+/// rotational inertia about it (body axes), the kinetic energy
+/// `½ m |v + ω × c|² + ½ ωᵀ I_c ω` gives (Featherstone, *RBDA* §2.13)
+///
+/// ```text
+/// M = [ m E        −m [c]× ]
+///     [ m [c]×     I_c + m ([c]×)ᵀ [c]× ]
+/// ```
+///
+/// constant, and with exact zeros where the body's geometry puts them (a box about its centre:
+/// diagonal), where the composite-rigid-body sum in world axes leaves round-off of 1e-28: the
+/// factor's rows then end where they should and its solves skip the zeros
+/// ([`BranchMatrix`](crate::math::BranchMatrix)). The same matrix as the sum's to round-off.
+fn lone_free_block(body: &crate::model::Body, mass_matrix: &mut crate::math::BranchMatrix) {
+    let k0 = body.joint.v_index;
+    let (m, c) = (body.mass, body.com);
+    let cx = crate::math::skew(&c);
+    let ang = body.inertia_com + cx.transpose() * cx * m;
+    for r in 0..6 {
+        // row k0 + r holds (k0 + r, k0 + r − 1, …, k0): the joint's own chain, the free root's only ancestors
+        let row = mass_matrix.row_values_mut(k0 + r);
+        for (t, v) in row.iter_mut().enumerate() {
+            let col = r - t;
+            *v = match (r < 3, col < 3) {
+                (true, true) => if col == r { m } else { 0.0 },
+                (false, true) => m * cx[(r - 3, col)],
+                (false, false) => ang[(r - 3, col - 3)],
+                (true, false) => unreachable!("a linear row's ancestors are linear"),
+            };
+        }
+    }
 }
 
 /// Recursive Newton–Euler forward and backward passes over the mass bodies ([`MassBodies`]):
