@@ -370,6 +370,48 @@ mod tests {
     }
 
     #[test]
+    fn the_solves_stop_at_each_rows_last_nonzero_with_the_same_values() {
+        // a free body's chain of six coordinates with no coupling between its first three and
+        // its last three (a centre of mass at the frame's origin): the factor's last three rows
+        // end before the first three coordinates
+        let chain = [NO_PARENT, 0, 1, 2, 3, 4];
+        let mut a = BranchMatrix::new(&chain);
+        let dense = nalgebra::DMatrix::from_row_slice(6, 6, &[
+            2.0, 0.1, 0.0, 0.0, 0.0, 0.0, //
+            0.1, 2.0, 0.2, 0.0, 0.0, 0.0, //
+            0.0, 0.2, 2.0, 0.0, 0.0, 0.0, //
+            0.0, 0.0, 0.0, 0.5, 0.05, 0.0, //
+            0.0, 0.0, 0.0, 0.05, 0.6, 0.0, //
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.7,
+        ]);
+        for k in 0..6 {
+            let cols: Vec<usize> = a.row(k).0.to_vec();
+            for (t, j) in cols.into_iter().enumerate() {
+                a.row_values_mut(k)[t] = dense[(k, j)];
+            }
+        }
+        assert!(a.factorize_ltl());
+        let used: Vec<usize> = (0..6).map(|k| a.used_row(k).1.len()).collect();
+        assert_eq!(used, [1, 2, 2, 1, 2, 1], "stored {:?}", (0..6).map(|k| a.row(k).1.len()).collect::<Vec<_>>());
+        let b = [1.0, -2.0, 0.5, 0.3, 3.0, -1.0];
+        let mut x = b;
+        a.solve(0, 6, &mut x);
+        let r = &dense * nalgebra::DVector::from_column_slice(&x) - nalgebra::DVector::from_column_slice(&b);
+        assert!(r.abs().max() < 1e-14, "residual {r}");
+        // three right-hand sides at once, as the Delassus assembly solves a contact's rows
+        let (mut x0, mut x1, mut x2) = ([0.0, 1.0, 0.0, 0.0, -1.0, 2.0], [0.5; 6], b);
+        let (mut y0, mut y1, mut y2) = (x0, x1, x2);
+        a.solve_lt3(0, 6, &mut x0, &mut x1, &mut x2);
+        a.solve_lt(0, 6, &mut y0);
+        a.solve_lt(0, 6, &mut y1);
+        a.solve_lt(0, 6, &mut y2);
+        assert_eq!((x0, x1, x2), (y0, y1, y2));
+        // a matrix written again holds its whole rows until it is factorised
+        a.fill_zero();
+        assert!((0..6).all(|k| a.used_row(k).1.len() == a.row(k).1.len()));
+    }
+
+    #[test]
     fn indefinite_matrix_is_refused() {
         let mut a = BranchMatrix::new(&[NO_PARENT, 0]);
         a.row_values_mut(0)[0] = 1.0;
