@@ -58,6 +58,18 @@ fn random_state(model: &Model, rng: &mut ChaCha8Rng) -> (State, Vec<f64>) {
     (state, a)
 }
 
+/// A random state and acceleration ([`random_state`]) with the workspace's kinematics, inertias,
+/// mass matrix and bias forces at it; the mass matrix as a dense one.
+fn random_dynamics(model: &Model, ws: &mut Workspace, rng: &mut ChaCha8Rng) -> (State, Vec<f64>, nalgebra::DMatrix<f64>) {
+    let (state, a) = random_state(model, rng);
+    kinematics::forward_kinematics(model, &state.q, &state.v, ws);
+    dynamics::update_body_inertias(model, ws);
+    dynamics::mass_matrix(model, ws);
+    dynamics::bias_forces(model, ws, &state.v);
+    let m = ws.mass_matrix.to_dense();
+    (state, a, m)
+}
+
 #[test]
 fn mass_matrix_is_spd_and_crba_agrees_with_rnea_on_every_shipped_urdf() {
     let mut rng = ChaCha8Rng::seed_from_u64(0x9E3779B97F4A7C15);
@@ -65,12 +77,7 @@ fn mass_matrix_is_spd_and_crba_agrees_with_rnea_on_every_shipped_urdf() {
         let model = robot_model(urdf, floating);
         let mut ws = Workspace::new(&model, &SolverConfig::default());
         for trial in 0..20 {
-            let (state, a) = random_state(&model, &mut rng);
-            kinematics::forward_kinematics(&model, &state.q, &state.v, &mut ws);
-            dynamics::update_body_inertias(&model, &mut ws);
-            dynamics::mass_matrix(&model, &mut ws);
-            dynamics::bias_forces(&model, &mut ws, &state.v);
-            let m = ws.mass_matrix.to_dense();
+            let (state, a, m) = random_dynamics(&model, &mut ws, &mut rng);
             // symmetric
             let asym = (&m - m.transpose()).abs().max();
             assert!(asym <= 1e-12 * m.abs().max(), "{urdf} trial {trial}: M not symmetric ({asym})");
@@ -146,12 +153,7 @@ fn a_lone_free_body_has_its_constant_mass_block_in_its_own_coordinates() {
     let mut rng = ChaCha8Rng::seed_from_u64(0x5DEECE66D);
     let mut first: Option<nalgebra::DMatrix<f64>> = None;
     for trial in 0..20 {
-        let (state, a) = random_state(&model, &mut rng);
-        kinematics::forward_kinematics(&model, &state.q, &state.v, &mut ws);
-        dynamics::update_body_inertias(&model, &mut ws);
-        dynamics::mass_matrix(&model, &mut ws);
-        dynamics::bias_forces(&model, &mut ws, &state.v);
-        let m = ws.mass_matrix.to_dense();
+        let (state, a, m) = random_dynamics(&model, &mut ws, &mut rng);
         // the coupling of the linear and angular coordinates is there: the centre is off the origin
         assert!(m.view((3, 0), (3, 3)).abs().max() > 0.01, "trial {trial}: no coupling in {m}");
         let mut tau = vec![0.0; model.nv];
