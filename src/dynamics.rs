@@ -56,6 +56,10 @@ pub fn mass_matrix(model: &Model, ws: &mut Workspace) {
     // stored row k of the branch-sparse matrix; zero elsewhere.
     let Workspace { mass_matrix, composite_inertia, dof_axis, mass_bodies, .. } = ws;
     for &b in &mass_bodies.bodies {
+        if mass_bodies.lone_free[b] {
+            lone_free_block(&model.bodies[b], mass_matrix);
+            continue;
+        }
         let j = &model.bodies[b].joint;
         for k in j.v_index..j.v_index + j.kind.nv() {
             let f = composite_inertia[b].apply(&dof_axis[k]);
@@ -68,9 +72,6 @@ pub fn mass_matrix(model: &Model, ws: &mut Workspace) {
         if j.armature != 0.0 && j.kind.nv() == 1 {
             mass_matrix.add_to_diagonal(j.v_index, j.armature);
         }
-    }
-    for &b in &mass_bodies.lone_free {
-        lone_free_block(&model.bodies[b], mass_matrix);
     }
 }
 

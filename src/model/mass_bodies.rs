@@ -18,10 +18,10 @@ pub struct MassBodies {
     pub parent: Vec<Option<BodyId>>,
     /// `(welded body, the moving body that carries it)`, ascending in the welded body.
     pub welded: Vec<(BodyId, BodyId)>,
-    /// Free-floating bodies that carry nothing: a free joint at the root, no body below it (a
-    /// box, a ball). Their mass matrix block is constant in their own axes
-    /// ([`crate::dynamics::mass_matrix`]).
-    pub lone_free: Vec<BodyId>,
+    /// For each body of the model: whether it floats free and carries nothing (a free joint at
+    /// the root, no body below it: a box, a ball). Its mass matrix block is constant in its own
+    /// axes ([`crate::dynamics::mass_matrix`]).
+    pub lone_free: Vec<bool>,
 }
 
 impl MassBodies {
@@ -45,11 +45,8 @@ impl MassBodies {
                 }
             }
         }
-        let lone_free = bodies
-            .iter()
-            .copied()
-            .filter(|&b| model.bodies[b].parent.is_none() && model.bodies[b].joint.kind == JointKind::Free)
-            .filter(|&b| model.bodies.iter().all(|o| o.parent != Some(b)))
+        let lone_free = (0..model.bodies.len())
+            .map(|b| model.bodies[b].parent.is_none() && model.bodies[b].joint.kind == JointKind::Free && model.bodies.iter().all(|o| o.parent != Some(b)))
             .collect();
         MassBodies { bodies, parent, welded, lone_free }
     }
