@@ -35,6 +35,24 @@ const ARMIJO: f64 = 1e-4;
 /// Backtracking halvings at most per Newton iteration ([`NewtonJacobian::Exact`](super::NewtonJacobian::Exact)).
 const MAX_HALVINGS: u32 = 10;
 
+/// Which problem a run of [`solve_exact`] works on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum ExactRun {
+    /// The step's own problem. A factorisation kept from an earlier step ([`super::kept`], in
+    /// `scr.kept`) is tried once on the warm start before any new Jacobian, and the last
+    /// factorisation of the run is kept for the next step. When the full steps stall the run
+    /// ends at its best iterate, unconverged, and the proximal-point rescue takes over
+    /// ([`super::rescue::proximal_point`]): a stall of the full steps from a warm start is, on the
+    /// shipped scenes, a redundant contact set whose Newton matrix is singular up to ε, where
+    /// the rescue's regularised rounds converge in one or two iterations and the line search
+    /// crawls (docs/newton.md, "Globalization").
+    StepProblem,
+    /// A rescue's modified problem (a proximal-point round, the exact iterations after the
+    /// sweeps): no kept factorisation; a stall of the full steps goes on with the Armijo line
+    /// search from the best iterate.
+    Rescue,
+}
+
 /// The Newton iteration with the exact generalized Jacobian ([`NewtonJacobian::Exact`](super::NewtonJacobian::Exact)). The
 /// velocity is kept exactly on the momentum equation, `u = ũ + M̃⁻¹ J̄ᵀ p` (so `w = J̄ũ + D p`),
 /// which makes the iteration one on the impulses alone: `F(p) = 0`. Each iteration solves
@@ -46,11 +64,11 @@ const MAX_HALVINGS: u32 = 10;
 /// intermediate values feed each other in a fixed order (splitting it would move state into
 /// parameter structs without making a step of it separately meaningful).
 ///
-/// With `keep`, a factorisation kept from an earlier step ([`super::kept`], in `scr.kept`) is
-/// tried once on the warm start before any new Jacobian, and the last factorisation of this
-/// solve is kept for the next step (the solve of the step's own problem; the rescues' modified
-/// problems pass `false`).
-pub(super) fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScratch, it: &mut NewtonIterate, keep: bool) -> NewtonStats {
+/// `run` tells the step's own problem from a rescue's ([`ExactRun`]): only the first tries and
+/// keeps factorisations, and it hands a stall of its full steps to the rescues instead of
+/// searching along the Newton direction itself.
+pub(super) fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScratch, it: &mut NewtonIterate, run: ExactRun) -> NewtonStats {
+    let keep = run == ExactRun::StepProblem;
     let m = prob.dim();
     let d = prob.delassus;
     let mut stats = NewtonStats::default();
@@ -130,6 +148,11 @@ pub(super) fn solve_exact(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut 
             kept::clear(&mut scr.kept);
         }
         if opts.line_search && !searching && (stats.newton_iterations >= FULL_STEPS || stalls >= FULL_STEP_STALLS) {
+            if run == ExactRun::StepProblem {
+                // the step's own problem: the proximal-point rescue takes over from the best
+                // iterate (below, after the loop)
+                break;
+            }
             searching = true;
             // the full steps did not converge: back to the best iterate, then globalise
             it.impulse.copy_from_slice(&scr.best_impulse[..m]);

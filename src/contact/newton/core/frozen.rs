@@ -4,7 +4,7 @@
 //! rescues first under [`NewtonJacobian::Exact`].
 
 use super::delassus::delassus_product;
-use super::exact::solve_exact;
+use super::exact::{solve_exact, ExactRun};
 use super::krylov::conjugate_residual;
 use super::laws::{evaluate_laws, RowLaws};
 use super::rescue::{projected_sweeps, proximal_point, RESCUE_NEWTON, RESCUE_ROUNDS, RESCUE_SWEEPS, RESCUE_WORK};
@@ -46,7 +46,7 @@ pub fn solve(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScratch
     }
     if opts.jacobian == NewtonJacobian::Exact {
         scr.warm_impulse[..m].copy_from_slice(it.impulse);
-        let mut exact = solve_exact(prob, opts, scr, it, true);
+        let mut exact = solve_exact(prob, opts, scr, it, ExactRun::StepProblem);
         if exact.converged || opts.tolerance_m_s <= 0.0 {
             return exact;
         }
@@ -72,7 +72,7 @@ pub fn solve(prob: &NewtonProblem, opts: &NewtonOptions, scr: &mut NewtonScratch
         let rounds = RESCUE_ROUNDS.min((RESCUE_WORK / ((m * m) as f64 * RESCUE_SWEEPS as f64)).ceil() as u32);
         for _ in 0..rounds {
             projected_sweeps(prob, opts, it.impulse, &mut scr.row_velocity[..m], RESCUE_SWEEPS);
-            let again = solve_exact(prob, &capped, scr, it, false);
+            let again = solve_exact(prob, &capped, scr, it, ExactRun::Rescue);
             exact.newton_iterations += again.newton_iterations;
             exact.rescue_sweeps += RESCUE_SWEEPS;
             if again.converged {

@@ -3,7 +3,7 @@
 //! Gauss–Seidel sweeps on the same laws, each followed by a few exact iterations.
 
 use super::delassus::{delassus_product, symmetric_delassus_product};
-use super::exact::solve_exact;
+use super::exact::{solve_exact, ExactRun};
 use super::laws::exact_laws;
 use super::{NewtonIterate, NewtonOptions, NewtonProblem, NewtonRow, NewtonScratch, NewtonStats};
 
@@ -53,7 +53,7 @@ pub(super) fn proximal_point(prob: &NewtonProblem, opts: &NewtonOptions, start_r
             free[i] = prob.free_row_velocity[i] - weight * d[i * m + i] * it.impulse[i];
         }
         let round = NewtonProblem { delassus: &delassus[..m * m], free_row_velocity: &free[..m], rows: prob.rows, row_trees: prob.row_trees };
-        let inner = solve_exact(&round, &inner_opts, scr, it, false);
+        let inner = solve_exact(&round, &inner_opts, scr, it, ExactRun::Rescue);
         stats.newton_iterations += inner.newton_iterations;
         stats.proximal_rounds += 1;
         // a round that converged allows a weaker pull (faster progress), one that did not needs a
