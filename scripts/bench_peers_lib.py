@@ -42,9 +42,9 @@ SCENES = [
               {"base": "quadruped", "feet": FEET, "window_s": 0.4}, "quadruped trotting (open-loop gait, feet only collide)",
               duration_s=4.8),
     SceneSpec("push", "config/examples/arm_push_box.yaml", RIGID, 500, 5000,
-              {"box": "box", "window_s": 0.1}, "7-DOF arm pushing a 0.5 kg box"),
+              {"box": "box", "ft": ["wrist_ft"], "window_s": 0.1}, "7-DOF arm pushing a 0.5 kg box"),
     SceneSpec("default", "config/default.yaml", RIGID, 500, 5000,
-              {"base": "quadruped", "box": "box", "feet": FEET, "window_s": 0.1}, "default scene (quadruped crouching + arm pushing a box)"),
+              {"base": "quadruped", "box": "box", "feet": FEET, "ft": ["wrist_ft"], "window_s": 0.1}, "default scene (quadruped crouching + arm pushing a box)"),
     SceneSpec("stack", "config/examples/box_stack.yaml", RIGID, 500, 5000,
               {"box": "box4", "stack": ["box0", "box1", "box2", "box3", "box4"], "window_s": 0.5}, "5-box stack, 1 kg each"),
     SceneSpec("heavy_stack", "config/examples/box_stack_heavy.yaml", RIGID, 500, 5000,
@@ -252,8 +252,23 @@ class MjScene:
                         geom.contype, geom.conaffinity = 3, 3
                     else:
                         geom.contype, geom.conaffinity = 2, 1
+            # the scene's F/T sensors on this robot's fixed joints: a site at the sensor frame on
+            # the joint's child link, read by a force and a torque sensor (our step computes its
+            # sensors every step; MuJoCo's are then computed too, with the post-constraint RNE)
+            ft_sites = []
+            for sensor in sc.get("sensors", []):
+                jm = re.search(r"<joint\s+name=\"" + re.escape(sensor["joint"]) + r"\"[^>]*>(.*?)</joint>", txt, re.S)
+                if not jm:
+                    continue
+                link = re.search(r"<child\s+link=\"([^\"]+)\"", jm.group(1)).group(1)
+                site = f"{sensor['name']}_site"
+                child.body(link).add_site(name=site, pos=sensor.get("xyz", [0, 0, 0]), quat=rpy_quat(sensor.get("rpy", [0, 0, 0])))
+                ft_sites.append((sensor["name"], site))
             frame = spec.worldbody.add_frame()
             spec.attach(child, frame=frame, prefix=prefix)
+            for name, site in ft_sites:
+                spec.add_sensor(name=f"{name}_force", type=mujoco.mjtSensor.mjSENS_FORCE, objtype=mujoco.mjtObj.mjOBJ_SITE, objname=prefix + site)
+                spec.add_sensor(name=f"{name}_torque", type=mujoco.mjtSensor.mjSENS_TORQUE, objtype=mujoco.mjtObj.mjOBJ_SITE, objname=prefix + site)
             self.root_bodies[rname] = prefix + root
             ctl = rob.get("control", {})
             default = ctl.get("default", {"mode": "position", "kp": 100.0, "kd": 10.0})
@@ -519,6 +534,12 @@ def mj_observe(mjs, spec, duration_s):
                 acc.setdefault(name, []).append(forces.get(name, 0.0))
             if base_id is not None:
                 base_z.append(d.xpos[base_id][2])
+            for name in obs.get("ft", []):
+                # MuJoCo's force and torque sensors read what the parent exerts on the child
+                # (in the site frame); ours what the child's subtree exerts on the parent
+                f = -d.sensor(f"{name}_force").data
+                t = -d.sensor(f"{name}_torque").data
+                acc.setdefault(("ft", name), []).append(np.concatenate([f, t]))
     out = {"penetration_max_m": pen_max}
     for j in obs.get("joints", []):
         jid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, mjs.joint_full(j))
@@ -533,7 +554,10 @@ def mj_observe(mjs, spec, duration_s):
     if box_id is not None:
         out["box_xyz_m"] = [float(x) for x in d.xpos[box_id]]
     for name, v in acc.items():
-        out[f"fn_{name}"] = float(np.mean(v))
+        if isinstance(name, tuple):
+            out[f"ft_{name[1]}"] = [float(x) for x in np.mean(v, axis=0)]
+        else:
+            out[f"fn_{name}"] = float(np.mean(v))
     return out
 
 
@@ -627,8 +651,10 @@ def ours_observe(binary, spec, solver, duration_s, dt):
         path = single_thread_copy(spec.path) if spec.threads1 else spec.path
         pick = [] if solver == scene_solver_kind(path) else ["--solver", solver]
         cmd = [binary, "run", path, *pick, "--duration", str(duration_s), "--summary", summ, "--quiet"]
+        if bodies or obs.get("ft"):
+            cmd += ["--csv", csv]
         if bodies:
-            cmd += ["--csv", csv, "--wrench-bodies", ",".join(bodies)]
+            cmd += ["--wrench-bodies", ",".join(bodies)]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} failed:\n{r.stderr}")
@@ -648,9 +674,13 @@ def ours_observe(binary, spec, solver, duration_s, dt):
         if "box" in obs:
             out["box_xyz_m"] = poses[obs["box"]]["position_m"]
         window = max(1, int(round(obs.get("window_s", 0.1) / dt)))
-        if bodies:
+        if bodies or obs.get("ft"):
             data = np.genfromtxt(csv, delimiter=",", names=True)
             data = data[-window:]
+            # numpy drops the dots of the CSV's column names
+            col = lambda name: data[name.replace(".", "")] if name.replace(".", "") in data.dtype.names else data[name]
+            for name in obs.get("ft", []):
+                out[f"ft_{name}"] = [float(np.mean(col(f"{name}.ideal.{c}"))) for c in ("fx", "fy", "fz", "tx", "ty", "tz")]
             for b in bodies:
                 out[f"fn_{b}"] = float(np.mean(data[f"{b}contactfz"] if f"{b}contactfz" in data.dtype.names else data[f"{b}.contact.fz"]))
     return out
@@ -706,6 +736,12 @@ def physics_rows(spec, ours, mj):
     if "box" in obs:
         for i, ax in enumerate("xyz"):
             rows.append((f"{obs['box']} {ax} (mm)", [c["box_xyz_m"][i] * 1e3 for c in cols], 1))
+    for name in obs.get("ft", []):
+        # the sensor's reading in its own frame: what the child's subtree exerts on the parent
+        for i, comp in enumerate(("fx", "fy", "fz")):
+            rows.append((f"{name} {comp} (N)", [c.get(f"ft_{name}", [math.nan] * 6)[i] for c in cols], 2))
+        for i, comp in enumerate(("tx", "ty", "tz")):
+            rows.append((f"{name} {comp} (N·m)", [c.get(f"ft_{name}", [math.nan] * 6)[3 + i] for c in cols], 3))
     for j in obs.get("joints", []):
         rows.append((f"{j} (mm)", [c.get(f"q_{j}", math.nan) * 1e3 for c in cols], 2))
     if obs.get("flex"):
