@@ -1,7 +1,9 @@
 //! The Newton iteration with the exact generalized Jacobian of every row's natural residual
 //! ([`NewtonJacobian::Exact`](super::NewtonJacobian::Exact); ours, rigid rows only, beside the
 //! paper's frozen compliance of §7 and App. A.2): on the impulses alone, LU per consecutive block
-//! (Cholesky where the block is symmetric), full steps, then an Armijo backtracking on `½‖F‖²`.
+//! (Cholesky where the block is symmetric), full steps; when they stall, the step's own problem
+//! hands over to the rescues ([`ExactRun::StepProblem`]) and a rescue's problem goes on with an
+//! Armijo backtracking on `½‖F‖²` ([`ExactRun::Rescue`]).
 
 use super::blocks::consecutive_blocks;
 use super::decoupled::{factor_and_solve, split_rows};
