@@ -110,8 +110,11 @@ pub struct NewtonParams {
     pub linear_tolerance: Option<f64>,
     /// Newton step fraction t (default preset 1, paper 0.75).
     pub step_fraction: Option<f64>,
-    /// Backtracking line search on the residual norm (off in both presets: with friction it
-    /// stalls, as the paper found; on a sliding box it left 1 541 of 2 000 steps unconverged).
+    /// Backtracking line search. Default: on with the exact Jacobian, where a stall of the step's
+    /// full steps goes to the proximal-point rescue and the rescue's rounds backtrack on
+    /// `½‖F‖²` after theirs (docs/newton.md, "Globalization"); off with the frozen compliance,
+    /// where it backtracks on the residual norm ‖η‖₂ and with friction stalls, as the paper
+    /// found (on a sliding box it left 1 541 of 2 000 steps unconverged).
     pub line_search: Option<bool>,
     /// Backtracking line search of the deformables' Newton iteration on an energy-weighted merit
     /// of the momentum residual and the position-level rows (elastic, contact normals, limits,

@@ -208,7 +208,9 @@ pub struct NewtonOptions {
     pub tolerance_m_s: f64,
     /// Step fraction t (the paper's damping, 0.75).
     pub step_fraction: f64,
-    /// Backtracking line search on ‖η‖₂, starting from `step_fraction`.
+    /// Backtracking line search from `step_fraction`: on ‖η‖₂ under the frozen compliance; under
+    /// the exact Jacobian, Armijo on `½‖F‖²` in the rescues' rounds (the step's own problem
+    /// hands a stall to the rescue: `ExactRun` in `core/exact.rs`). Off: full steps only.
     pub line_search: bool,
     /// Diagonal regularisation ε of the Schur complement (m/s per N·s).
     pub regularization: f64,
