@@ -561,6 +561,36 @@ fn outputs_never_destroy_inputs_or_each_other() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// `run --csv --pose-bodies`: each row holds the body frame's world position at the row's time.
+/// A box dropped from 1 m falls freely for 0.2 s: z after n steps of semi-implicit Euler is
+/// `1 − g h² n (n + 1) / 2` (m), x and y stay 0, and the last row equals the summary's final pose.
+#[test]
+fn csv_pose_columns_follow_a_falling_box() {
+    let d = tmp("pose_columns");
+    let scene = d.join("drop.yaml");
+    std::fs::write(&scene, "name: drop\nduration_s: 0.2\ntimestep_s: 0.001\nobjects:\n  - {name: b, shape: {type: box, size: [0.1, 0.1, 0.1]}, mass_kg: 1.0, position: [0, 0, 1.0]}\n").unwrap();
+    let (csv, summary) = (d.join("p.csv"), d.join("s.json"));
+    let out = cli(&["run", &scene.display().to_string(), "--quiet", "--csv", &csv.display().to_string(), "--csv-every", "50", "--pose-bodies", "b", "--summary", &summary.display().to_string()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next().unwrap(), "time_s,b.position.x,b.position.y,b.position.z");
+    let rows: Vec<Vec<f64>> = lines.map(|l| l.split(',').map(|x| x.parse().unwrap()).collect()).collect();
+    assert_eq!(rows.len(), 4, "{text}");
+    let (g, h) = (9.81, 0.001);
+    for (k, r) in rows.iter().enumerate() {
+        let n = 50.0 * (k + 1) as f64;
+        assert!((r[0] - n * h).abs() < 1e-9, "row {k}: t = {}", r[0]);
+        let z = 1.0 - g * h * h * n * (n + 1.0) / 2.0;
+        assert!((r[3] - z).abs() < 2e-6 && r[1].abs() < 2e-6 && r[2].abs() < 2e-6, "row {k}: {r:?}, free fall z = {z}");
+    }
+    let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    let p = s["bodies"].as_array().unwrap().iter().find(|b| b["name"] == "b").unwrap()["position_m"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect::<Vec<_>>();
+    let last = rows.last().unwrap();
+    assert!((0..3).all(|i| (last[1 + i] - p[i]).abs() < 1e-6), "last row {last:?}, summary {p:?}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// Options that qualify another are checked even without it; values that would run nothing or
 /// never trigger are refused.
 #[test]
@@ -571,6 +601,7 @@ fn companion_and_degenerate_options_are_refused() {
     std::fs::write(&scene, ONE_BOX).unwrap();
     let s = scene.display().to_string();
     assert_cli_error(&["run", &s, "--wrench-bodies", "ghost"], &["--wrench-bodies", "ghost"]);
+    assert_cli_error(&["run", &s, "--pose-bodies", "ghost"], &["--pose-bodies", "ghost"]);
     assert_cli_error(&["run", &s, "--csv-every", "0"], &["--csv-every"]);
     assert_cli_error(&["run", &s, "--record-rate", "nan"], &["--record-rate", "NaN"]);
     assert_cli_error(&["run", &s, "--duration", "1e-12"], &["--duration", "no step would run"]);

@@ -48,14 +48,18 @@ enum Command {
         /// No progress line.
         #[arg(long)]
         quiet: bool,
-        /// Write a time series CSV: every F/T sensor (ideal and emulated, sensor frame) and the
-        /// contact wrench of each `--wrench-bodies` body (world axes, torque about its origin).
+        /// Write a time series CSV: every F/T sensor (ideal and emulated, sensor frame), the
+        /// contact wrench of each `--wrench-bodies` body (world axes, torque about its origin) and
+        /// the world position of each `--pose-bodies` body's frame (m).
         #[arg(long)]
         csv: Option<PathBuf>,
         /// Links or objects whose net contact wrench goes into the CSV (comma separated);
         /// default: the scene's `contact_wrench_links`.
         #[arg(long, value_delimiter = ',')]
         wrench_bodies: Vec<String>,
+        /// Links or objects whose frame's world position goes into the CSV (comma separated).
+        #[arg(long, value_delimiter = ',')]
+        pose_bodies: Vec<String>,
         /// Write every N-th step to the CSV.
         #[arg(long, default_value_t = 1)]
         csv_every: u64,
@@ -271,10 +275,10 @@ fn main() {
         }
     };
     let result = match cli.command {
-        Command::Run { scene, duration, solver, summary, quiet, csv, wrench_bodies, csv_every, record, record_rate, on_failure, force, load } => match load.options() {
+        Command::Run { scene, duration, solver, summary, quiet, csv, wrench_bodies, pose_bodies, csv_every, record, record_rate, on_failure, force, load } => match load.options() {
             Ok(o) => {
                 let _ = LOAD_OPTIONS.set(o);
-                let csv = run::CsvOptions { path: csv, bodies: wrench_bodies, every: csv_every };
+                let csv = run::CsvOptions { path: csv, bodies: wrench_bodies, pose_bodies, every: csv_every };
                 let outputs = run::Outputs { summary, csv, record, record_rate, force };
                 run::run(scene, duration, solver, quiet, outputs, on_failure)
             }

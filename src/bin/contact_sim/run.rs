@@ -56,6 +56,8 @@ impl std::error::Error for StepFailed {}
 pub struct CsvOptions {
     pub path: Option<PathBuf>,
     pub bodies: Vec<String>,
+    /// `--pose-bodies`: links or objects whose world position goes into the CSV.
+    pub pose_bodies: Vec<String>,
     pub every: u64,
 }
 
@@ -65,6 +67,8 @@ struct CsvWriter {
     /// The file, for errors.
     path: std::path::PathBuf,
     bodies: Vec<usize>,
+    /// The `--pose-bodies`.
+    pose_bodies: Vec<usize>,
     pub every: u64,
 }
 
@@ -75,6 +79,11 @@ impl CsvWriter {
         for name in &opts.bodies {
             let b = sim.model.body_id(name).with_context(|| format!("--wrench-bodies: no link or object named '{name}'"))?;
             bodies.push(b);
+        }
+        let mut pose_bodies = Vec::with_capacity(opts.pose_bodies.len());
+        for name in &opts.pose_bodies {
+            let b = sim.model.body_id(name).with_context(|| format!("--pose-bodies: no link or object named '{name}'"))?;
+            pose_bodies.push(b);
         }
         let Some(path) = &opts.path else { return Ok(None) };
         let f = std::fs::File::create(path).with_context(|| format!("--csv: cannot create {}", path.display()))?;
@@ -95,8 +104,13 @@ impl CsvWriter {
                 header.push(format!("{}.contact.{a}", sim.model.bodies[b].name));
             }
         }
+        for &b in &pose_bodies {
+            for a in ["x", "y", "z"] {
+                header.push(format!("{}.position.{a}", sim.model.bodies[b].name));
+            }
+        }
         writeln!(out, "{}", header.join(",")).with_context(|| format!("--csv: cannot write {}", path.display()))?;
-        Ok(Some(CsvWriter { out, path: path.clone(), bodies, every: opts.every }))
+        Ok(Some(CsvWriter { out, path: path.clone(), bodies, pose_bodies, every: opts.every }))
     }
 
     fn row(&mut self, sim: &Simulation) -> Result<()> {
@@ -112,6 +126,11 @@ impl CsvWriter {
         for &b in &self.bodies {
             let w = contact_sim::sensors::body_contact_wrench(&sim.model, &sim.workspace, b);
             row.extend(w.world.iter().map(|x| format!("{x:.6}")));
+        }
+        for &b in &self.pose_bodies {
+            // the body frame's origin in world coordinates (m), micrometre resolution
+            let p = sim.workspace.body_pose[b].translation.vector;
+            row.extend(p.iter().map(|x| format!("{x:.6}")));
         }
         writeln!(self.out, "{}", row.join(",")).with_context(|| format!("--csv: cannot write {}", self.path.display()))?;
         Ok(())
@@ -209,6 +228,11 @@ pub fn run(scene: Option<PathBuf>, duration: Option<f64>, solver: Option<SolverK
             rec.tick(&sim, Some((t_before, &r)), sim.state.time_s / start.elapsed().as_secs_f64().max(1e-9));
         }
         if let Some(w) = csv_writer.as_mut() {
+            if !w.pose_bodies.is_empty() && sim.state.step_count % w.every == 0 {
+                // the workspace holds the poses of the step's start: the row's are those of its
+                // end state (the next step computes them again from the state, the same values)
+                kinematics::forward_kinematics(&sim.model, &sim.state.q, &sim.state.v, &mut sim.workspace);
+            }
             w.row(&sim)?;
         }
         if interactive && last_print.elapsed().as_secs_f64() > 0.25 {
