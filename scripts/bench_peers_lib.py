@@ -541,6 +541,8 @@ def mj_observe(mjs, spec, duration_s):
                 t = -d.sensor(f"{name}_torque").data
                 acc.setdefault(("ft", name), []).append(np.concatenate([f, t]))
     out = {"penetration_max_m": pen_max}
+    if base_z:
+        out["base_z_mean_m"] = float(np.mean(base_z))
     for j in obs.get("joints", []):
         jid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, mjs.joint_full(j))
         out[f"q_{j}"] = float(d.qpos[m.jnt_qposadr[jid]])
@@ -643,18 +645,34 @@ def ours_bench(binary, scene, solvers, warmup, steps):
     return rows
 
 
+def robot_root_link(scene_path, robot_name):
+    """The root link of the scene's robot named `robot_name` (its URDF's), or None."""
+    sc = load_scene(scene_path)
+    for rob in sc["robots"]:
+        with open(os.path.join(os.path.dirname(os.path.abspath(scene_path)), rob["urdf"])) as f:
+            txt = f.read()
+        name = rob.get("name") or re.search(r"<robot\s+name=\"([^\"]+)\"", txt).group(1)
+        if name == robot_name:
+            return urdf_root(txt)
+    return None
+
+
 def ours_observe(binary, spec, solver, duration_s, dt):
     obs = spec.observe
     bodies = obs.get("feet", []) + obs.get("stack", [])
+    # the base link's height over the window (a walking robot's base moves with its gait)
+    base_link = robot_root_link(spec.path, obs["base"]) if "base" in obs else None
     with tempfile.TemporaryDirectory() as tmp:
         summ, csv = os.path.join(tmp, "s.json"), os.path.join(tmp, "c.csv")
         path = single_thread_copy(spec.path) if spec.threads1 else spec.path
         pick = [] if solver == scene_solver_kind(path) else ["--solver", solver]
         cmd = [binary, "run", path, *pick, "--duration", str(duration_s), "--summary", summ, "--quiet"]
-        if bodies or obs.get("ft"):
+        if bodies or obs.get("ft") or base_link:
             cmd += ["--csv", csv]
         if bodies:
             cmd += ["--wrench-bodies", ",".join(bodies)]
+        if base_link:
+            cmd += ["--pose-bodies", base_link]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} failed:\n{r.stderr}")
@@ -674,13 +692,15 @@ def ours_observe(binary, spec, solver, duration_s, dt):
         if "box" in obs:
             out["box_xyz_m"] = poses[obs["box"]]["position_m"]
         window = max(1, int(round(obs.get("window_s", 0.1) / dt)))
-        if bodies or obs.get("ft"):
+        if bodies or obs.get("ft") or base_link:
             data = np.genfromtxt(csv, delimiter=",", names=True)
             data = data[-window:]
             # numpy drops the dots of the CSV's column names
             col = lambda name: data[name.replace(".", "")] if name.replace(".", "") in data.dtype.names else data[name]
             for name in obs.get("ft", []):
                 out[f"ft_{name}"] = [float(np.mean(col(f"{name}.ideal.{c}"))) for c in ("fx", "fy", "fz", "tx", "ty", "tz")]
+            if base_link:
+                out["base_z_mean_m"] = float(np.mean(col(f"{base_link}.position.z")))
             for b in bodies:
                 out[f"fn_{b}"] = float(np.mean(data[f"{b}contactfz"] if f"{b}contactfz" in data.dtype.names else data[f"{b}.contact.fz"]))
     return out
@@ -724,6 +744,7 @@ def physics_rows(spec, ours, mj):
         rows.append(("base height z (mm)", [c.get("base_z_m", math.nan) * 1e3 for c in cols], 1))
         if spec.key in ("trot",):
             rows.append(("base forward x (m)", [c.get("base_x_m", math.nan) for c in cols], 3))
+            rows.append((f"base height z, mean over the last {obs.get('window_s', 0.1):g} s (mm)", [c.get("base_z_mean_m", math.nan) * 1e3 for c in cols], 1))
     for f in obs.get("feet", []):
         rows.append((f"{f} contact force z (N)", [c.get(f"fn_{f}", math.nan) for c in cols], 2))
     if obs.get("feet"):
