@@ -61,7 +61,12 @@ pub struct CsvOptions {
     pub every: u64,
 }
 
-/// Writes the sensor / contact-wrench time series.
+/// The bodies an option names (links or objects), or an error naming the option and the name.
+fn body_ids(sim: &Simulation, option: &str, names: &[String]) -> Result<Vec<usize>> {
+    names.iter().map(|name| sim.model.body_id(name).with_context(|| format!("{option}: no link or object named '{name}'"))).collect()
+}
+
+/// Writes the sensor / contact-wrench / pose time series.
 struct CsvWriter {
     out: std::io::BufWriter<std::fs::File>,
     /// The file, for errors.
@@ -75,16 +80,8 @@ struct CsvWriter {
 impl CsvWriter {
     fn new(opts: &CsvOptions, sim: &Simulation) -> Result<Option<Self>> {
         // default: the scene's contact_wrench_links; named bodies are checked with or without --csv
-        let mut bodies = if opts.bodies.is_empty() { sim.model.contact_wrench_bodies.clone() } else { vec![] };
-        for name in &opts.bodies {
-            let b = sim.model.body_id(name).with_context(|| format!("--wrench-bodies: no link or object named '{name}'"))?;
-            bodies.push(b);
-        }
-        let mut pose_bodies = Vec::with_capacity(opts.pose_bodies.len());
-        for name in &opts.pose_bodies {
-            let b = sim.model.body_id(name).with_context(|| format!("--pose-bodies: no link or object named '{name}'"))?;
-            pose_bodies.push(b);
-        }
+        let bodies = if opts.bodies.is_empty() { sim.model.contact_wrench_bodies.clone() } else { body_ids(sim, "--wrench-bodies", &opts.bodies)? };
+        let pose_bodies = body_ids(sim, "--pose-bodies", &opts.pose_bodies)?;
         let Some(path) = &opts.path else { return Ok(None) };
         let f = std::fs::File::create(path).with_context(|| format!("--csv: cannot create {}", path.display()))?;
         let mut out = std::io::BufWriter::new(f);
