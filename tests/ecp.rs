@@ -1320,14 +1320,22 @@ fn the_arm_pushing_a_box_with_its_gripper_closed_rarely_stops_at_the_sweep_cap()
 }
 
 /// A fingertip of the arm grazes the floor as the arm lifts away from the box
-/// (`arm_push_box.yaml` under ecp, 5.212–5.214 s): its normal impulse comes out of the sweeps
-/// between 1e-30 and 3e-7 N·s. Its friction is held on the limit surface
-/// `(p_t/e_t)² + (p_o/e_o)² + (p_r/e_r)² ≤ μ² p_n²` exactly (the body–plane solve meets that
-/// quadratic condition only to its residual, about 1e-7 N·s of friction when p_n → 0, which
-/// kept these steps at the cap for 145–230 ms), and the steps converge.
+/// (`arm_push_box.yaml` under ecp with the box 0.3 µm further along x, 5.212–5.214 s): its
+/// normal impulse comes out of the sweeps between 1e-30 and 3e-7 N·s. Its friction is held on
+/// the limit surface `(p_t/e_t)² + (p_o/e_o)² + (p_r/e_r)² ≤ μ² p_n²` exactly (the body–plane
+/// solve meets that quadratic condition only to its residual, about 1e-7 N·s of friction when
+/// p_n → 0, which kept these steps at the cap for 145–230 ms), and the steps converge.
+///
+/// Whether the fingertip touches down at all follows the trajectory's round-off: at the shipped
+/// placement it did until the block's Newton steps were solved by eliminating the contacts'
+/// own unknowns (`block_linear.rs`), and no longer does; with the box 1 nm to 30 µm further it
+/// grazes at 5.212–5.213 s.
 #[test]
 fn a_fingertip_grazing_the_floor_keeps_its_friction_in_the_limit_surface_and_the_step_converges() {
-    let scene = scene_file("config/examples/arm_push_box.yaml");
+    let shipped = std::fs::read_to_string(path("config/examples/arm_push_box.yaml")).unwrap();
+    let at = "position: [0.53, 0.0, 0.06]";
+    assert!(shipped.contains(at));
+    let scene = scene(&shipped.replacen(at, "position: [0.5300003, 0.0, 0.06]", 1));
     let cfg = SolverConfig::from_kind("ecp").unwrap();
     let mut sim = contact_sim::sim::Simulation::from_scene(&scene, Some(&cfg));
     let p = EcpParams::default();

@@ -35,6 +35,7 @@
 use super::mncp::{self, BodyPlaneProblem, MovingBody, NZ};
 use super::pair::{BodyPairProblem, NZ_PAIR};
 use super::mncp::SolveOutcome;
+use super::block_linear::{cholesky_solve, lu_solve, OwnUnknowns, SchurSolve};
 
 /// The problem of one contact of the block, with probe bodies in place of its bodies (both
 /// variants are stored by value: the block holds one per contact, allocated once).
@@ -215,6 +216,9 @@ pub(super) struct Block {
     dir: Vec<f64>,
     rhs: Vec<f64>,
     pivots: Vec<usize>,
+    /// The contacts' own unknowns for the Schur-complement solve, and its scratch.
+    own: Vec<OwnUnknowns>,
+    schur: SchurSolve,
 }
 
 impl Block {
@@ -239,6 +243,8 @@ impl Block {
             dir: vec![0.0; n],
             rhs: vec![0.0; n],
             pivots: vec![0; n],
+            own: Vec::with_capacity(contacts),
+            schur: SchurSolve::with_capacity(bodies, contacts, (NZ_PAIR - 12).max(NZ - 6), rows),
         }
     }
 
@@ -272,9 +278,12 @@ impl Block {
     pub(super) fn solve(&mut self, tolerance: f64, max_iterations: u32) -> SolveOutcome {
         let n = self.len();
         let mut offset = 6 * self.bodies.len();
+        self.own.clear();
         for c in &mut self.contacts {
             c.offset = offset;
-            offset += c.problem.len() - 6 * c.problem.sides();
+            let (len, sides) = (c.problem.len() - 6 * c.problem.sides(), c.problem.sides());
+            self.own.push(OwnUnknowns { offset, len, bodies: c.bodies, sides });
+            offset += len;
         }
         let mut x = std::mem::take(&mut self.x);
         for (b, body) in self.bodies.iter().enumerate() {
@@ -302,14 +311,23 @@ impl Block {
             out.iterations += 1;
             let psi = merit(&phi[..n]);
             let mut accepted = false;
-            // Newton: J d = −Φ
-            self.lhs[..n * n].copy_from_slice(&self.jac[..n * n]);
+            // Newton: J d = −Φ, the contacts' own unknowns eliminated first (block_linear.rs);
+            // the dense LU of the whole system where a contact's block or the rest is singular
             for (d, p) in self.dir[..n].iter_mut().zip(&phi[..n]) {
                 *d = -p;
             }
+            let (nb, nr) = (self.bodies.len(), self.rows.len());
+            let mut solved = self.schur.solve(&self.jac[..n * n], n, nb, nr, &self.own, &mut self.dir[..n]);
+            if !solved {
+                self.lhs[..n * n].copy_from_slice(&self.jac[..n * n]);
+                for (d, p) in self.dir[..n].iter_mut().zip(&phi[..n]) {
+                    *d = -p;
+                }
+                solved = lu_solve(&mut self.lhs[..n * n], &mut self.pivots[..n], &mut self.dir[..n], n);
+            }
             // a Newton step that does not halve the merit is taken as a sign of a (near-)singular
             // Jacobian, e.g. loads shared between rigid supports: Levenberg–Marquardt instead
-            if lu_solve(&mut self.lhs[..n * n], &mut self.pivots[..n], &mut self.dir[..n], n) {
+            if solved {
                 accepted = self.line_search(&mut x[..n], psi, 0.5);
             }
             // Levenberg–Marquardt: (JᵀJ + λ I) d = −Jᵀ Φ
@@ -653,69 +671,6 @@ fn merit(x: &[f64]) -> f64 {
     0.5 * x.iter().map(|v| v * v).sum::<f64>()
 }
 
-/// Solves `A d = b` in place (`a` row-major n × n, overwritten by its LU factor; `b` by `d`) by
-/// Gaussian elimination with partial pivoting. `false` when a pivot falls below 1e-13 of the
-/// largest entry (numerically singular).
-fn lu_solve(a: &mut [f64], pivots: &mut [usize], b: &mut [f64], n: usize) -> bool {
-    let largest = a.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    if !(largest > 0.0 && largest.is_finite()) {
-        return false;
-    }
-    for k in 0..n {
-        let p = (k..n).max_by(|&i, &j| a[i * n + k].abs().total_cmp(&a[j * n + k].abs())).unwrap_or(k);
-        pivots[k] = p;
-        if a[p * n + k].abs() <= 1e-13 * largest {
-            return false;
-        }
-        if p != k {
-            for j in 0..n {
-                a.swap(k * n + j, p * n + j);
-            }
-            b.swap(k, p);
-        }
-        let inv = 1.0 / a[k * n + k];
-        for i in k + 1..n {
-            let f = a[i * n + k] * inv;
-            if f == 0.0 {
-                continue;
-            }
-            for j in k + 1..n {
-                a[i * n + j] -= f * a[k * n + j];
-            }
-            b[i] -= f * b[k];
-        }
-    }
-    for k in (0..n).rev() {
-        let s = (k + 1..n).map(|j| a[k * n + j] * b[j]).sum::<f64>();
-        b[k] = (b[k] - s) / a[k * n + k];
-    }
-    b.iter().all(|v| v.is_finite())
-}
-
-/// Solves `A d = b` for a symmetric positive definite `A` (row-major n × n, overwritten by its
-/// Cholesky factor; `b` by `d`). `false` when `A` is not positive definite.
-fn cholesky_solve(a: &mut [f64], b: &mut [f64], n: usize) -> bool {
-    for j in 0..n {
-        let d = a[j * n + j] - (0..j).map(|k| a[j * n + k] * a[j * n + k]).sum::<f64>();
-        if !(d > 0.0 && d.is_finite()) {
-            return false;
-        }
-        let l = d.sqrt();
-        a[j * n + j] = l;
-        for i in j + 1..n {
-            let s = a[i * n + j] - (0..j).map(|k| a[i * n + k] * a[j * n + k]).sum::<f64>();
-            a[i * n + j] = s / l;
-        }
-    }
-    for i in 0..n {
-        b[i] = (b[i] - (0..i).map(|k| a[i * n + k] * b[k]).sum::<f64>()) / a[i * n + i];
-    }
-    for i in (0..n).rev() {
-        b[i] = (b[i] - (i + 1..n).map(|k| a[k * n + i] * b[k]).sum::<f64>()) / a[i * n + i];
-    }
-    b.iter().all(|v| v.is_finite())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -803,23 +758,5 @@ mod tests {
         assert!(outcome.converged, "{outcome:?}");
         let worst = (0..NZ).map(|k| (block.contacts[0].z[k] - z_ref[k]).abs()).fold(0.0, f64::max);
         assert!(worst < 1e-9, "link: block and single-contact solutions differ by {worst}");
-    }
-
-    #[test]
-    fn dense_solves_agree_with_a_known_answer() {
-        // A = [[4, 1, 0], [1, 3, 1], [0, 1, 2]], d = (1, -2, 3)
-        let a0 = [4.0, 1.0, 0.0, 1.0, 3.0, 1.0, 0.0, 1.0, 2.0];
-        let d = [1.0, -2.0, 3.0];
-        let b0: Vec<f64> = (0..3).map(|i| (0..3).map(|j| a0[i * 3 + j] * d[j]).sum()).collect();
-        let (mut a, mut b, mut p) = (a0, b0.clone(), [0; 3]);
-        assert!(lu_solve(&mut a, &mut p, &mut b, 3));
-        let (mut a2, mut b2) = (a0, b0);
-        assert!(cholesky_solve(&mut a2, &mut b2, 3));
-        for i in 0..3 {
-            assert!((b[i] - d[i]).abs() < 1e-14 && (b2[i] - d[i]).abs() < 1e-14, "{b:?} {b2:?}");
-        }
-        // singular: refused
-        let mut s = [1.0, 2.0, 2.0, 4.0];
-        assert!(!lu_solve(&mut s, &mut [0; 2], &mut [1.0, 1.0], 2));
     }
 }

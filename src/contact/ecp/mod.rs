@@ -29,6 +29,7 @@
 //! therefore show the ECP and its wrench.
 
 mod block;
+mod block_linear;
 mod dual;
 mod history;
 mod joint_law;
