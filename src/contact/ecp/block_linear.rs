@@ -16,7 +16,7 @@
 //! Eliminating `d_C` leaves the Schur complement `S = J_GG − Σ_c J_Gc D_c⁻¹ J_cG` on the global
 //! unknowns (`6·bodies + rows`: 18 for a cube between two pads, against 82 unknowns in all),
 //! then `d_c = D_c⁻¹ (b_c − J_cG d_G)`. `J_cG` is nonzero only on the contact's bodies' twelve
-//! (or six) columns. For the two-pad grasp this is about a sixth of the multiply-adds of the
+//! (or six) columns. For the two-pad grasp this is about a fifth of the multiply-adds of the
 //! dense LU of the whole system, and `J` is read, not overwritten.
 //!
 //! Each `D_c` and `S` is factored with partial pivoting; a pivot below 1e-13 of the matrix's
