@@ -1214,8 +1214,9 @@ fn a_mimic_finger_follows_its_leader_through_the_sweeps_mimic_row() {
 /// step taken from the same state by the ECP scheme with the parameter at 0 (every contact that
 /// passes an impulse joins the block) and at its default 1e-7: the two agree on the motion to
 /// the contacts' tolerance, the default needs fewer Newton iterations (a fingertip carrying
-/// 1e-15 N·s no longer makes the block's LU refuse every Newton step), and both step without
-/// allocating beyond the first step.
+/// 1e-15 N·s no longer makes the block's LU refuse every Newton step). The gap was 119 359 against 13 297 iterations until a
+/// pair's solve that ends apart and unconverged tried its separated branch (`pair.rs`); since
+/// then it is 14 062 against 13 704, so the test asks only for fewer.
 #[test]
 fn a_contact_that_barely_touches_stays_out_of_the_block_and_the_block_needs_fewer_iterations() {
     let scene = scene_file("config/examples/arm_push_box.yaml");
@@ -1238,7 +1239,7 @@ fn a_contact_that_barely_touches_stays_out_of_the_block_and_the_block_needs_fewe
         dv = all.state.v.iter().zip(&default.state.v).fold(dv, |m, (a, b)| m.max((a - b).abs()));
     }
     println!("4.4–5.0 s of the arm pushing a box, each step from the same state: Newton iterations {iterations_all} with every pushing contact in the block, {iterations_default} without those under 1e-7 of the weight impulse; steps at the cap {unconverged_all} and {unconverged_default}; velocities differ by at most {dv:.1e}");
-    assert!(iterations_default < iterations_all * 95 / 100, "{iterations_default} iterations against {iterations_all}");
+    assert!(iterations_default < iterations_all, "{iterations_default} iterations against {iterations_all}");
     assert!(unconverged_default <= unconverged_all, "{unconverged_default} steps at the cap against {unconverged_all}");
     assert!(dv < 1e-5, "the two steps' velocities differ by {dv}");
 }
@@ -1294,9 +1295,11 @@ fn a_cube_held_between_two_pads_yields_by_the_tangential_compliance_and_does_not
 /// it at either placement; 17 at the shipped one with rigid contacts today). Those were the two
 /// fingertips' friction split on the box, which rigid contacts leave undetermined ("Closed
 /// loops: one block"); with the links' tangential compliance ("A tangential compliance for
-/// robot links") 3 and 0 remain.
+/// robot links") 3 and 0 remained, then 1 and 2 with the block's Newton steps on the Schur
+/// complement. Those last were a fingertip that had come apart from the box and stalled on a
+/// friction impulse left from touching ("A pair that has come apart"); none remain.
 #[test]
-fn the_arm_pushing_a_box_with_its_gripper_closed_rarely_stops_at_the_sweep_cap() {
+fn the_arm_pushing_a_box_with_its_gripper_closed_never_stops_at_the_sweep_cap() {
     let shipped = std::fs::read_to_string(path("config/examples/arm_push_box.yaml")).unwrap();
     let at = "position: [0.53, 0.0, 0.06]";
     assert!(shipped.contains(at));
@@ -1313,48 +1316,51 @@ fn the_arm_pushing_a_box_with_its_gripper_closed_rarely_stops_at_the_sweep_cap()
         }
         let x1 = sim.state.q[sim.model.bodies[box_body].joint.q_index];
         println!("arm_push_box under ecp, box at x = {x} m: {unconverged} of {steps} steps at the cap; the box moved {:.1} mm", (x1 - x0) * 1e3);
-        assert!(unconverged <= 2, "box at x = {x} m: {unconverged} of {steps} steps stopped at the sweep cap");
+        assert_eq!(unconverged, 0, "box at x = {x} m: {unconverged} of {steps} steps stopped at the sweep cap");
         // the push happened: the box slid about 30 cm (832 mm from 530 mm)
         assert!((x1 - x0 - 0.302).abs() < 0.01, "box at x = {x} m: the box moved {} m", x1 - x0);
     }
 }
 
 /// A fingertip of the arm grazes the floor as the arm lifts away from the box
-/// (`arm_push_box.yaml` under ecp with the box 0.3 µm further along x, 5.212–5.214 s): its
+/// (`arm_push_box.yaml` under ecp, about 5.21 s): its
 /// normal impulse comes out of the sweeps between 1e-30 and 3e-7 N·s. Its friction is held on
 /// the limit surface `(p_t/e_t)² + (p_o/e_o)² + (p_r/e_r)² ≤ μ² p_n²` exactly (the body–plane
 /// solve meets that quadratic condition only to its residual, about 1e-7 N·s of friction when
 /// p_n → 0, which kept these steps at the cap for 145–230 ms), and the steps converge.
 ///
 /// Whether the fingertip touches down at all follows the trajectory's round-off: at the shipped
-/// placement it did until the block's Newton steps were solved by eliminating the contacts'
-/// own unknowns (`block_linear.rs`), and no longer does; with the box 1 nm to 30 µm further it
-/// grazes at 5.212–5.213 s.
+/// placement it stopped doing so when the block's Newton steps came to be solved by eliminating
+/// the contacts' own unknowns (`block_linear.rs`) and did again once a pair that had come apart
+/// tried its separated branch (`pair.rs`). The test therefore runs three placements (the
+/// shipped one, the box 0.1 µm and 1 µm further) and needs a grazing contact in at least one.
 #[test]
 fn a_fingertip_grazing_the_floor_keeps_its_friction_in_the_limit_surface_and_the_step_converges() {
     let shipped = std::fs::read_to_string(path("config/examples/arm_push_box.yaml")).unwrap();
     let at = "position: [0.53, 0.0, 0.06]";
     assert!(shipped.contains(at));
-    let scene = scene(&shipped.replacen(at, "position: [0.5300003, 0.0, 0.06]", 1));
-    let cfg = SolverConfig::from_kind("ecp").unwrap();
-    let mut sim = contact_sim::sim::Simulation::from_scene(&scene, Some(&cfg));
     let p = EcpParams::default();
     let (mut grazing, mut checked) = (0, 0);
-    for k in 0..5215 {
-        let r = sim.step();
-        if k < 5100 {
-            continue;
-        }
-        assert!(r.solve.converged, "step {k}: unconverged after {} iterations", r.solve.iterations);
-        for (body, _, c) in ecp_scheme(&sim).last_link_contacts().filter(|(_, _, c)| c.in_contact) {
-            let mu = 0.8; // the scene's default material, fingertip on the floor
-            let size = ((c.tangent_impulse[0] / p.e_t).powi(2) + (c.tangent_impulse[1] / p.e_o).powi(2) + (c.torsion_impulse / p.e_r_m).powi(2)).sqrt();
-            assert!(size <= mu * c.normal_impulse.max(0.0) * (1.0 + 1e-12), "step {k}, link {body}: friction {size:e} N·s outside μ p_n = {:e} N·s", mu * c.normal_impulse);
-            checked += 1;
-            grazing += (c.normal_impulse < 1e-6) as usize;
+    for x in ["0.53", "0.5300001", "0.530001"] {
+        let scene = scene(&shipped.replacen(at, &format!("position: [{x}, 0.0, 0.06]"), 1));
+        let cfg = SolverConfig::from_kind("ecp").unwrap();
+        let mut sim = contact_sim::sim::Simulation::from_scene(&scene, Some(&cfg));
+        for k in 0..5215 {
+            let r = sim.step();
+            if k < 5100 {
+                continue;
+            }
+            assert!(r.solve.converged, "box at x = {x} m, step {k}: unconverged after {} iterations", r.solve.iterations);
+            for (body, _, c) in ecp_scheme(&sim).last_link_contacts().filter(|(_, _, c)| c.in_contact) {
+                let mu = 0.8; // the scene's default material, fingertip on the floor
+                let size = ((c.tangent_impulse[0] / p.e_t).powi(2) + (c.tangent_impulse[1] / p.e_o).powi(2) + (c.torsion_impulse / p.e_r_m).powi(2)).sqrt();
+                assert!(size <= mu * c.normal_impulse.max(0.0) * (1.0 + 1e-12), "box at x = {x} m, step {k}, link {body}: friction {size:e} N·s outside μ p_n = {:e} N·s", mu * c.normal_impulse);
+                checked += 1;
+                grazing += (c.normal_impulse < 1e-6) as usize;
+            }
         }
     }
-    println!("5.100–5.215 s: {checked} link–floor contacts checked, {grazing} of them with p_n < 1e-6 N·s");
+    println!("5.100–5.215 s at three placements: {checked} link–floor contacts checked, {grazing} of them with p_n < 1e-6 N·s");
     assert!(grazing > 0, "no fingertip grazed the floor in the window: the test no longer covers the case");
 }
 

@@ -189,6 +189,42 @@ pub fn contact_frame(p: &BodyPairProblem, z: &[f64; NZ_PAIR]) -> [Vec3; 3] {
     [n, t, n.cross(&t)]
 }
 
+/// One start of a pair's solve: the Newton solve of `problem` from `z` (updated in place), then,
+/// where it ends unconverged with the bodies apart (`l_{k1} > 0`) and `free` is given, a second
+/// solve from the separated branch of its geometry: `z` with no impulse and the end velocities
+/// `free = [v_A, ω_A, v_B, ω_B]` the bodies reach without this contact (docs/ecp.md, "A pair
+/// that has come apart"). Keeps the better of the two; returns its outcome, the Newton
+/// iterations of both solves and whether the second ran.
+///
+/// Near `p_n = 0` the friction rows are degenerate (`p σ` and `μ² p_n² − Σ (p/e)²` are both flat
+/// in `p` at `p_n = σ = 0`), and a start that comes out of contact with a small friction impulse
+/// left over can stall there: its Newton directions grow, the line search takes steps of 1e-6,
+/// and the left-over friction keeps a robot link's momentum rows off by more than the tolerance.
+pub(crate) fn solve_start(problem: &BodyPairProblem, z: &mut [f64; NZ_PAIR], params: &EcpParams, free: Option<&[Vec3; 4]>) -> (SolveOutcome, u32, bool) {
+    let outcome = mncp::solve(problem, z, params.tolerance, params.max_iterations);
+    let Some(free) = free.filter(|_| !outcome.converged && z[idx::LA + problem.k1] > 0.0) else {
+        return (outcome, outcome.iterations, false);
+    };
+    let mut apart = *z;
+    for (k, v) in free.iter().enumerate() {
+        apart[3 * k..3 * k + 3].copy_from_slice(&arr(v));
+    }
+    for i in [idx::PT, idx::PO, idx::PR, idx::PN] {
+        apart[i] = 0.0;
+    }
+    // with p_n = 0 any σ ≥ 0 solves the limit-surface row; a σ of order one makes the friction
+    // rows `e² μ p_n v + p σ` hold p at 0 (with σ → 0 they are flat in p, as above)
+    apart[idx::SIGMA] = apart[idx::SIGMA].max(1.0);
+    let second = mncp::solve(problem, &mut apart, params.tolerance, params.max_iterations);
+    let iterations = outcome.iterations + second.iterations;
+    if second.residual < outcome.residual {
+        *z = apart;
+        (second, iterations, true)
+    } else {
+        (outcome, iterations, true)
+    }
+}
+
 /// Centre and rotation of a body's geometry at the end pose for velocities `(v, ω)`.
 fn geom_at(body: &EcpBody, s: &EcpBodyState, h: f64, v: &Vec3, w: &Vec3) -> (Vec3, Mat3) {
     let (com, rot) = EcpStepper::end_pose(s, h, v, w);
@@ -323,6 +359,8 @@ impl PairStepper {
             z[idx::SIGMA] = (rel - n0 * n0.dot(&rel)).norm();
             z
         };
+        let free = [va_free, wa_free, vb_free, wb_free];
+        let mut tried_separated = false;
         let total = 1 + k1_count * points.len();
         let mut best: Option<([f64; NZ_PAIR], usize, SolveOutcome)> = None;
         let mut iterations = 0;
@@ -343,8 +381,10 @@ impl PairStepper {
                 (guess(&points[(s - 1) % points.len()], k1), k1)
             };
             problem.k1 = k1;
-            let outcome = mncp::solve(&problem, &mut z, params.tolerance, params.max_iterations);
-            iterations += outcome.iterations;
+            let retry = if tried_separated { None } else { Some(&free) };
+            let (outcome, used, retried) = solve_start(&problem, &mut z, params, retry);
+            tried_separated |= retried;
+            iterations += used;
             if outcome.residual.is_finite() && best.as_ref().is_none_or(|(_, _, b)| outcome.residual < b.residual) {
                 best = Some((z, k1, outcome));
             }
