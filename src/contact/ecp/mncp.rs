@@ -38,7 +38,7 @@
 //! `φ` is the Fischer–Burmeister function. The end-of-step pose is `x⁺ = x⁰ + h v`,
 //! `R⁺ = exp(h [ω]×) R⁰`, the same map the step writes back.
 
-use super::dual::{add3, cross3, cst3, dot3, dot3c, fischer_burmeister, scale3, sub3, Dual, V3};
+use super::dual::{add3, add_scaled3, cross3, cst3, dot3, dot3c, fischer_burmeister, scale3, sub3, Dual, V3};
 use super::shape::{ConvexShape, MAX_INEQUALITIES};
 use nalgebra::{Const, DimMin, SMatrix, SVector};
 
@@ -267,7 +267,7 @@ pub(crate) fn friction_rows<const N: usize>(mu_pn: Dual<N>, e: &[f64; 3], slip: 
 
 /// `c = ∇f_{k1}(ξ) + Σ_{i≠k1} l_i ∇f_i(ξ)` (eq. 11; all inequalities with `k1 = None`) and every
 /// `f_i(ξ)`, for the shape at geometry origin `origin` and axes `axes`; `l` holds one multiplier
-/// per inequality.
+/// per inequality. The shape coordinates of ξ are computed once for all inequalities.
 #[inline]
 pub(crate) fn gradient_combination<const N: usize>(
     shape: &ConvexShape,
@@ -277,29 +277,49 @@ pub(crate) fn gradient_combination<const N: usize>(
     origin: &V3<N>,
     axes: &[V3<N>; 3],
 ) -> (V3<N>, [Dual<N>; MAX_INEQUALITIES]) {
+    let eta = shape_coordinates(xi, origin, axes);
     let mut f_at = [Dual::cst(0.0); MAX_INEQUALITIES];
     let mut c = [Dual::cst(0.0); 3];
     if let Some(k) = k1 {
-        (f_at[k], c) = inequality_at(shape, k, xi, origin, axes);
+        (f_at[k], c) = inequality_world(shape, k, &eta, axes);
     }
     for i in 0..shape.inequality_count() {
         if Some(i) != k1 {
-            let (f, g) = inequality_at(shape, i, xi, origin, axes);
+            let (f, grad) = inequality_world(shape, i, &eta, axes);
             f_at[i] = f;
-            c = add3(&c, &scale3(&g, l[i]));
+            add_scaled3(&mut c, &grad, &l[i]);
         }
     }
     (c, f_at)
 }
 
+/// The shape coordinates `η = Aᵀ (ξ − o)` of the world point ξ, for geometry origin `o` and axes
+/// `A` (columns).
+#[inline]
+fn shape_coordinates<const N: usize>(xi: &V3<N>, origin: &V3<N>, axes: &[V3<N>; 3]) -> V3<N> {
+    let rel = sub3(xi, origin);
+    [dot3(&axes[0], &rel), dot3(&axes[1], &rel), dot3(&axes[2], &rel)]
+}
+
+/// `f_i` and its world gradient `A ∇_η f_i` at the shape coordinates η, for geometry axes `A`
+/// (columns). An inequality of constant gradient `±e_k` (a box face, a cylinder cap) takes
+/// `±A e_k` as it is: the product `A g` gives the same numbers (up to the sign of zero entries)
+/// with three products and two sums of duals.
+#[inline]
+fn inequality_world<const N: usize>(shape: &ConvexShape, i: usize, eta: &V3<N>, axes: &[V3<N>; 3]) -> (Dual<N>, V3<N>) {
+    let (f, g) = shape.inequality(i, eta);
+    let grad = match shape.constant_gradient(i) {
+        Some((k, s)) if s > 0.0 => axes[k],
+        Some((k, _)) => [-axes[k][0], -axes[k][1], -axes[k][2]],
+        None => add3(&add3(&scale3(&axes[0], g[0]), &scale3(&axes[1], g[1])), &scale3(&axes[2], g[2])),
+    };
+    (f, grad)
+}
+
 /// `f_i` at the world point ξ and its world gradient, for geometry origin and axes.
 #[inline]
 fn inequality_at<const N: usize>(shape: &ConvexShape, i: usize, xi: &V3<N>, origin: &V3<N>, axes: &[V3<N>; 3]) -> (Dual<N>, V3<N>) {
-    let rel = sub3(xi, origin);
-    let eta = [dot3(&axes[0], &rel), dot3(&axes[1], &rel), dot3(&axes[2], &rel)];
-    let (f, g) = shape.inequality(i, &eta);
-    let grad = add3(&add3(&scale3(&axes[0], g[0]), &scale3(&axes[1], g[1])), &scale3(&axes[2], g[2]));
-    (f, grad)
+    inequality_world(shape, i, &shape_coordinates(xi, origin, axes), axes)
 }
 
 /// The residual Φ(z) (module docs), generic over the number of seeded derivatives.
@@ -385,8 +405,14 @@ pub fn residual_value<S: MncpSystem<M>, const M: usize>(p: &S, z: &[f64; M]) -> 
 }
 
 /// Φ(z) and its Jacobian ∂Φ/∂z (exact, by forward-mode dual numbers).
+#[inline]
 pub fn residual_and_jacobian<S: MncpSystem<M>, const M: usize>(p: &S, z: &[f64; M]) -> (SVector<f64, M>, SMatrix<f64, M, M>) {
-    let zd: [Dual<M>; M] = std::array::from_fn(|i| Dual::var(z[i], i));
+    // set in place: building the M duals with `from_fn` copied each one twice
+    let mut zd = [Dual::<M>::cst(0.0); M];
+    for (i, d) in zd.iter_mut().enumerate() {
+        d.v = z[i];
+        d.d[i] = 1.0;
+    }
     let mut out = [Dual::cst(0.0); M];
     p.eval(&zd, &mut out);
     let phi = SVector::<f64, M>::from_fn(|i, _| out[i].v);
@@ -451,12 +477,15 @@ where
         out.iterations += 1;
         let psi = merit(&phi);
         let mut accepted = None;
+        // the LU takes the Jacobian over (no copy of the M × M matrix); the rarer
+        // Levenberg–Marquardt path evaluates it again
         if let Some(d) = jac.lu().solve(&(-phi_v)) {
             if d.iter().all(|x| x.is_finite()) {
                 accepted = line_search(p, z, psi, &d);
             }
         }
         if accepted.is_none() {
+            let (phi_v, jac) = residual_and_jacobian(p, z);
             let jt = jac.transpose();
             let jtj = jt * jac;
             let g = jt * phi_v;

@@ -40,6 +40,18 @@ impl ConvexShape {
         }
     }
 
+    /// `Some((k, s))` when inequality `i` has the constant gradient `s e_k` (`s = ±1`): a box face,
+    /// a cylinder cap.
+    #[inline]
+    pub fn constant_gradient(&self, i: usize) -> Option<(usize, f64)> {
+        match (self, i) {
+            (ConvexShape::Box { .. }, _) => Some((i / 2, if i % 2 == 0 { 1.0 } else { -1.0 })),
+            (ConvexShape::Cylinder { .. }, 1) => Some((2, 1.0)),
+            (ConvexShape::Cylinder { .. }, 2) => Some((2, -1.0)),
+            _ => None,
+        }
+    }
+
     /// `f_i(η)` (m) and its gradient with respect to η (unit length on the surface).
     /// Box inequality `i` is face `±e_{i/2}` (even `i`: +, odd: −); cylinder 0 is the side, 1 the
     /// `+z` cap, 2 the `−z` cap.
